@@ -1,0 +1,12 @@
+//! `volhealth up` (not built yet).
+
+use std::process::ExitCode;
+
+/// Flags of `volhealth up`.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs `volhealth up`.
+pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`volhealth up` is not available in this build yet")
+}

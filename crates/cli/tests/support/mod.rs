@@ -1,0 +1,168 @@
+//! Shared helpers for the end-to-end tests: they start the real `volhealth` binary as child
+//! processes and wait on conditions with deadlines (never fixed sleeps).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the `volhealth` binary that cargo built for these tests.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_volhealth"))
+}
+
+/// A child process that is killed (and reaped) when dropped, so a failing test leaves nothing behind.
+pub struct Proc {
+    /// What this process is, for failure messages.
+    pub name: String,
+    /// The running child.
+    pub child: Child,
+}
+
+impl Proc {
+    /// Starts `volhealth ARGS...` with stdout and stderr appended to `<log_dir>/<name>.log`.
+    pub fn start(name: &str, log_dir: &Path, args: &[&str]) -> Proc {
+        Self::start_with_env(name, log_dir, args, &[])
+    }
+
+    /// Like [`Proc::start`], with extra environment variables.
+    pub fn start_with_env(name: &str, log_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
+        std::fs::create_dir_all(log_dir).expect("create log dir");
+        let log_path = log_dir.join(format!("{name}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("open log");
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
+        Proc { name: name.to_string(), child }
+    }
+
+    /// Sends SIGKILL and waits for the process to end.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// True while the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+/// Async version of [`wait_for`].
+pub async fn wait_for_async<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether an outside tool is present. When it is missing the test should return early after
+/// this prints why; under `VOLHEALTH_REQUIRE_TOOLS=1` a missing tool fails the test instead.
+pub fn have_tool(tool: &str, probe: &[&str]) -> bool {
+    let ok = Command::new(tool)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        if std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("{tool} is required (VOLHEALTH_REQUIRE_TOOLS=1) but `{tool} {}` failed", probe.join(" "));
+        }
+        eprintln!("SKIPPED: {tool} is not available (`{tool} {}` failed)", probe.join(" "));
+    }
+    ok
+}
+
+/// An embedded API server started as a child process on a free loopback port.
+pub struct ApiServer {
+    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    pub url: String,
+    /// The admin kubeconfig it wrote.
+    pub kubeconfig: PathBuf,
+    /// The process.
+    pub proc: Proc,
+}
+
+/// Starts `volhealth apiserver --listen 127.0.0.1:0 --data-dir <dir>/data --write-kubeconfig
+/// <dir>/kubeconfig EXTRA...` and waits until the kubeconfig exists and `/readyz` answers.
+pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
+    let data = dir.join("data");
+    let kubeconfig = dir.join("kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let data_s = data.to_string_lossy().to_string();
+    let kc_s = kubeconfig.to_string_lossy().to_string();
+    let mut args = vec!["apiserver", "--listen", "127.0.0.1:0", "--data-dir", &data_s, "--write-kubeconfig", &kc_s];
+    args.extend_from_slice(extra);
+    let mut proc = Proc::start("apiserver", dir, &args);
+    let url = wait_for(Duration::from_secs(30), "the API server's kubeconfig", || {
+        if !proc.is_running() {
+            panic!("apiserver exited early; see {}", dir.join("apiserver.log").display());
+        }
+        let text = std::fs::read_to_string(&kubeconfig).ok()?;
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("server:").map(|s| s.trim().trim_matches('"').to_string()))
+    });
+    let ready = format!("{url}/readyz");
+    wait_for(Duration::from_secs(30), "/readyz", || http_get_ok(&ready).then_some(()));
+    ApiServer { url, kubeconfig, proc }
+}
+
+/// A plain-HTTP GET on loopback that reports whether the answer was 200.
+pub fn http_get_ok(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else { return false };
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let Ok(mut s) = std::net::TcpStream::connect(host) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200")
+}
