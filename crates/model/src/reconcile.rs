@@ -1,0 +1,313 @@
+//! `stored + reported + now → what to write, or nothing`.
+//!
+//! The driver's report is authoritative: the stored list is replaced, not merged. Nothing is
+//! written when the set of `(status, reason)` and every message are unchanged, whatever order the
+//! stored list is in. `lastTransitionTime` moves only when the set of `(status, reason)` changes.
+//! A report holding only values this version does not know changes nothing: such values are
+//! surfaced by the caller and must never clear a stored condition.
+
+use crate::sanitize::Condition;
+use crate::{PodVolumeHealth, Report, StorageHealth, StorageHealthCondition, Timestamp};
+use crate::{VolumeHealthCondition, VolumeHealthStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// What a writer must do to the stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write<T> {
+    /// Store this value.
+    Set(T),
+    /// Remove the field (or list entry): the driver reports no adverse condition.
+    Remove,
+}
+
+type Key<'a> = (usize, &'a str, &'a str);
+
+fn key<C: Condition>(c: &C) -> Key<'_> {
+    (c.rank(), c.status(), c.reason())
+}
+
+fn sorted<C: Condition>(list: &[C]) -> Vec<&C> {
+    let mut v: Vec<&C> = list.iter().collect();
+    v.sort_by(|a, b| key(*a).cmp(&key(*b)));
+    v
+}
+
+fn same_keys<C: Condition>(a: &[C], b: &[C]) -> bool {
+    a.len() == b.len()
+        && sorted(a)
+            .iter()
+            .zip(sorted(b))
+            .all(|(x, y)| key(*x) == key(y))
+}
+
+fn message_of<C: Condition>(c: &C) -> &str {
+    c.message().unwrap_or("")
+}
+
+fn same_volume_conditions(a: &[VolumeHealthCondition], b: &[VolumeHealthCondition]) -> bool {
+    same_keys(a, b)
+        && sorted(a)
+            .iter()
+            .zip(sorted(b))
+            .all(|(x, y)| message_of(*x) == message_of(y))
+}
+
+/// Decides the write for a set of volume conditions with one shared transition time.
+fn reconcile_volume_set(
+    stored: Option<(&[VolumeHealthCondition], Option<&Time>)>,
+    report: &Report<VolumeHealthCondition>,
+    now: Timestamp,
+) -> Option<Write<(Vec<VolumeHealthCondition>, Time)>> {
+    if report.conditions.is_empty() {
+        if !report.unknown.is_empty() {
+            return None;
+        }
+        return stored.map(|_| Write::Remove);
+    }
+    let desired = &report.conditions;
+    let since = match stored {
+        Some((conds, ltt)) => {
+            if same_volume_conditions(conds, desired) {
+                return None;
+            }
+            match ltt {
+                Some(t) if same_keys(conds, desired) => t.clone(),
+                _ => Time(now),
+            }
+        }
+        None => Time(now),
+    };
+    Some(Write::Set((desired.clone(), since)))
+}
+
+/// `pvc.status.healthStatus`: `None` means nothing to write.
+pub fn reconcile_pvc(
+    stored: Option<&VolumeHealthStatus>,
+    report: &Report<VolumeHealthCondition>,
+    now: Timestamp,
+) -> Option<Write<VolumeHealthStatus>> {
+    let stored = stored.map(|s| {
+        (
+            s.health_conditions.as_deref().unwrap_or_default(),
+            s.last_transition_time.as_ref(),
+        )
+    });
+    reconcile_volume_set(stored, report, now).map(|w| match w {
+        Write::Remove => Write::Remove,
+        Write::Set((conds, since)) => Write::Set(VolumeHealthStatus {
+            health_conditions: Some(conds),
+            last_transition_time: Some(since),
+        }),
+    })
+}
+
+/// One `pod.status.volumeHealth` entry, keyed by the `pod.spec.volumes` name.
+pub fn reconcile_pod_volume(
+    stored: Option<&PodVolumeHealth>,
+    volume_name: &str,
+    report: &Report<VolumeHealthCondition>,
+    now: Timestamp,
+) -> Option<Write<PodVolumeHealth>> {
+    let stored = stored.map(|s| {
+        (
+            s.health_conditions.as_deref().unwrap_or_default(),
+            s.last_transition_time.as_ref(),
+        )
+    });
+    reconcile_volume_set(stored, report, now).map(|w| match w {
+        Write::Remove => Write::Remove,
+        Write::Set((conds, since)) => Write::Set(PodVolumeHealth {
+            name: volume_name.to_string(),
+            health_conditions: Some(conds),
+            last_transition_time: Some(since),
+        }),
+    })
+}
+
+fn storage_identity(c: &StorageHealthCondition) -> (&str, &str, Option<&str>, Option<&str>) {
+    (
+        &c.status,
+        &c.reason,
+        c.access_mode.as_deref(),
+        c.volume_mode.as_deref(),
+    )
+}
+
+fn same_storage_conditions(a: &[StorageHealthCondition], b: &[StorageHealthCondition]) -> bool {
+    same_keys(a, b)
+        && sorted(a).iter().zip(sorted(b)).all(|(x, y)| {
+            storage_identity(x) == storage_identity(y) && message_of(*x) == message_of(y)
+        })
+}
+
+/// One driver's `csinode.status.storageHealth` entry. Each condition keeps its own
+/// `lastTransitionTime` while its `(status, reason, accessMode, volumeMode)` is unchanged.
+pub fn reconcile_storage(
+    stored: Option<&StorageHealth>,
+    driver_name: &str,
+    report: &Report<StorageHealthCondition>,
+    now: Timestamp,
+) -> Option<Write<StorageHealth>> {
+    let stored_conds = stored.map(|s| s.health_conditions.as_deref().unwrap_or_default());
+    if report.conditions.is_empty() {
+        if !report.unknown.is_empty() {
+            return None;
+        }
+        return stored.map(|_| Write::Remove);
+    }
+    if let Some(conds) = stored_conds
+        && same_storage_conditions(conds, &report.conditions)
+    {
+        return None;
+    }
+    let conditions = report
+        .conditions
+        .iter()
+        .map(|c| {
+            let since = stored_conds
+                .and_then(|conds| {
+                    conds
+                        .iter()
+                        .find(|s| storage_identity(s) == storage_identity(c))
+                })
+                .and_then(|s| s.last_transition_time.clone())
+                .unwrap_or(Time(now));
+            StorageHealthCondition {
+                last_transition_time: Some(since),
+                ..c.clone()
+            }
+        })
+        .collect();
+    Some(Write::Set(StorageHealth {
+        name: driver_name.to_string(),
+        health_conditions: Some(conditions),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::volume_report;
+    use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn report(entries: &[(i32, &str, &str)]) -> Report<VolumeHealthCondition> {
+        let e: Vec<_> = entries
+            .iter()
+            .map(|(s, r, m)| VolumeHealthEntry {
+                status: *s,
+                reason: (*r).into(),
+                message: (*m).into(),
+            })
+            .collect();
+        volume_report(&e)
+    }
+
+    fn set(w: Option<Write<VolumeHealthStatus>>) -> VolumeHealthStatus {
+        match w {
+            Some(Write::Set(v)) => v,
+            other => panic!("expected a Set, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_report_writes_with_now() {
+        let s = set(reconcile_pvc(
+            None,
+            &report(&[(2, "VolumeNotFound", "gone")]),
+            t(100),
+        ));
+        assert_eq!(s.last_transition_time, Some(Time(t(100))));
+        assert_eq!(s.health_conditions.unwrap()[0].status, "Inaccessible");
+    }
+
+    #[test]
+    fn unchanged_writes_nothing_and_message_change_keeps_time() {
+        let r1 = report(&[(1, "SlowIo", "40ms")]);
+        let s = set(reconcile_pvc(None, &r1, t(100)));
+        assert_eq!(reconcile_pvc(Some(&s), &r1, t(200)), None);
+        let s2 = set(reconcile_pvc(
+            Some(&s),
+            &report(&[(1, "SlowIo", "90ms")]),
+            t(200),
+        ));
+        assert_eq!(s2.last_transition_time, Some(Time(t(100))));
+        let s3 = set(reconcile_pvc(
+            Some(&s2),
+            &report(&[(1, "SlowIo", "90ms"), (3, "Fsck", "")]),
+            t(300),
+        ));
+        assert_eq!(s3.last_transition_time, Some(Time(t(300))));
+    }
+
+    #[test]
+    fn stored_order_does_not_matter() {
+        let r = report(&[(1, "A", ""), (2, "B", "")]);
+        let mut s = set(reconcile_pvc(None, &r, t(1)));
+        s.health_conditions.as_mut().unwrap().reverse();
+        assert_eq!(reconcile_pvc(Some(&s), &r, t(2)), None);
+    }
+
+    #[test]
+    fn empty_report_clears_and_unknown_only_keeps() {
+        let s = set(reconcile_pvc(None, &report(&[(2, "X", "")]), t(1)));
+        assert_eq!(
+            reconcile_pvc(Some(&s), &report(&[(77, "Future", "")]), t(2)),
+            None
+        );
+        assert_eq!(
+            reconcile_pvc(Some(&s), &Report::healthy(), t(2)),
+            Some(Write::Remove)
+        );
+        assert_eq!(reconcile_pvc(None, &Report::healthy(), t(2)), None);
+    }
+
+    #[test]
+    fn pod_volume_entry_carries_name() {
+        match reconcile_pod_volume(None, "data", &report(&[(3, "Corrupt", "")]), t(5)) {
+            Some(Write::Set(p)) => assert_eq!(p.name, "data"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn storage_keeps_per_condition_time() {
+        let a = StorageHealthCondition {
+            status: "StorageDegraded".into(),
+            reason: "Slow".into(),
+            ..Default::default()
+        };
+        let b = StorageHealthCondition {
+            status: "StorageUnreachable".into(),
+            reason: "Partition".into(),
+            ..Default::default()
+        };
+        let r1 = Report {
+            conditions: vec![a.clone()],
+            unknown: vec![],
+            fixes: vec![],
+        };
+        let first = match reconcile_storage(None, "d", &r1, t(10)) {
+            Some(Write::Set(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reconcile_storage(Some(&first), "d", &r1, t(20)), None);
+        let r2 = Report {
+            conditions: vec![b, a],
+            unknown: vec![],
+            fixes: vec![],
+        };
+        let second = match reconcile_storage(Some(&first), "d", &r2, t(30)) {
+            Some(Write::Set(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let conds = second.health_conditions.unwrap();
+        let slow = conds.iter().find(|c| c.reason == "Slow").unwrap();
+        let part = conds.iter().find(|c| c.reason == "Partition").unwrap();
+        assert_eq!(slow.last_transition_time, Some(Time(t(10))));
+        assert_eq!(part.last_transition_time, Some(Time(t(30))));
+    }
+}
