@@ -1,0 +1,129 @@
+//! Our `proto/csi.proto` must compile to the same `csi.v1` as the released
+//! CSI v1.13.0 descriptor, name by name and number by number.
+
+mod descriptor_diff;
+
+use std::path::PathBuf;
+
+use prost::Message;
+use prost_types::FileDescriptorSet;
+
+/// Where the released descriptor lives: `VOLHEALTH_CSI_DESCRIPTOR`, else the
+/// shared spec directory next to the checkout.
+fn released_descriptor_path() -> PathBuf {
+    match std::env::var_os("VOLHEALTH_CSI_DESCRIPTOR") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/spec/csi-v1.13.0-descriptor.pb"),
+    }
+}
+
+fn require_tools() -> bool {
+    std::env::var("VOLHEALTH_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
+}
+
+fn ours() -> FileDescriptorSet {
+    FileDescriptorSet::decode(volhealth_csi::FILE_DESCRIPTOR_SET).expect("decode our descriptor")
+}
+
+#[test]
+fn descriptor_matches_released_spec() {
+    let path = released_descriptor_path();
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            let reason = format!(
+                "released CSI descriptor not readable at {} ({e}); set VOLHEALTH_CSI_DESCRIPTOR",
+                path.display()
+            );
+            assert!(!require_tools(), "{reason}");
+            println!("SKIPPED: descriptor_matches_released_spec ({reason})");
+            return;
+        }
+    };
+    let released =
+        descriptor_diff::decode_either(&bytes, "csi.v1").expect("decode released descriptor");
+    let ours = ours();
+    let released_file =
+        descriptor_diff::file_of_package(&released, "csi.v1").expect("released csi.v1");
+    let our_file = descriptor_diff::file_of_package(&ours, "csi.v1").expect("our csi.v1");
+
+    let mut diff = descriptor_diff::structural(released_file, our_file);
+
+    let released_pool = descriptor_diff::pool(&bytes).expect("released pool");
+    let our_pool = descriptor_diff::pool(volhealth_csi::FILE_DESCRIPTOR_SET).expect("our pool");
+    let released_options = descriptor_diff::custom_options(&released_pool, "csi.v1");
+    let our_options = descriptor_diff::custom_options(&our_pool, "csi.v1");
+    diff.extend(descriptor_diff::options(&released_options, &our_options));
+
+    // The comparison would pass vacuously if option decoding lost the
+    // extensions, so the health options must be visible in the release.
+    for element in [
+        "field csi.v1.ControllerListVolumeHealthRequest.secrets",
+        "field csi.v1.NodeGetStorageHealthRequest.secrets",
+        "method csi.v1.Controller.ControllerListVolumeHealth",
+        "method csi.v1.Node.NodeGetStorageHealth",
+    ] {
+        assert!(
+            released_options.contains_key(element),
+            "released descriptor shows no custom option on {element}"
+        );
+    }
+
+    assert!(
+        diff.is_empty(),
+        "{} difference(s) between proto/csi.proto and the released CSI v1.13.0:\n  {}",
+        diff.len(),
+        diff.join("\n  ")
+    );
+}
+
+/// The comparison itself must notice changes, or the test above proves nothing.
+#[test]
+fn descriptor_diff_reports_every_kind_of_change() {
+    let ours = ours();
+    let base = descriptor_diff::file_of_package(&ours, "csi.v1").expect("our csi.v1");
+    assert!(descriptor_diff::structural(base, base).is_empty());
+
+    let mut changed = base.clone();
+    let msg = changed
+        .message_type
+        .iter_mut()
+        .find(|m| m.name() == "VolumeHealth")
+        .expect("VolumeHealth");
+    msg.field[0].number = Some(7);
+    let nested = &mut msg.nested_type[0];
+    nested.field[0].type_name = Some(".csi.v1.StorageHealthErrorType".into());
+    let en = changed
+        .enum_type
+        .iter_mut()
+        .find(|e| e.name() == "VolumeHealthErrorType")
+        .expect("VolumeHealthErrorType");
+    en.value[1].number = Some(2);
+    let svc = changed
+        .service
+        .iter_mut()
+        .find(|s| s.name() == "Node")
+        .expect("Node");
+    svc.method[0].server_streaming = Some(true);
+    svc.method.pop();
+    changed
+        .message_type
+        .iter_mut()
+        .find(|m| m.name() == "PluginCapability")
+        .expect("PluginCapability")
+        .field[0]
+        .oneof_index = None;
+
+    let diff = descriptor_diff::structural(base, &changed).join("\n");
+    for expected in [
+        ".csi.v1.VolumeHealth.volume_id: number differs",
+        ".csi.v1.VolumeHealth.VolumeHealthEntry.status: type name differs",
+        ".csi.v1.VolumeHealthErrorType.DEGRADED: number differs",
+        ".csi.v1.Node.NodeStageVolume: server streaming differs",
+        "method .csi.v1.Node.NodeGetInfo: missing from ours",
+        ".csi.v1.PluginCapability.service: oneof differs",
+    ] {
+        assert!(diff.contains(expected), "missing {expected:?} in:\n{diff}");
+    }
+}
