@@ -1,0 +1,176 @@
+//! Finding out which health RPCs a driver supports.
+
+use std::time::Duration;
+
+use tonic::transport::Channel;
+
+use crate::error::{Error, Result};
+use crate::v1;
+use crate::v1::controller_service_capability::rpc::Type as ControllerRpc;
+use crate::v1::node_service_capability::rpc::Type as NodeRpc;
+
+/// Message recorded when a plugin breaks the LIST-implies-GET rule.
+pub const LIST_WITHOUT_GET: &str = "controller reports LIST_VOLUME_HEALTH without GET_VOLUME_HEALTH; \
+     CSI requires a plugin with LIST_VOLUME_HEALTH to also support GET_VOLUME_HEALTH \
+     (recovered volumes are cleared only after two list cycles)";
+
+/// What a driver offers for volume and storage health.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `GetPluginInfo.name`.
+    pub driver_name: String,
+    /// `GetPluginInfo.vendor_version`.
+    pub vendor_version: String,
+    /// How the controller side can be asked about volume health.
+    pub controller: ControllerHealthMode,
+    /// Which node health RPCs are available.
+    pub node: NodeHealthModes,
+    /// Spec rules the driver breaks, in words.
+    pub violations: Vec<String>,
+}
+
+/// Controller-side volume health support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerHealthMode {
+    /// LIST_VOLUME_HEALTH; `get` says whether GET_VOLUME_HEALTH is there too
+    /// (`false` is a spec violation).
+    List {
+        /// GET_VOLUME_HEALTH is also reported.
+        get: bool,
+    },
+    /// GET_VOLUME_HEALTH only.
+    Get,
+    /// No controller health RPCs, or no Controller service at all.
+    None,
+}
+
+/// Node-side health support.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeHealthModes {
+    /// NodeGetVolumeHealth (node capability GET_VOLUME_HEALTH).
+    pub volume: bool,
+    /// NodeGetStorageHealth (node capability GET_STORAGE_HEALTH).
+    pub storage: bool,
+}
+
+/// Calls GetPluginInfo, ControllerGetCapabilities and NodeGetCapabilities, each
+/// bounded by `timeout`. A service the plugin does not serve (UNIMPLEMENTED)
+/// gives that side no health modes; any other failure is an error.
+pub async fn probe(channel: Channel, timeout: Duration) -> Result<Capabilities> {
+    let mut identity = v1::identity_client::IdentityClient::new(channel.clone());
+    let info = call(
+        "GetPluginInfo",
+        timeout,
+        |req| identity.get_plugin_info(req),
+        v1::GetPluginInfoRequest {},
+    )
+    .await?;
+    let (controller, violations) = probe_controller(channel.clone(), timeout).await?;
+    let node = probe_node(channel, timeout).await?;
+    Ok(Capabilities {
+        driver_name: info.name,
+        vendor_version: info.vendor_version,
+        controller,
+        node,
+        violations,
+    })
+}
+
+/// The controller side alone: its health mode and any spec violations.
+pub async fn probe_controller(
+    channel: Channel,
+    timeout: Duration,
+) -> Result<(ControllerHealthMode, Vec<String>)> {
+    let mut client = v1::controller_client::ControllerClient::new(channel);
+    let caps = match call(
+        "ControllerGetCapabilities",
+        timeout,
+        |req| client.controller_get_capabilities(req),
+        v1::ControllerGetCapabilitiesRequest {},
+    )
+    .await
+    {
+        Ok(resp) => resp.capabilities,
+        Err(e) if is_unimplemented(&e) => return Ok((ControllerHealthMode::None, Vec::new())),
+        Err(e) => return Err(e),
+    };
+    let has = |want: ControllerRpc| {
+        caps.iter().any(|c| match &c.r#type {
+            Some(v1::controller_service_capability::Type::Rpc(rpc)) => rpc.r#type == want as i32,
+            None => false,
+        })
+    };
+    let (list, get) = (
+        has(ControllerRpc::ListVolumeHealth),
+        has(ControllerRpc::GetVolumeHealth),
+    );
+    Ok(match (list, get) {
+        (true, get) => {
+            let violations = if get {
+                Vec::new()
+            } else {
+                vec![LIST_WITHOUT_GET.to_string()]
+            };
+            (ControllerHealthMode::List { get }, violations)
+        }
+        (false, true) => (ControllerHealthMode::Get, Vec::new()),
+        (false, false) => (ControllerHealthMode::None, Vec::new()),
+    })
+}
+
+/// The node side alone.
+pub async fn probe_node(channel: Channel, timeout: Duration) -> Result<NodeHealthModes> {
+    let mut client = v1::node_client::NodeClient::new(channel);
+    let caps = match call(
+        "NodeGetCapabilities",
+        timeout,
+        |req| client.node_get_capabilities(req),
+        v1::NodeGetCapabilitiesRequest {},
+    )
+    .await
+    {
+        Ok(resp) => resp.capabilities,
+        Err(e) if is_unimplemented(&e) => return Ok(NodeHealthModes::default()),
+        Err(e) => return Err(e),
+    };
+    let has = |want: NodeRpc| {
+        caps.iter().any(|c| match &c.r#type {
+            Some(v1::node_service_capability::Type::Rpc(rpc)) => rpc.r#type == want as i32,
+            None => false,
+        })
+    };
+    Ok(NodeHealthModes {
+        volume: has(NodeRpc::GetVolumeHealth),
+        storage: has(NodeRpc::GetStorageHealth),
+    })
+}
+
+fn is_unimplemented(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Rpc {
+            code: tonic::Code::Unimplemented,
+            ..
+        }
+    )
+}
+
+/// Runs one unary RPC with a gRPC deadline and a local timeout.
+async fn call<Req, Resp, F, Fut>(
+    rpc: &'static str,
+    timeout: Duration,
+    f: F,
+    msg: Req,
+) -> Result<Resp>
+where
+    F: FnOnce(tonic::Request<Req>) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<tonic::Response<Resp>, tonic::Status>>,
+{
+    let mut request = tonic::Request::new(msg);
+    request.set_timeout(timeout);
+    match tokio::time::timeout(timeout, f(request)).await {
+        Ok(Ok(resp)) => Ok(resp.into_inner()),
+        Ok(Err(status)) => Err(Error::rpc(rpc, &status)),
+        Err(_) => Err(Error::Timeout { rpc, timeout }),
+    }
+}

@@ -1,0 +1,95 @@
+//! Serving gRPC services on a unix socket.
+
+use std::future::Future;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::transport::server::Router;
+
+use crate::endpoint;
+use crate::error::{Error, Result};
+
+/// Socket permissions: owner and group (the CO's sidecars) may connect.
+const SOCKET_MODE: u32 = 0o660;
+
+/// Serves `router` on the unix socket at `endpoint` until `shutdown` resolves.
+///
+/// A stale socket left by a previous run is removed first, but only if it is a
+/// socket and nothing answers on it; any other file is left alone and is an
+/// error. Parent directories are created. The socket is removed on return.
+pub async fn serve_unix(
+    endpoint: &str,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let path = endpoint::parse(endpoint)?;
+    prepare_path(&path)?;
+    let listener = UnixListener::bind(&path).map_err(|source| Error::Io {
+        action: "binding CSI socket",
+        path: path.clone(),
+        source,
+    })?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(SOCKET_MODE)).map_err(
+        |source| Error::Io {
+            action: "setting permissions of",
+            path: path.clone(),
+            source,
+        },
+    )?;
+    tracing::info!(path = %path.display(), "serving CSI");
+    let served = router
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .await;
+    let removed = remove_socket(&path);
+    served.map_err(|source| Error::Serve {
+        path: path.clone(),
+        source,
+    })?;
+    removed
+}
+
+/// Creates parent directories and clears a stale socket at `path`.
+fn prepare_path(path: &Path) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+            action: "creating socket directory",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(Error::SocketInUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            remove_socket(path)
+        }
+        Ok(_) => Err(Error::NotASocket {
+            path: path.to_path_buf(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io {
+            action: "inspecting",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Removes the socket file at `path` if it is still a socket.
+fn remove_socket(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            std::fs::remove_file(path).map_err(|source| Error::Io {
+                action: "removing socket",
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+        _ => Ok(()),
+    }
+}
