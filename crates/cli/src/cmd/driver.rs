@@ -1,12 +1,75 @@
-//! `volhealth driver` (not built yet).
+//! `volhealth driver`: the reference CSI driver (hostpath-style, real health detection).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+use volhealth_driver::{BackendKind, DriverConfig, HealthCapabilities, Mode};
 
 /// Flags of `volhealth driver`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// CSI endpoint to serve, e.g. unix:///run/csi/csi.sock.
+    #[arg(long)]
+    endpoint: String,
+    /// Directory holding volumes, the driver's records and injections.
+    #[arg(long)]
+    state_dir: PathBuf,
+    /// Node id returned by NodeGetInfo.
+    #[arg(long)]
+    node_id: String,
+    /// CSI driver name.
+    #[arg(long, default_value = volhealth_driver::config::DEFAULT_DRIVER_NAME)]
+    driver_name: String,
+    /// Which services to serve besides Identity.
+    #[arg(long, value_enum, default_value = "all")]
+    mode: Mode,
+    /// How new volumes are stored: directories, or sparse ext4 images.
+    #[arg(long, value_enum, default_value = "dir")]
+    volume_backend: BackendKind,
+    /// Health capabilities to advertise: any of list,get,node-volume,node-storage (or none).
+    #[arg(long, default_value = "list,get,node-volume,node-storage")]
+    health_capabilities: String,
+    /// Also serve the kubelet plugin-registration API as <DIR>/<driver-name>-reg.sock.
+    #[arg(long)]
+    registration_dir: Option<PathBuf>,
+    /// Milliseconds between refreshes of the controller's health view.
+    #[arg(long, default_value_t = 1000)]
+    refresh_interval_ms: u64,
+    /// Deadline of a node I/O probe in milliseconds; past it the volume is Inaccessible.
+    #[arg(long, default_value_t = 2000)]
+    io_probe_timeout_ms: u64,
+    /// A node I/O probe slower than this many milliseconds makes the volume Degraded.
+    #[arg(long, default_value_t = 500)]
+    io_probe_slow_ms: u64,
+    /// Never mount: stage and publish with symlinks, as on a machine without mount privilege.
+    #[arg(long)]
+    no_mounts: bool,
+}
 
-/// Runs `volhealth driver`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth driver` is not available in this build yet")
+/// Runs `volhealth driver` until SIGINT or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut config = DriverConfig::new(args.endpoint, args.state_dir, args.node_id);
+    config.driver_name = args.driver_name;
+    config.mode = args.mode;
+    config.backend = args.volume_backend;
+    config.health = HealthCapabilities::parse(&args.health_capabilities)?;
+    config.registration_dir = args.registration_dir;
+    config.refresh_interval = Duration::from_millis(args.refresh_interval_ms.max(10));
+    config.io_probe_timeout = Duration::from_millis(args.io_probe_timeout_ms.max(1));
+    config.io_probe_slow = Duration::from_millis(args.io_probe_slow_ms);
+    config.allow_mounts = !args.no_mounts;
+    volhealth_driver::run(config, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

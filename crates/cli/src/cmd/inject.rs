@@ -1,12 +1,186 @@
-//! `volhealth inject` (not built yet).
+//! `volhealth inject`: add or clear injected health conditions, RPC faults and list chaos in a
+//! driver's state dir. A running driver picks changes up on its next RPC.
 
+use anyhow::Context;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use volhealth_driver::condition::{Condition, StorageCondition};
+use volhealth_driver::injection::{self, ListChaos, RpcFault, Side, VolumeInjection};
+use volhealth_driver::state::StateDir;
 
 /// Flags of `volhealth inject`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The driver's state dir.
+    #[arg(long)]
+    state_dir: PathBuf,
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// Add a volume health condition (a different status or reason adds another entry).
+    Volume {
+        /// The volume id.
+        volume_id: String,
+        /// Which side reports it.
+        #[arg(long, value_enum)]
+        side: Side,
+        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+        #[arg(long)]
+        status: String,
+        /// CamelCase reason.
+        #[arg(long)]
+        reason: String,
+        /// Human-readable message.
+        #[arg(long, default_value = "")]
+        message: String,
+    },
+    /// Add a storage backend condition reported by NodeGetStorageHealth.
+    Storage {
+        /// StorageUnreachable, StorageDegraded, or a raw number sent as it is.
+        #[arg(long)]
+        status: String,
+        /// CamelCase reason.
+        #[arg(long)]
+        reason: String,
+        /// Human-readable message.
+        #[arg(long, default_value = "")]
+        message: String,
+        /// Access mode it applies to (ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod, or a CSI name).
+        #[arg(long)]
+        access_mode: Option<String>,
+        /// Volume mode it applies to: Filesystem or Block.
+        #[arg(long)]
+        volume_mode: Option<String>,
+    },
+    /// Remove injected conditions or faults.
+    Clear {
+        #[command(subcommand)]
+        what: ClearWhat,
+    },
+    /// Make an RPC fail with a gRPC code at a rate, and/or answer after a delay.
+    Rpc {
+        /// gRPC method, e.g. ControllerListVolumeHealth, NodeGetVolumeHealth, Probe.
+        method: String,
+        /// gRPC code name (UNAVAILABLE) or number; OK only delays, OK without delay removes the fault.
+        #[arg(long)]
+        code: String,
+        /// Probability in [0, 1] that a call fails.
+        #[arg(long, default_value_t = 1.0)]
+        rate: f64,
+        /// Delay before answering, e.g. 500ms, 2s, 1m.
+        #[arg(long)]
+        delay: Option<String>,
+    },
+    /// Turn on paging inconsistencies of ControllerListVolumeHealth, or off with --off.
+    ListChaos {
+        /// Repeat an entry of the previous page at the start of the next.
+        #[arg(long)]
+        duplicates: bool,
+        /// Leave a rotating fifth of the volumes out of each listing cycle.
+        #[arg(long)]
+        omissions: bool,
+        /// Turn both off.
+        #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
+        off: bool,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ClearWhat {
+    /// One volume's conditions (one side, or both).
+    Volume {
+        /// The volume id.
+        volume_id: String,
+        /// Only this side.
+        #[arg(long, value_enum)]
+        side: Option<Side>,
+    },
+    /// All storage conditions.
+    Storage,
+    /// The fault of one method, or all faults.
+    Rpc {
+        /// The method (all faults when left out).
+        method: Option<String>,
+    },
+    /// Everything: conditions, faults and list chaos.
+    All,
+}
+
+/// Parses `500ms`, `2s`, `1.5s`, `1m` or a plain number of milliseconds.
+fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (s, 1.0)
+    };
+    let value: f64 = num.trim().parse().with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
+    anyhow::ensure!(value >= 0.0 && value.is_finite(), "delay {s:?} must not be negative");
+    Ok((value * scale).round() as u64)
+}
 
 /// Runs `volhealth inject`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth inject` is not available in this build yet")
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let state = StateDir::new(&args.state_dir);
+    let done = match args.what {
+        What::Volume { volume_id, side, status, reason, message } => {
+            let status = injection::parse_volume_status(&status)?;
+            anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
+            let condition = Condition::new(status, &reason, message);
+            injection::update(&state, |i| i.add_volume(VolumeInjection { volume_id: volume_id.clone(), side, condition }))?;
+            format!("injected {side:?} condition status={status} reason={reason} on volume {volume_id}")
+        }
+        What::Storage { status, reason, message, access_mode, volume_mode } => {
+            let cond = StorageCondition {
+                status: injection::parse_storage_status(&status)?,
+                reason: reason.clone(),
+                message,
+                access_mode: access_mode.as_deref().map(injection::parse_access_mode).transpose()?,
+                volume_mode: volume_mode.as_deref().map(injection::parse_volume_mode).transpose()?,
+            };
+            let status = cond.status;
+            injection::update(&state, |i| i.add_storage(cond))?;
+            format!("injected storage condition status={status} reason={reason}")
+        }
+        What::Clear { what } => match what {
+            ClearWhat::Volume { volume_id, side } => {
+                injection::update(&state, |i| i.clear_volume(&volume_id, side))?;
+                format!("cleared injected conditions of volume {volume_id}")
+            }
+            ClearWhat::Storage => {
+                injection::update(&state, |i| i.storage.clear())?;
+                "cleared injected storage conditions".to_string()
+            }
+            ClearWhat::Rpc { method } => {
+                injection::update(&state, |i| i.rpc.retain(|f| method.as_ref().is_some_and(|m| m != &f.method)))?;
+                "cleared injected RPC faults".to_string()
+            }
+            ClearWhat::All => {
+                injection::update(&state, |i| *i = Default::default())?;
+                "cleared all injections".to_string()
+            }
+        },
+        What::Rpc { method, code, rate, delay } => {
+            anyhow::ensure!((0.0..=1.0).contains(&rate), "--rate must be within [0, 1], got {rate}");
+            let code = injection::parse_grpc_code(&code)?;
+            let delay_ms = delay.as_deref().map(parse_delay_ms).transpose()?.unwrap_or(0);
+            let fault = RpcFault { method: method.clone(), code, rate, delay_ms };
+            injection::update(&state, |i| i.set_fault(fault))?;
+            format!("{method}: code {code} at rate {rate}, delay {delay_ms} ms")
+        }
+        What::ListChaos { duplicates, omissions, off } => {
+            let chaos = if off { ListChaos::default() } else { ListChaos { duplicates, omissions } };
+            injection::update(&state, |i| i.list_chaos = chaos)?;
+            format!("list chaos: duplicates={} omissions={}", chaos.duplicates, chaos.omissions)
+        }
+    };
+    println!("{done}");
+    Ok(ExitCode::SUCCESS)
 }

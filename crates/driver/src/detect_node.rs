@@ -1,0 +1,204 @@
+//! Node-side detection for NodeGetVolumeHealth: are the staged and published paths what they
+//! should be, and does I/O through them work in time.
+//!
+//! - stage or publish attempted but failed, or its path missing or not mounted → Inaccessible
+//! - backing data gone → Inaccessible
+//! - write-and-read-back probe slower than the slow threshold → Degraded, failing or past the
+//!   deadline → Inaccessible. A probe stuck on a hung filesystem is not started again until it
+//!   returns, so stuck threads never pile up.
+
+use crate::attempts::{Attempts, PathAttempt};
+use crate::condition::{Condition, volume_status};
+use crate::mounts::MountMethod;
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Everything the node check needs, gathered by the RPC handler.
+#[derive(Debug, Clone)]
+pub struct NodeCheckInput {
+    /// The volume.
+    pub volume_id: String,
+    /// Recorded attempts on this node.
+    pub attempts: Option<Attempts>,
+    /// Where the volume's data lives, when the volume record exists.
+    pub data_path: Option<PathBuf>,
+    /// Publish path named in the request (may be empty).
+    pub publish_path: String,
+    /// Staging path named in the request (may be empty).
+    pub staging_path: String,
+    /// Name of the probe file (unique per node, so nodes sharing a volume do not collide).
+    pub probe_name: String,
+}
+
+fn inaccessible(reason: &str, message: String) -> Condition {
+    Condition::new(volume_status::INACCESSIBLE, reason, message)
+}
+
+fn check_attempt(kind: &str, a: &PathAttempt, mounts: &HashSet<PathBuf>, out: &mut Vec<Condition>) -> bool {
+    let (failed, missing, unmounted) = match kind {
+        "stage" => ("StageFailed", "StagingPathMissing", "StagingPathNotMounted"),
+        _ => ("PublishFailed", "PublishPathMissing", "PublishPathNotMounted"),
+    };
+    if let Some(err) = &a.error {
+        out.push(inaccessible(failed, format!("{kind} of {} failed: {err}", a.path)));
+        return false;
+    }
+    let path = Path::new(&a.path);
+    if std::fs::symlink_metadata(path).is_err() {
+        out.push(inaccessible(missing, format!("{kind} path {} does not exist", a.path)));
+        return false;
+    }
+    match a.method {
+        Some(MountMethod::Symlink) => {
+            let link = std::fs::read_link(path).ok();
+            if link.as_deref() != Some(Path::new(&a.source)) {
+                let found = link.map(|l| l.display().to_string()).unwrap_or_else(|| "no symlink".into());
+                out.push(inaccessible(
+                    unmounted,
+                    format!("{kind} path {} should link to {} but has {found}", a.path, a.source),
+                ));
+                return false;
+            }
+        }
+        Some(_) => {
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            if !mounts.contains(&canonical) {
+                out.push(inaccessible(
+                    unmounted,
+                    format!("{kind} path {} is not a mount point (expected {})", a.path, a.source),
+                ));
+                return false;
+            }
+        }
+        None => {}
+    }
+    true
+}
+
+/// Checks paths and records (blocking). Returns the conditions and the path to probe, if any.
+pub fn check_paths(input: &NodeCheckInput, mounts: &HashSet<PathBuf>) -> (Vec<Condition>, Option<(PathBuf, bool)>) {
+    let mut out = Vec::new();
+    let mut probe: Option<(PathBuf, bool)> = None;
+    if let Some(data) = &input.data_path
+        && std::fs::symlink_metadata(data).is_err()
+    {
+        out.push(inaccessible("BackingDataMissing", format!("volume data {} does not exist", data.display())));
+    }
+    if let Some(a) = &input.attempts {
+        if let Some(stage) = &a.stage
+            && (input.staging_path.is_empty() || input.staging_path == stage.path)
+            && check_attempt("stage", stage, mounts, &mut out)
+        {
+            probe = Some((PathBuf::from(&stage.path), false));
+        }
+        for (target, p) in &a.publishes {
+            if !input.publish_path.is_empty() && &input.publish_path != target {
+                continue;
+            }
+            if check_attempt("publish", p, mounts, &mut out) {
+                probe = Some((PathBuf::from(target), p.readonly));
+            }
+        }
+    }
+    if !input.publish_path.is_empty()
+        && input.attempts.as_ref().is_none_or(|a| !a.publishes.contains_key(&input.publish_path))
+    {
+        if std::fs::symlink_metadata(&input.publish_path).is_err() {
+            out.push(inaccessible("PublishPathMissing", format!("publish path {} does not exist", input.publish_path)));
+        } else if probe.is_none() {
+            probe = Some((PathBuf::from(&input.publish_path), false));
+        }
+    }
+    if out.iter().any(|c| c.status == volume_status::INACCESSIBLE) {
+        probe = None;
+    }
+    (out, probe)
+}
+
+/// Writes 4 KiB, syncs, reads it back and compares (read-only paths: lists the directory).
+pub fn io_probe(dir: &Path, readonly: bool, name: &str) -> std::io::Result<()> {
+    if readonly {
+        return std::fs::read_dir(dir).map(|_| ());
+    }
+    let path = dir.join(name);
+    let data: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(31) ^ std::process::id()) as u8).collect();
+    let result = (|| {
+        let mut f = std::fs::File::create(&path)?;
+        f.write_all(&data)?;
+        f.sync_all()?;
+        let mut back = Vec::with_capacity(data.len());
+        std::fs::File::open(&path)?.read_to_end(&mut back)?;
+        if back != data {
+            return Err(std::io::Error::other("read back different bytes than written"));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+/// Runs node checks under a deadline, one at a time per volume.
+pub struct NodeChecker {
+    timeout: Duration,
+    slow: Duration,
+    in_flight: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl NodeChecker {
+    /// A checker with a deadline and a slow threshold.
+    pub fn new(timeout: Duration, slow: Duration) -> Self {
+        NodeChecker { timeout, slow, in_flight: Arc::default() }
+    }
+
+    /// Checks one volume; never takes longer than the deadline.
+    pub async fn check(&self, input: NodeCheckInput) -> Vec<Condition> {
+        let id = input.volume_id.clone();
+        {
+            let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(started) = map.get(&id) {
+                return vec![inaccessible(
+                    "IoProbeHung",
+                    format!("an earlier check started {} ms ago has not returned", started.elapsed().as_millis()),
+                )];
+            }
+            map.insert(id.clone(), Instant::now());
+        }
+        let in_flight = self.in_flight.clone();
+        let slow = self.slow;
+        let task = tokio::task::spawn_blocking(move || {
+            let (mut out, probe) = check_paths(&input, &crate::mounts::mount_points());
+            if let Some((path, readonly)) = probe {
+                let started = Instant::now();
+                let res = io_probe(&path, readonly, &input.probe_name);
+                let took = started.elapsed();
+                match res {
+                    Err(e) => out.push(inaccessible("IoProbeFailed", format!("I/O probe in {}: {e}", path.display()))),
+                    Ok(()) if took >= slow => out.push(Condition::new(
+                        volume_status::DEGRADED,
+                        "SlowIo",
+                        format!(
+                            "writing and reading back 4096 bytes in {} took {} ms (slow above {} ms)",
+                            path.display(),
+                            took.as_millis(),
+                            slow.as_millis()
+                        ),
+                    )),
+                    Ok(()) => {}
+                }
+            }
+            in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&input.volume_id);
+            out
+        });
+        match tokio::time::timeout(self.timeout, task).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => vec![inaccessible("IoProbeFailed", format!("the check task failed: {e}"))],
+            Err(_) => vec![inaccessible(
+                "IoProbeTimedOut",
+                format!("checking the volume's paths and I/O took longer than {} ms", self.timeout.as_millis()),
+            )],
+        }
+    }
+}

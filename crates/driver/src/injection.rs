@@ -1,0 +1,288 @@
+//! Injected conditions, RPC faults and list chaos, stored in `<state-dir>/injections.json`.
+//!
+//! `volhealth inject` changes the file (read-modify-write under a lock, replaced by rename) and a
+//! running driver notices the change on its next RPC (see [`crate::injection_watch`]), so
+//! injections need no restart and survive one.
+
+use crate::condition::{Condition, StorageCondition, VolumeMode, storage_status, volume_status};
+use crate::state::{StateDir, read_json, write_json};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Which side of the driver reports an injected volume condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
+    Controller,
+    /// NodeGetVolumeHealth.
+    Node,
+}
+
+/// An injected volume condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeInjection {
+    /// The volume.
+    pub volume_id: String,
+    /// Which side reports it.
+    pub side: Side,
+    /// The condition (raw status number).
+    #[serde(flatten)]
+    pub condition: Condition,
+}
+
+/// An injected RPC fault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcFault {
+    /// gRPC method name, e.g. `ControllerListVolumeHealth`.
+    pub method: String,
+    /// gRPC status code number; 0 (OK) only delays.
+    pub code: i32,
+    /// Probability in [0, 1] that a call fails.
+    pub rate: f64,
+    /// Delay before answering, in milliseconds.
+    pub delay_ms: u64,
+}
+
+/// Paging inconsistencies for ControllerListVolumeHealth (both permitted by the spec).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListChaos {
+    /// Each page after the first repeats the last entry of the previous page.
+    pub duplicates: bool,
+    /// Each cycle leaves out a rotating fifth of the volumes (each appears again next cycle).
+    pub omissions: bool,
+}
+
+/// Everything injected into one state dir.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Injections {
+    /// Volume conditions.
+    #[serde(default)]
+    pub volumes: Vec<VolumeInjection>,
+    /// Storage backend conditions.
+    #[serde(default)]
+    pub storage: Vec<StorageCondition>,
+    /// RPC faults, at most one per method.
+    #[serde(default)]
+    pub rpc: Vec<RpcFault>,
+    /// List paging chaos.
+    #[serde(default)]
+    pub list_chaos: ListChaos,
+}
+
+impl Injections {
+    /// Injected conditions of one volume on one side.
+    pub fn volume_conditions(&self, volume_id: &str, side: Side) -> impl Iterator<Item = Condition> + '_ {
+        let id = volume_id.to_string();
+        self.volumes.iter().filter(move |v| v.volume_id == id && v.side == side).map(|v| v.condition.clone())
+    }
+
+    /// The fault of a method, if any.
+    pub fn fault(&self, method: &str) -> Option<&RpcFault> {
+        self.rpc.iter().find(|f| f.method == method)
+    }
+
+    /// Adds a volume condition; one with the same (volume, side, status, reason) is replaced.
+    pub fn add_volume(&mut self, inj: VolumeInjection) {
+        self.volumes.retain(|v| {
+            !(v.volume_id == inj.volume_id
+                && v.side == inj.side
+                && v.condition.status == inj.condition.status
+                && v.condition.reason == inj.condition.reason)
+        });
+        self.volumes.push(inj);
+    }
+
+    /// Adds a storage condition; one with the same key is replaced.
+    pub fn add_storage(&mut self, cond: StorageCondition) {
+        self.storage.retain(|s| {
+            !(s.status == cond.status
+                && s.reason == cond.reason
+                && s.access_mode == cond.access_mode
+                && s.volume_mode == cond.volume_mode)
+        });
+        self.storage.push(cond);
+    }
+
+    /// Sets the fault of a method; code 0 with no delay removes it.
+    pub fn set_fault(&mut self, fault: RpcFault) {
+        self.rpc.retain(|f| f.method != fault.method);
+        if fault.code != 0 || fault.delay_ms > 0 {
+            self.rpc.push(fault);
+        }
+    }
+
+    /// Removes a volume's conditions (one side, or both).
+    pub fn clear_volume(&mut self, volume_id: &str, side: Option<Side>) {
+        self.volumes.retain(|v| !(v.volume_id == volume_id && side.is_none_or(|s| s == v.side)));
+    }
+}
+
+/// Loads the injections of a state dir (none when the file does not exist).
+pub fn load(state: &StateDir) -> Result<Injections> {
+    Ok(read_json(&state.injections_path())?.unwrap_or_default())
+}
+
+/// Replaces the injections of a state dir atomically.
+pub fn store(state: &StateDir, injections: &Injections) -> Result<()> {
+    write_json(&state.injections_path(), injections)
+}
+
+/// Read-modify-write under an exclusive lock, so concurrent `inject` calls do not lose entries.
+pub fn update<T>(state: &StateDir, change: impl FnOnce(&mut Injections) -> T) -> Result<T> {
+    use nix::fcntl::{Flock, FlockArg};
+    std::fs::create_dir_all(state.root()).map_err(|e| Error::io("creating state dir", state.root(), e))?;
+    let lock_path = state.injections_lock_path();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io("opening lock file", &lock_path, e))?;
+    let _lock = Flock::lock(file, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| Error::io("locking", &lock_path, std::io::Error::from(errno)))?;
+    let mut inj = load(state)?;
+    let out = change(&mut inj);
+    store(state, &inj)?;
+    Ok(out)
+}
+
+/// Parses a volume status: `Inaccessible`, `DataLoss`, `Degraded` or a raw number.
+pub fn parse_volume_status(s: &str) -> Result<i32> {
+    match s {
+        "Inaccessible" => Ok(volume_status::INACCESSIBLE),
+        "DataLoss" => Ok(volume_status::DATA_LOSS),
+        "Degraded" => Ok(volume_status::DEGRADED),
+        other => other.parse().map_err(|_| {
+            Error::Invalid(format!("volume status {other:?}: expected Inaccessible, DataLoss, Degraded or a number"))
+        }),
+    }
+}
+
+/// Parses a storage status: `StorageUnreachable`, `StorageDegraded` or a raw number.
+pub fn parse_storage_status(s: &str) -> Result<i32> {
+    match s {
+        "StorageUnreachable" => Ok(storage_status::STORAGE_UNREACHABLE),
+        "StorageDegraded" => Ok(storage_status::STORAGE_DEGRADED),
+        other => other.parse().map_err(|_| {
+            Error::Invalid(format!("storage status {other:?}: expected StorageUnreachable, StorageDegraded or a number"))
+        }),
+    }
+}
+
+/// Parses an access mode: a Kubernetes name (`ReadWriteOnce`, ...) or a CSI name
+/// (`SINGLE_NODE_WRITER`, ...), mapped to the CSI number the way the kubelet maps it.
+pub fn parse_access_mode(s: &str) -> Result<i32> {
+    let mode = match s {
+        "ReadWriteOnce" | "SINGLE_NODE_WRITER" => 1,
+        "SINGLE_NODE_READER_ONLY" => 2,
+        "ReadOnlyMany" | "MULTI_NODE_READER_ONLY" => 3,
+        "MULTI_NODE_SINGLE_WRITER" => 4,
+        "ReadWriteMany" | "MULTI_NODE_MULTI_WRITER" => 5,
+        "ReadWriteOncePod" | "SINGLE_NODE_SINGLE_WRITER" => 6,
+        "SINGLE_NODE_MULTI_WRITER" => 7,
+        other => {
+            return Err(Error::Invalid(format!(
+                "access mode {other:?}: expected ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod or a CSI mode name"
+            )));
+        }
+    };
+    Ok(mode)
+}
+
+/// Parses a volume mode: `Filesystem` or `Block`.
+pub fn parse_volume_mode(s: &str) -> Result<VolumeMode> {
+    match s {
+        "Filesystem" => Ok(VolumeMode::Filesystem),
+        "Block" => Ok(VolumeMode::Block),
+        other => Err(Error::Invalid(format!("volume mode {other:?}: expected Filesystem or Block"))),
+    }
+}
+
+/// gRPC code names in number order.
+const CODE_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// Parses a gRPC code: a name (`UNAVAILABLE`, `Unavailable`, `DeadlineExceeded`) or a number 0..=16.
+pub fn parse_grpc_code(s: &str) -> Result<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        if (0..=16).contains(&n) {
+            return Ok(n);
+        }
+        return Err(Error::Invalid(format!("gRPC code {n} is out of range 0..=16")));
+    }
+    let norm: String = s.chars().filter(|c| *c != '_').flat_map(char::to_uppercase).collect();
+    CODE_NAMES
+        .iter()
+        .position(|name| name.replace('_', "") == norm)
+        .map(|i| i as i32)
+        .ok_or_else(|| Error::Invalid(format!("unknown gRPC code {s:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vol(id: &str, side: Side, status: i32, reason: &str) -> VolumeInjection {
+        VolumeInjection { volume_id: id.into(), side, condition: Condition::new(status, reason, "m") }
+    }
+
+    #[test]
+    fn different_status_reason_add_entries_and_same_replaces() {
+        let mut inj = Injections::default();
+        inj.add_volume(vol("v", Side::Controller, 2, "A"));
+        inj.add_volume(vol("v", Side::Controller, 1, "B"));
+        inj.add_volume(vol("v", Side::Controller, 2, "A"));
+        inj.add_volume(vol("v", Side::Node, 2, "A"));
+        assert_eq!(inj.volume_conditions("v", Side::Controller).count(), 2);
+        inj.clear_volume("v", Some(Side::Controller));
+        assert_eq!(inj.volumes.len(), 1);
+        inj.clear_volume("v", None);
+        assert!(inj.volumes.is_empty());
+    }
+
+    #[test]
+    fn codes_parse_by_name_and_number() {
+        assert_eq!(parse_grpc_code("UNAVAILABLE").ok(), Some(14));
+        assert_eq!(parse_grpc_code("DeadlineExceeded").ok(), Some(4));
+        assert_eq!(parse_grpc_code("5").ok(), Some(5));
+        assert!(parse_grpc_code("17").is_err());
+        assert!(parse_grpc_code("NOPE").is_err());
+    }
+
+    #[test]
+    fn statuses_parse_names_and_raw_numbers() {
+        assert_eq!(parse_volume_status("DataLoss").ok(), Some(3));
+        assert_eq!(parse_volume_status("42").ok(), Some(42));
+        assert_eq!(parse_storage_status("StorageUnreachable").ok(), Some(2));
+        assert!(parse_volume_status("Broken").is_err());
+    }
+
+    #[test]
+    fn store_and_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        update(&state, |i| i.add_volume(vol("v", Side::Node, 2, "A"))).unwrap();
+        update(&state, |i| i.list_chaos.omissions = true).unwrap();
+        let back = load(&state).unwrap();
+        assert_eq!(back.volumes.len(), 1);
+        assert!(back.list_chaos.omissions);
+    }
+}
