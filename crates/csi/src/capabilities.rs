@@ -10,9 +10,9 @@ use crate::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use crate::v1::node_service_capability::rpc::Type as NodeRpc;
 
 /// Message recorded when a plugin breaks the LIST-implies-GET rule.
-pub const LIST_WITHOUT_GET: &str = "controller reports LIST_VOLUME_HEALTH without GET_VOLUME_HEALTH; \
-     CSI requires a plugin with LIST_VOLUME_HEALTH to also support GET_VOLUME_HEALTH \
-     (recovered volumes are cleared only after two list cycles)";
+pub const LIST_WITHOUT_GET: &str = "controller reports LIST_VOLUME_HEALTH without GET_VOLUME_HEALTH, \
+     but CSI says a plugin with LIST_VOLUME_HEALTH MUST also support GET_VOLUME_HEALTH; \
+     recovered volumes will be cleared only after two complete list cycles";
 
 /// What a driver offers for volume and storage health.
 #[derive(Debug, Clone, PartialEq, Eq)]
