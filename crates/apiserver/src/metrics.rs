@@ -1,0 +1,96 @@
+//! Request accounting at `/metrics`, named as the real API server names it.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    verb: String,
+    resource: String,
+    subresource: String,
+    code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DurationLabels {
+    verb: String,
+    resource: String,
+    subresource: String,
+}
+
+type HistogramFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
+
+fn new_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+        10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+    ])
+}
+
+/// The server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: HistogramFamily,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Registers `apiserver_request_total` and `apiserver_request_duration_seconds`.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code.",
+            requests.clone(),
+        );
+        let durations: HistogramFamily = Family::new_with_constructor(new_histogram);
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, resource and subresource.",
+            durations.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            durations,
+        }
+    }
+
+    /// Counts one finished request.
+    pub fn observe(&self, verb: &str, resource: &str, subresource: &str, code: u16, seconds: f64) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                verb: verb.to_string(),
+                resource: resource.to_string(),
+                subresource: subresource.to_string(),
+                code: code.to_string(),
+            })
+            .inc();
+        self.durations
+            .get_or_create(&DurationLabels {
+                verb: verb.to_string(),
+                resource: resource.to_string(),
+                subresource: subresource.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

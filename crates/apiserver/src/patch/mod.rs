@@ -1,0 +1,88 @@
+//! The four patch types real clients send: JSON patch, merge patch, strategic merge patch and
+//! server-side apply.
+
+pub mod strategic;
+
+use crate::errors::ApiError;
+use crate::registry::ResourceDef;
+use serde_json::Value;
+
+/// The patch type, from the request's Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/apply-patch+yaml` (or `+cbor` is refused).
+    Apply,
+}
+
+/// Maps a Content-Type to a patch type, 415 for anything else.
+pub fn patch_type(content_type: &str) -> Result<PatchType, ApiError> {
+    let base = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match base.as_str() {
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchType::Apply),
+        _ => Err(ApiError::unsupported_media(content_type)),
+    }
+}
+
+/// Parses a JSON body, 400 on malformed input.
+pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+}
+
+/// Parses a YAML (or JSON) body, 400 on malformed input.
+pub fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    serde_yaml::from_slice::<Value>(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+/// Applies a patch body to `original`, returning the patched object.
+pub fn apply(
+    def: &ResourceDef,
+    pt: PatchType,
+    original: &Value,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    match pt {
+        PatchType::Json => {
+            let ops: json_patch::Patch = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
+            let mut doc = original.clone();
+            json_patch::patch(&mut doc, &ops).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
+            })?;
+            Ok(doc)
+        }
+        PatchType::Merge => {
+            let p = parse_json(body)?;
+            let mut doc = original.clone();
+            json_patch::merge(&mut doc, &p);
+            Ok(doc)
+        }
+        PatchType::Strategic => strategic::merge(def, original, &parse_json(body)?),
+        PatchType::Apply => {
+            let p = parse_yaml(body)?;
+            if !p.is_object() {
+                return Err(ApiError::bad_request("an apply patch must be an object"));
+            }
+            strategic::merge(def, original, &p)
+        }
+    }
+}

@@ -1,0 +1,609 @@
+//! The resource verbs: get, list, create, update, patch (four types), delete and
+//! deletecollection; watch is in `watch`.
+
+use crate::authz::{self, Attributes, User};
+use crate::errors::ApiError;
+use crate::objects;
+use crate::patch::{self, PatchType};
+use crate::registry::{self, ResourceDef};
+use crate::request::{self, Format, Target};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::server::{AppState, json_response};
+use crate::store::Outcome;
+use crate::table;
+use axum::body::Bytes;
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A resource verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// Read one object.
+    Get,
+    /// Read a collection.
+    List,
+    /// Stream changes.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH of the given type.
+    Patch(PatchType),
+    /// DELETE of one object.
+    Delete,
+    /// DELETE of a collection.
+    DeleteCollection,
+}
+
+impl Verb {
+    /// The `verb` label of `apiserver_request_total`.
+    pub fn metric_name(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::List => "LIST",
+            Verb::Watch => "WATCH",
+            Verb::Create => "POST",
+            Verb::Update => "PUT",
+            Verb::Patch(PatchType::Apply) => "APPLY",
+            Verb::Patch(_) => "PATCH",
+            Verb::Delete => "DELETE",
+            Verb::DeleteCollection => "DELETECOLLECTION",
+        }
+    }
+
+    /// The authorization verb.
+    pub fn authz_name(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch(_) => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+/// Maps method, path and query to a verb.
+pub fn verb(
+    method: &http::Method,
+    t: &Target,
+    query: &HashMap<String, String>,
+    content_type: &str,
+) -> Result<Verb, ApiError> {
+    let named = t.name.is_some();
+    let v = match (method.as_str(), named) {
+        ("GET" | "HEAD", _) if request::parse_bool(query.get("watch").map(String::as_str)) => {
+            Verb::Watch
+        }
+        ("GET" | "HEAD", true) => Verb::Get,
+        ("GET" | "HEAD", false) => Verb::List,
+        ("POST", false) => Verb::Create,
+        ("PUT", true) => Verb::Update,
+        ("PATCH", true) => Verb::Patch(patch::patch_type(content_type)?),
+        ("DELETE", true) => Verb::Delete,
+        ("DELETE", false) => Verb::DeleteCollection,
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({})",
+                method
+            )));
+        }
+    };
+    if t.sub.is_some() && !matches!(v, Verb::Get | Verb::Update | Verb::Patch(_)) {
+        return Err(ApiError::method_not_allowed(
+            "the status subresource only allows get, update and patch",
+        ));
+    }
+    Ok(v)
+}
+
+/// One resource request, fully read.
+pub struct Call {
+    /// What it targets.
+    pub target: Target,
+    /// The verb.
+    pub verb: Verb,
+    /// Decoded query parameters.
+    pub query: HashMap<String, String>,
+    /// The Accept header.
+    pub accept: String,
+    /// The Content-Type header.
+    pub content_type: String,
+    /// The body.
+    pub body: Bytes,
+    /// The caller, when authentication is on.
+    pub user: Option<User>,
+}
+
+impl Call {
+    fn q(&self, k: &str) -> Option<&str> {
+        self.query
+            .get(k)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    fn res(&self) -> String {
+        self.target.def.store_name()
+    }
+
+    fn name(&self) -> &str {
+        self.target.name.as_deref().unwrap_or("")
+    }
+
+    fn status_only(&self) -> bool {
+        self.target.sub.as_deref() == Some("status")
+    }
+
+    fn dry_run(&self) -> bool {
+        self.q("dryRun").is_some()
+    }
+}
+
+/// Selectors of a list, watch or deletecollection.
+pub fn selectors(
+    def: &ResourceDef,
+    query: &HashMap<String, String>,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let label = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
+    let field = FieldSelector::parse(
+        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        def,
+    )?;
+    Ok((label, field))
+}
+
+fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
+    let Some(user) = &c.user else { return Ok(()) };
+    if user.node_name().is_none() {
+        return Ok(());
+    }
+    let def = c.target.def;
+    let bound = if def.plural == "pods" && def.group.is_empty() && !c.name().is_empty() {
+        st.store
+            .get(&c.res(), &c.target.ns, c.name())
+            .and_then(|p| {
+                p.pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+    } else {
+        None
+    };
+    let attrs = Attributes {
+        verb: c.verb.authz_name(),
+        group: def.group,
+        resource: def.plural,
+        subresource: c.target.sub.as_deref().unwrap_or(""),
+        namespace: &c.target.ns,
+        name: c.name(),
+    };
+    authz::authorize(user, &attrs, bound.as_deref())
+}
+
+/// Runs one resource request.
+pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
+    authorize(&st, &c)?;
+    match c.verb {
+        Verb::Get => get(&st, &c),
+        Verb::List => list(&st, &c),
+        Verb::Watch => crate::watch::start(st, &c.target, &c.query, &c.accept),
+        _ => {
+            let st2 = st.clone();
+            tokio::task::spawn_blocking(move || write(&st2, &c))
+                .await
+                .map_err(|e| ApiError::internal(format!("write task failed: {e}")))?
+        }
+    }
+}
+
+fn render_one(def: &ResourceDef, c: &Call, obj: &Value, rv: u64, code: u16) -> Response {
+    match request::format(&c.accept, c.q("includeObject")) {
+        Format::Json => json_response(code, obj),
+        Format::Partial => json_response(code, &table::partial_metadata(obj)),
+        Format::Table(inc) => {
+            json_response(code, &table::table(def.printer, &[obj], rv, inc, true))
+        }
+    }
+}
+
+fn get(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let obj = st
+        .store
+        .get(&c.res(), &c.target.ns, c.name())
+        .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+    Ok(render_one(def, c, &obj, st.store.current_rv(), 200))
+}
+
+/// The objects of a collection request that pass the selectors, with the list resourceVersion.
+pub fn select(
+    st: &AppState,
+    t: &Target,
+    query: &HashMap<String, String>,
+) -> Result<(u64, Vec<Arc<Value>>), ApiError> {
+    let (label, field) = selectors(t.def, query)?;
+    let ns = (t.def.namespaced && !t.ns.is_empty()).then_some(t.ns.as_str());
+    let (rv, items) = st.store.list(&t.def.store_name(), ns);
+    Ok((
+        rv,
+        items
+            .into_iter()
+            .filter(|o| label.matches(o) && field.matches(o))
+            .collect(),
+    ))
+}
+
+fn list_response(def: &ResourceDef, c: &Call, rv: u64, items: &[Arc<Value>]) -> Response {
+    match request::format(&c.accept, c.q("includeObject")) {
+        Format::Table(inc) => {
+            let refs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
+            json_response(200, &table::table(def.printer, &refs, rv, inc, true))
+        }
+        Format::Partial => json_response(
+            200,
+            &json!({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": rv.to_string()},
+                "items": items.iter().map(|o| table::partial_metadata(o)).collect::<Vec<_>>(),
+            }),
+        ),
+        Format::Json => json_response(
+            200,
+            &json!({
+                "kind": format!("{}List", def.kind),
+                "apiVersion": def.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()},
+                "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
+            }),
+        ),
+    }
+}
+
+fn list(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let (rv, items) = select(st, &c.target, &c.query)?;
+    Ok(list_response(c.target.def, c, rv, &items))
+}
+
+fn write(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    match c.verb {
+        Verb::Create => create(st, c),
+        Verb::Update => update(st, c),
+        Verb::Patch(pt) => patch_object(st, c, pt),
+        Verb::Delete => delete(st, c),
+        Verb::DeleteCollection => delete_collection(st, c),
+        _ => Err(ApiError::internal("not a write")),
+    }
+}
+
+fn parse_body(c: &Call) -> Result<Value, ApiError> {
+    let ct = c
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match ct.as_str() {
+        "" | "application/json" | "*/*" => patch::parse_json(&c.body),
+        "application/yaml" | "application/x-yaml" | "text/yaml" => patch::parse_yaml(&c.body),
+        _ => Err(ApiError::unsupported_media(&c.content_type)),
+    }
+}
+
+fn namespace_must_exist(st: &AppState, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+    if !def.namespaced {
+        return Ok(());
+    }
+    if ns.is_empty() {
+        return Err(ApiError::bad_request(
+            "a namespace is required to create this resource",
+        ));
+    }
+    let nsdef = registry::find("", "v1", "namespaces")
+        .ok_or_else(|| ApiError::internal("namespaces not registered"))?;
+    match st.store.get(&nsdef.store_name(), "", ns) {
+        None => Err(ApiError::not_found("", "namespaces", ns)),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::forbidden(
+            "",
+            "namespaces",
+            ns,
+            format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let ns = c.target.ns.clone();
+    namespace_must_exist(st, def, &ns)?;
+    let name = objects::prepare_create(def, &mut obj, &ns)?;
+    objects::admit(st.gates, def, None, &mut obj)?;
+    if c.dry_run() {
+        return Ok(json_response(code, &obj));
+    }
+    let w = st.store.mutate(&c.res(), &ns, &name, |old| {
+        if old.is_some() {
+            return Err(ApiError::already_exists(def.group, def.plural, &name));
+        }
+        Ok(Outcome::Put(obj))
+    })?;
+    let new = w
+        .new
+        .ok_or_else(|| ApiError::internal("create stored nothing"))?;
+    Ok(render_one(def, c, &new, st.store.current_rv(), code))
+}
+
+fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let obj = parse_body(c)?;
+    create_object(st, c, obj, 201)
+}
+
+fn check_name(c: &Call, obj: &Value) -> Result<(), ApiError> {
+    match obj.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != c.name() => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({})",
+            c.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Commits `new` (built from `old`) unless nothing changed; finishes deletion when the last
+/// finalizer of a terminating object goes away.
+fn save(
+    st: &AppState,
+    old: &Value,
+    mut new: Value,
+    def: &ResourceDef,
+) -> Result<Outcome, ApiError> {
+    objects::admit(st.gates, def, Some(old), &mut new)?;
+    if !objects::changed(old, &new) {
+        return Ok(Outcome::Unchanged);
+    }
+    let terminating = new.pointer("/metadata/deletionTimestamp").is_some();
+    let no_finalizers = new
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(|f| f.is_empty());
+    if terminating && no_finalizers {
+        return Ok(Outcome::Delete);
+    }
+    Ok(Outcome::Put(new))
+}
+
+fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let proposed = parse_body(c)?;
+    check_name(c, &proposed)?;
+    let name = c.name().to_string();
+    let status_only = c.status_only();
+    let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
+        let old = old.ok_or_else(|| ApiError::not_found(def.group, def.plural, &name))?;
+        if let Some(rv) = objects::resource_version(&proposed)
+            && Some(rv) != objects::resource_version(old)
+        {
+            return Err(ApiError::conflict(def.group, def.plural, &name));
+        }
+        let new = objects::merge_update(def, old, proposed, status_only)?;
+        if c.dry_run() {
+            return Err(dry_run_answer(new));
+        }
+        save(st, old, new, def)
+    });
+    finish(st, def, c, w, 200)
+}
+
+fn dry_run_answer(obj: Value) -> ApiError {
+    ApiError {
+        code: 200,
+        reason: "DryRun",
+        message: String::new(),
+        details: Some(obj),
+    }
+}
+
+fn finish(
+    st: &AppState,
+    def: &ResourceDef,
+    c: &Call,
+    w: Result<crate::store::Written, ApiError>,
+    code: u16,
+) -> Result<Response, ApiError> {
+    match w {
+        Ok(w) => {
+            let obj = w
+                .new
+                .or(w.deleted)
+                .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+            Ok(render_one(def, c, &obj, st.store.current_rv(), code))
+        }
+        Err(e) if e.reason == "DryRun" => Ok(json_response(
+            200,
+            e.details.as_ref().unwrap_or(&Value::Null),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let name = c.name().to_string();
+    if pt == PatchType::Apply && c.q("fieldManager").is_none() {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions.meta.k8s.io",
+            "",
+            vec![crate::errors::Cause::new(
+                "FieldValueRequired",
+                "fieldManager",
+                "Required value: is required for apply patch",
+            )],
+        ));
+    }
+    let status_only = c.status_only();
+    let mut created = false;
+    let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
+        let Some(old) = old else {
+            if pt != PatchType::Apply || status_only {
+                return Err(ApiError::not_found(def.group, def.plural, &name));
+            }
+            let mut obj = patch::parse_yaml(&c.body)?;
+            check_name(c, &obj)?;
+            objects::metadata_mut(&mut obj)?.insert("name".into(), json!(name));
+            namespace_must_exist(st, def, &c.target.ns)?;
+            objects::prepare_create(def, &mut obj, &c.target.ns)?;
+            objects::admit(st.gates, def, None, &mut obj)?;
+            created = true;
+            if c.dry_run() {
+                return Err(dry_run_answer(obj));
+            }
+            return Ok(Outcome::Put(obj));
+        };
+        let patched = patch::apply(def, pt, old, &c.body)?;
+        if let Some(rv) = objects::resource_version(&patched)
+            && Some(rv) != objects::resource_version(old)
+        {
+            return Err(ApiError::conflict(def.group, def.plural, &name));
+        }
+        check_name(c, &patched)?;
+        let new = objects::merge_update(def, old, patched, status_only)?;
+        if c.dry_run() {
+            return Err(dry_run_answer(new));
+        }
+        save(st, old, new, def)
+    });
+    let code = if created { 201 } else { 200 };
+    finish(st, def, c, w, code)
+}
+
+fn delete_one(
+    st: &AppState,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    opts: &Value,
+) -> Result<Option<Arc<Value>>, ApiError> {
+    if def.plural == "namespaces" && def.group.is_empty() {
+        if matches!(name, "default" | "kube-system" | "kube-public") {
+            return Err(ApiError::forbidden(
+                "",
+                "namespaces",
+                name,
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            ));
+        }
+        if st.store.get(&def.store_name(), "", name).is_some() {
+            for r in registry::RESOURCES.iter().filter(|r| r.namespaced) {
+                let (_, items) = st.store.list(&r.store_name(), Some(name));
+                for o in items {
+                    let n = o
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    st.store
+                        .mutate(&r.store_name(), name, &n, |_| Ok(Outcome::Delete))?;
+                }
+            }
+        }
+    }
+    let pre_rv = opts
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let pre_uid = opts
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let w = st.store.mutate(&def.store_name(), ns, name, |old| {
+        let old = old.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+        if pre_rv
+            .as_deref()
+            .is_some_and(|rv| Some(rv) != objects::resource_version(old))
+            || pre_uid
+                .as_deref()
+                .is_some_and(|u| Some(u) != old.pointer("/metadata/uid").and_then(Value::as_str))
+        {
+            return Err(ApiError::conflict(def.group, def.plural, name));
+        }
+        let has_finalizers = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Outcome::Unchanged);
+            }
+            let mut new = old.clone();
+            let m = objects::metadata_mut(&mut new)?;
+            m.insert("deletionTimestamp".into(), json!(objects::now_rfc3339()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            return Ok(Outcome::Put(new));
+        }
+        Ok(Outcome::Delete)
+    })?;
+    Ok(w.new.or(w.deleted))
+}
+
+fn delete_options(c: &Call) -> Result<Value, ApiError> {
+    if c.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    patch::parse_json(&c.body)
+}
+
+fn delete(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let opts = delete_options(c)?;
+    if c.dry_run() {
+        let obj = st
+            .store
+            .get(&c.res(), &c.target.ns, c.name())
+            .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+        return Ok(json_response(200, &obj));
+    }
+    let obj = delete_one(st, def, &c.target.ns, c.name(), &opts)?
+        .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+    Ok(render_one(def, c, &obj, st.store.current_rv(), 200))
+}
+
+fn delete_collection(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let opts = delete_options(c)?;
+    let (_, items) = select(st, &c.target, &c.query)?;
+    let mut deleted = Vec::new();
+    for o in items {
+        let ns = o
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if c.dry_run() {
+            deleted.push(o);
+            continue;
+        }
+        match delete_one(st, def, &ns, &name, &opts) {
+            Ok(Some(d)) => deleted.push(d),
+            Ok(None) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(list_response(def, c, st.store.current_rv(), &deleted))
+}

@@ -1,0 +1,343 @@
+//! The HTTP front: routing of non-resource paths, authentication, body limits, metrics, and the
+//! `serve` entry point.
+
+use crate::authz::{Tokens, User};
+use crate::errors::{ApiError, Result};
+use crate::gate::FeatureGates;
+use crate::metrics::Metrics;
+use crate::request::{self, Route};
+use crate::store::Store;
+use crate::{discovery, kubeconfig, rest};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest accepted request body (as kube-apiserver: 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Directory of the SQLite database.
+    pub data_dir: PathBuf,
+    /// Feature gates.
+    pub gates: FeatureGates,
+    /// Static tokens; None allows every request.
+    pub tokens: Option<Tokens>,
+    /// Write a kubeconfig here once the listener is bound.
+    pub write_kubeconfig: Option<PathBuf>,
+    /// How many changes the watch log keeps at least.
+    pub retained_changes: u64,
+    /// Interval of watch bookmarks (when the client allows them).
+    pub bookmark_interval: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults for a data directory: gate on, no tokens, 100k retained changes, 10 s bookmarks.
+    pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            data_dir: data_dir.into(),
+            gates: FeatureGates::default(),
+            tokens: None,
+            write_kubeconfig: None,
+            retained_changes: 100_000,
+            bookmark_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Shared state of the request handlers.
+pub struct AppState {
+    /// The object store.
+    pub store: Arc<Store>,
+    /// Feature gates.
+    pub gates: FeatureGates,
+    /// Static tokens, if authentication is on.
+    pub tokens: Option<Tokens>,
+    /// Request metrics.
+    pub metrics: Metrics,
+    /// Bookmark interval for watches.
+    pub bookmark_interval: Duration,
+    /// `host:port` clients reach us at.
+    pub address: String,
+    /// Flips to true on shutdown so that open watches end.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// A JSON answer.
+pub fn json_response(code: u16, v: &Value) -> Response {
+    json_response_typed(code, v, "application/json")
+}
+
+/// A JSON answer with a specific Content-Type.
+pub fn json_response_typed(code: u16, v: &Value, content_type: &str) -> Response {
+    let body = serde_json::to_vec(v).unwrap_or_default();
+    Response::builder()
+        .status(code)
+        .header("content-type", content_type)
+        .header("cache-control", "no-cache, private")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+/// A Status answer for an error.
+pub fn error_response(e: &ApiError) -> Response {
+    json_response(e.code, &e.status_json())
+}
+
+fn text(code: u16, body: String, content_type: &str) -> Response {
+    Response::builder()
+        .status(code)
+        .header("content-type", content_type)
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+const NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn seed(store: &Store) -> std::result::Result<(), ApiError> {
+    let Some(def) = crate::registry::find("", "v1", "namespaces") else {
+        return Ok(());
+    };
+    for ns in NAMESPACES {
+        if store.get(&def.store_name(), "", ns).is_some() {
+            continue;
+        }
+        let mut obj = json!({"metadata": {"name": ns}});
+        crate::objects::prepare_create(def, &mut obj, "")?;
+        store.mutate(&def.store_name(), "", ns, |old| {
+            Ok(if old.is_some() {
+                crate::store::Outcome::Unchanged
+            } else {
+                crate::store::Outcome::Put(obj)
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// Serves the API on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let addr = listener.local_addr().map_err(|source| crate::Error::Io {
+        what: "reading the listener's address".into(),
+        source,
+    })?;
+    let data_dir = config.data_dir.clone();
+    let retain = config.retained_changes;
+    let store = tokio::task::spawn_blocking(move || Store::open(&data_dir, retain))
+        .await
+        .map_err(|e| crate::Error::Task {
+            what: "opening the store",
+            reason: e.to_string(),
+        })??;
+    let store = Arc::new(store);
+    let seed_store = store.clone();
+    tokio::task::spawn_blocking(move || seed(&seed_store))
+        .await
+        .map_err(|e| crate::Error::Task {
+            what: "creating the built-in namespaces",
+            reason: e.to_string(),
+        })?
+        .map_err(|e| crate::Error::Task {
+            what: "creating the built-in namespaces",
+            reason: e.message,
+        })?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let state = Arc::new(AppState {
+        store,
+        gates: config.gates,
+        tokens: config.tokens.clone(),
+        metrics: Metrics::new(),
+        bookmark_interval: config.bookmark_interval,
+        address: addr.to_string(),
+        shutdown: stop_rx,
+    });
+    let app = axum::Router::new().fallback(handle).with_state(state);
+    let url = format!("http://{addr}");
+    if let Some(path) = &config.write_kubeconfig {
+        let token = config.tokens.as_ref().and_then(|t| t.first());
+        kubeconfig::write(path, &url, token)?;
+    }
+    tracing::info!("listening on {url}");
+    let graceful = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .await
+        .map_err(|source| crate::Error::Io {
+            what: format!("serving HTTP on {addr}"),
+            source,
+        })
+}
+
+fn header<'a>(parts: &'a http::request::Parts, name: &str) -> &'a str {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+async fn read_body(
+    parts: &http::request::Parts,
+    body: Body,
+) -> std::result::Result<Bytes, ApiError> {
+    if let Some(len) = parts
+        .headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > MAX_BODY
+    {
+        return Err(ApiError::too_large());
+    }
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large())
+}
+
+/// What the metrics call the request.
+struct Accounting {
+    verb: String,
+    resource: String,
+    subresource: String,
+}
+
+async fn handle(State(st): State<Arc<AppState>>, req: Request) -> Response {
+    let started = Instant::now();
+    let (parts, body) = req.into_parts();
+    let mut acct = Accounting {
+        verb: parts.method.as_str().to_string(),
+        resource: String::new(),
+        subresource: String::new(),
+    };
+    let resp = match dispatch(&st, parts, body, &mut acct).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    st.metrics.observe(
+        &acct.verb,
+        &acct.resource,
+        &acct.subresource,
+        resp.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    resp
+}
+
+async fn dispatch(
+    st: &Arc<AppState>,
+    parts: http::request::Parts,
+    body: Body,
+    acct: &mut Accounting,
+) -> std::result::Result<Response, ApiError> {
+    let raw_path = parts.uri.path();
+    let path = if raw_path.len() > 1 {
+        raw_path.trim_end_matches('/')
+    } else {
+        raw_path
+    };
+    let is_get = parts.method == http::Method::GET || parts.method == http::Method::HEAD;
+    let accept = header(&parts, "accept").to_string();
+    match path {
+        "/healthz" | "/readyz" | "/livez" if is_get => {
+            return Ok(text(200, "ok".into(), "text/plain; charset=utf-8"));
+        }
+        "/version" if is_get => return Ok(json_response(200, &discovery::version())),
+        "/metrics" if is_get => {
+            return Ok(text(
+                200,
+                st.metrics.encode(),
+                "text/plain; version=0.0.4; charset=utf-8",
+            ));
+        }
+        "/openapi/v2" if is_get => {
+            return Ok(text(
+                200,
+                String::new(),
+                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            ));
+        }
+        p if p.starts_with("/openapi/") => return Err(ApiError::no_route()),
+        "/api" if is_get => {
+            return Ok(if discovery::wants_aggregated(&accept) {
+                json_response_typed(
+                    200,
+                    &discovery::aggregated(true),
+                    discovery::AGGREGATED_CONTENT_TYPE,
+                )
+            } else {
+                json_response(200, &discovery::core_versions(&st.address))
+            });
+        }
+        "/apis" if is_get => {
+            return Ok(if discovery::wants_aggregated(&accept) {
+                json_response_typed(
+                    200,
+                    &discovery::aggregated(false),
+                    discovery::AGGREGATED_CONTENT_TYPE,
+                )
+            } else {
+                json_response(200, &discovery::group_list())
+            });
+        }
+        _ => {}
+    }
+    let route = request::route(path)?;
+    match route {
+        Route::ResourceList(g, v) if is_get => discovery::resource_list(&g, &v)
+            .map(|d| json_response(200, &d))
+            .ok_or_else(ApiError::no_route),
+        Route::Group(g) if is_get => discovery::group(&g)
+            .map(|d| json_response(200, &d))
+            .ok_or_else(ApiError::no_route),
+        Route::ResourceList(..) | Route::Group(..) => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+        Route::Resource(target) => {
+            let user: Option<User> = match &st.tokens {
+                None => None,
+                Some(t) => Some(
+                    t.authenticate(
+                        parts
+                            .headers
+                            .get("authorization")
+                            .and_then(|v| v.to_str().ok()),
+                    )?,
+                ),
+            };
+            let query = request::parse_query(parts.uri.query());
+            let verb = rest::verb(
+                &parts.method,
+                &target,
+                &query,
+                header(&parts, "content-type"),
+            )?;
+            acct.verb = verb.metric_name().to_string();
+            acct.resource = target.def.plural.to_string();
+            acct.subresource = target.sub.clone().unwrap_or_default();
+            let body = read_body(&parts, body).await?;
+            let call = rest::Call {
+                target,
+                verb,
+                query,
+                accept,
+                content_type: header(&parts, "content-type").to_string(),
+                body,
+                user,
+            };
+            rest::handle(st.clone(), call).await
+        }
+    }
+}

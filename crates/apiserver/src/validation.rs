@@ -1,0 +1,384 @@
+//! Validation on save: the object must decode as its v1.37 type, names must be valid, and the
+//! KEP-1432 fields must follow the KEP's limits. Failures are 422 Invalid with field paths.
+
+use crate::errors::{ApiError, Cause};
+use crate::registry::{Printer, ResourceDef};
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::storage::v1 as storage;
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Most conditions one list may hold.
+pub const MAX_CONDITIONS: usize = 16;
+/// Longest reason, in bytes.
+pub const MAX_REASON: usize = 256;
+/// Longest message, in bytes.
+pub const MAX_MESSAGE: usize = 1024;
+const VOLUME_STATUSES: &[&str] = &["DataLoss", "Degraded", "Inaccessible"];
+const STORAGE_STATUSES: &[&str] = &["StorageDegraded", "StorageUnreachable"];
+const ACCESS_MODES: &[&str] = &[
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
+
+fn decode<T: serde::de::DeserializeOwned>(obj: &Value, kind: &str) -> Result<T, ApiError> {
+    serde_json::from_value::<T>(obj.clone())
+        .map_err(|e| ApiError::bad_request(format!("error decoding {kind}: {e}")))
+}
+
+fn supported(vals: &[&str]) -> String {
+    vals.iter()
+        .map(|v| format!("\"{v}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// Validates an object about to be stored.
+pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut causes = Vec::new();
+    if name.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "metadata.name",
+            "Required value: name or generateName is required",
+        ));
+    } else if def.printer != Printer::Event
+        && def.printer != Printer::EventV1
+        && !is_dns_subdomain(name)
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "metadata.name",
+            format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+        ));
+    }
+    match def.printer {
+        Printer::Pvc => {
+            let pvc: core::PersistentVolumeClaim = decode(obj, def.kind)?;
+            if let Some(hs) = pvc.status.as_ref().and_then(|s| s.health_status.as_ref()) {
+                volume_conditions(
+                    hs.health_conditions.as_deref().unwrap_or(&[]),
+                    "status.healthStatus.healthConditions",
+                    &mut causes,
+                );
+            }
+        }
+        Printer::Pod => {
+            let pod: core::Pod = decode(obj, def.kind)?;
+            let volumes: HashSet<String> = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.volumes.as_ref())
+                .map(|v| v.iter().map(|v| v.name.clone()).collect())
+                .unwrap_or_default();
+            let entries = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.volume_health.as_deref())
+                .unwrap_or(&[]);
+            let mut seen = HashSet::new();
+            for (i, e) in entries.iter().enumerate() {
+                let path = format!("status.volumeHealth[{i}]");
+                if e.name.is_empty() {
+                    causes.push(Cause::new(
+                        "FieldValueRequired",
+                        format!("{path}.name"),
+                        "Required value",
+                    ));
+                } else if !volumes.contains(&e.name) {
+                    causes.push(Cause::new(
+                        "FieldValueNotFound",
+                        format!("{path}.name"),
+                        format!("Not found: \"{}\"", e.name),
+                    ));
+                } else if !seen.insert(e.name.clone()) {
+                    causes.push(Cause::new(
+                        "FieldValueDuplicate",
+                        format!("{path}.name"),
+                        format!("Duplicate value: \"{}\"", e.name),
+                    ));
+                }
+                volume_conditions(
+                    e.health_conditions.as_deref().unwrap_or(&[]),
+                    &format!("{path}.healthConditions"),
+                    &mut causes,
+                );
+            }
+        }
+        Printer::CsiNode => {
+            let node: storage::CSINode = decode(obj, def.kind)?;
+            let drivers: HashSet<&str> =
+                node.spec.drivers.iter().map(|d| d.name.as_str()).collect();
+            let entries = node
+                .status
+                .as_ref()
+                .and_then(|s| s.storage_health.as_deref())
+                .unwrap_or(&[]);
+            let mut seen = HashSet::new();
+            for (i, e) in entries.iter().enumerate() {
+                let path = format!("status.storageHealth[{i}]");
+                if e.name.is_empty() {
+                    causes.push(Cause::new(
+                        "FieldValueRequired",
+                        format!("{path}.name"),
+                        "Required value",
+                    ));
+                } else if !drivers.contains(e.name.as_str()) {
+                    causes.push(Cause::new(
+                        "FieldValueNotFound",
+                        format!("{path}.name"),
+                        format!("Not found: \"{}\"", e.name),
+                    ));
+                } else if !seen.insert(e.name.clone()) {
+                    causes.push(Cause::new(
+                        "FieldValueDuplicate",
+                        format!("{path}.name"),
+                        format!("Duplicate value: \"{}\"", e.name),
+                    ));
+                }
+                storage_conditions(
+                    e.health_conditions.as_deref().unwrap_or(&[]),
+                    &format!("{path}.healthConditions"),
+                    &mut causes,
+                );
+            }
+        }
+        Printer::Namespace => drop(decode::<core::Namespace>(obj, def.kind)?),
+        Printer::Node => drop(decode::<core::Node>(obj, def.kind)?),
+        Printer::Pv => drop(decode::<core::PersistentVolume>(obj, def.kind)?),
+        Printer::Event => drop(decode::<core::Event>(obj, def.kind)?),
+        Printer::EventV1 => drop(decode::<k8s_openapi::api::events::v1::Event>(
+            obj, def.kind,
+        )?),
+        Printer::CsiDriver => drop(decode::<storage::CSIDriver>(obj, def.kind)?),
+        Printer::StorageClass => drop(decode::<storage::StorageClass>(obj, def.kind)?),
+        Printer::VolumeAttachment => drop(decode::<storage::VolumeAttachment>(obj, def.kind)?),
+        Printer::Lease => drop(decode::<k8s_openapi::api::coordination::v1::Lease>(
+            obj, def.kind,
+        )?),
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(def.group, def.kind, name, causes))
+    }
+}
+
+fn common(
+    path: &str,
+    status: &str,
+    reason: &str,
+    message: Option<&str>,
+    allowed: &[&str],
+    causes: &mut Vec<Cause>,
+) {
+    if status.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            format!("{path}.status"),
+            "Required value",
+        ));
+    } else if !allowed.contains(&status) {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!("{path}.status"),
+            format!(
+                "Unsupported value: \"{status}\": supported values: {}",
+                supported(allowed)
+            ),
+        ));
+    }
+    if reason.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            format!("{path}.reason"),
+            "Required value",
+        ));
+    } else if reason.len() > MAX_REASON {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            format!("{path}.reason"),
+            format!("Too long: may not be more than {MAX_REASON} bytes"),
+        ));
+    }
+    if message.is_some_and(|m| m.len() > MAX_MESSAGE) {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            format!("{path}.message"),
+            format!("Too long: may not be more than {MAX_MESSAGE} bytes"),
+        ));
+    }
+}
+
+fn too_many(path: &str, n: usize, causes: &mut Vec<Cause>) {
+    if n > MAX_CONDITIONS {
+        causes.push(Cause::new(
+            "FieldValueTooMany",
+            path,
+            format!("Too many: {n}: must have at most {MAX_CONDITIONS} items"),
+        ));
+    }
+}
+
+fn volume_conditions(list: &[core::VolumeHealthCondition], path: &str, causes: &mut Vec<Cause>) {
+    too_many(path, list.len(), causes);
+    let mut seen = HashSet::new();
+    for (i, c) in list.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        common(
+            &p,
+            &c.status,
+            &c.reason,
+            c.message.as_deref(),
+            VOLUME_STATUSES,
+            causes,
+        );
+        if !seen.insert((c.status.clone(), c.reason.clone())) {
+            causes.push(Cause::new(
+                "FieldValueDuplicate",
+                p,
+                format!(
+                    "Duplicate value: {{\"status\":\"{}\",\"reason\":\"{}\"}}",
+                    c.status, c.reason
+                ),
+            ));
+        }
+    }
+}
+
+fn storage_conditions(
+    list: &[storage::StorageHealthCondition],
+    path: &str,
+    causes: &mut Vec<Cause>,
+) {
+    too_many(path, list.len(), causes);
+    let mut seen = HashSet::new();
+    for (i, c) in list.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        common(
+            &p,
+            &c.status,
+            &c.reason,
+            c.message.as_deref(),
+            STORAGE_STATUSES,
+            causes,
+        );
+        if let Some(m) = c
+            .access_mode
+            .as_deref()
+            .filter(|m| !ACCESS_MODES.contains(m))
+        {
+            causes.push(Cause::new(
+                "FieldValueNotSupported",
+                format!("{p}.accessMode"),
+                format!(
+                    "Unsupported value: \"{m}\": supported values: {}",
+                    supported(ACCESS_MODES)
+                ),
+            ));
+        }
+        if let Some(m) = c
+            .volume_mode
+            .as_deref()
+            .filter(|m| !VOLUME_MODES.contains(m))
+        {
+            causes.push(Cause::new(
+                "FieldValueNotSupported",
+                format!("{p}.volumeMode"),
+                format!(
+                    "Unsupported value: \"{m}\": supported values: {}",
+                    supported(VOLUME_MODES)
+                ),
+            ));
+        }
+        if !seen.insert((
+            c.status.clone(),
+            c.reason.clone(),
+            c.access_mode.clone(),
+            c.volume_mode.clone(),
+        )) {
+            causes.push(Cause::new(
+                "FieldValueDuplicate",
+                p,
+                format!(
+                    "Duplicate value: {{\"status\":\"{}\",\"reason\":\"{}\"}}",
+                    c.status, c.reason
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pvc_health_rules() {
+        let def = crate::registry::find("", "v1", "persistentvolumeclaims").unwrap();
+        let mut pvc = json!({"metadata": {"name": "d"}, "status": {"healthStatus": {"healthConditions": [
+            {"status": "Inaccessible", "reason": "VolumeNotFound"}]}}});
+        validate(def, &pvc).unwrap();
+        pvc["status"]["healthStatus"]["healthConditions"] = json!([
+            {"status": "Bogus", "reason": ""},
+            {"status": "Degraded", "reason": "x", "message": "m".repeat(1025)},
+            {"status": "Degraded", "reason": "x"}]);
+        let e = validate(def, &pvc).unwrap_err();
+        assert_eq!(e.code, 422);
+        let fields: Vec<String> = e.details.unwrap()["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["field"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "status.healthStatus.healthConditions[0].status",
+                "status.healthStatus.healthConditions[0].reason",
+                "status.healthStatus.healthConditions[1].message",
+                "status.healthStatus.healthConditions[2]"
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_and_csinode_names_must_exist() {
+        let pods = crate::registry::find("", "v1", "pods").unwrap();
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [], "volumes": [{"name": "data"}]},
+            "status": {"volumeHealth": [{"name": "other"}]}});
+        let e = validate(pods, &pod).unwrap_err();
+        assert!(
+            e.message.contains("status.volumeHealth[0].name: Not found"),
+            "{}",
+            e.message
+        );
+        let csin = crate::registry::find("storage.k8s.io", "v1", "csinodes").unwrap();
+        let n = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "d", "nodeID": "n"}]},
+            "status": {"storageHealth": [{"name": "x", "healthConditions": []}]}});
+        assert!(
+            validate(csin, &n)
+                .unwrap_err()
+                .message
+                .contains("status.storageHealth[0].name")
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! Watch: newline-delimited JSON events over a chunked response. Resumes from any
+//! resourceVersion still in the SQLite change log (also across restarts); an expired one gets a
+//! single ERROR event carrying a 410 Status, as the real server's cacher answers.
+
+use crate::errors::ApiError;
+use crate::registry::ResourceDef;
+use crate::request::{self, Format, Target};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::server::AppState;
+use crate::store::{Change, ChangeKind};
+use crate::table;
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+/// Default lifetime of a watch without `timeoutSeconds`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+struct Filter {
+    ns: Option<String>,
+    label: LabelSelector,
+    field: FieldSelector,
+}
+
+impl Filter {
+    fn matches(&self, ns: &str, obj: &Value) -> bool {
+        self.ns.as_deref().is_none_or(|n| n == ns)
+            && self.label.matches(obj)
+            && self.field.matches(obj)
+    }
+
+    /// The event a change becomes for this watcher, following objects into and out of the selection.
+    fn event<'a>(&self, c: &'a Change) -> Option<(&'static str, &'a Value)> {
+        let now = self.matches(&c.ns, &c.object);
+        let before = c.prev.as_deref().is_some_and(|p| self.matches(&c.ns, p));
+        match (c.kind, before, now) {
+            (ChangeKind::Added, _, true) => Some(("ADDED", &c.object)),
+            (ChangeKind::Deleted, _, true) => Some(("DELETED", &c.object)),
+            (ChangeKind::Modified, true, true) => Some(("MODIFIED", &c.object)),
+            (ChangeKind::Modified, false, true) => Some(("ADDED", &c.object)),
+            (ChangeKind::Modified, true, false) => Some(("DELETED", &c.object)),
+            _ => None,
+        }
+    }
+}
+
+struct Emitter {
+    def: &'static ResourceDef,
+    format: Format,
+    tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
+    sent_columns: bool,
+}
+
+impl Emitter {
+    async fn send(&mut self, ty: &str, obj: &Value) -> bool {
+        let object = match self.format {
+            Format::Json => obj.clone(),
+            Format::Partial => table::partial_metadata(obj),
+            Format::Table(inc) => {
+                let rv = obj
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                let t = table::table(self.def.printer, &[obj], rv, inc, !self.sent_columns);
+                self.sent_columns = true;
+                t
+            }
+        };
+        self.raw(&json!({"type": ty, "object": object})).await
+    }
+
+    async fn raw(&mut self, ev: &Value) -> bool {
+        let mut line = serde_json::to_vec(ev).unwrap_or_default();
+        line.push(b'\n');
+        self.tx.send(Ok(Bytes::from(line))).await.is_ok()
+    }
+
+    async fn bookmark(&mut self, rv: u64, initial_end: bool) -> bool {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let ev = json!({"type": "BOOKMARK", "object": {"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta}});
+        self.raw(&ev).await
+    }
+
+    async fn expired(&mut self, asked: u64, oldest: u64) -> bool {
+        let e = ApiError::expired(format!("too old resource version: {asked} ({oldest})"));
+        self.raw(&json!({"type": "ERROR", "object": e.status_json()}))
+            .await
+    }
+}
+
+struct Plan {
+    res: String,
+    filter: Filter,
+    from: Option<u64>,
+    initial_events: bool,
+    bookmarks: bool,
+    timeout: Duration,
+}
+
+/// Starts a watch and returns the streaming response.
+pub fn start(
+    st: Arc<AppState>,
+    t: &Target,
+    query: &HashMap<String, String>,
+    accept: &str,
+) -> Result<Response, ApiError> {
+    let q = |k: &str| query.get(k).map(String::as_str).filter(|s| !s.is_empty());
+    let (label, mut field) = crate::rest::selectors(t.def, query)?;
+    if let Some(name) = &t.name {
+        field = FieldSelector::parse(&format!("metadata.name={name}"), t.def)?;
+    }
+    let from = match q("resourceVersion") {
+        None | Some("0") => None,
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        ),
+    };
+    let initial_events = request::parse_bool(q("sendInitialEvents"));
+    let timeout = q("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let plan = Plan {
+        res: t.def.store_name(),
+        filter: Filter {
+            ns: (t.def.namespaced && !t.ns.is_empty()).then(|| t.ns.clone()),
+            label,
+            field,
+        },
+        from,
+        initial_events,
+        bookmarks: request::parse_bool(q("allowWatchBookmarks")),
+        timeout,
+    };
+    let (tx, rx) = mpsc::channel(256);
+    let emitter = Emitter {
+        def: t.def,
+        format: request::format(accept, q("includeObject")),
+        tx,
+        sent_columns: false,
+    };
+    // Subscribe before reading the snapshot or the log, so no change falls in between.
+    let live = st.store.subscribe();
+    tokio::spawn(run(st, plan, emitter, live));
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .header("cache-control", "no-cache, private")
+        .body(body)
+        .map_err(|e| ApiError::internal(format!("building the watch response: {e}")))
+}
+
+async fn replay(
+    st: &AppState,
+    plan: &Plan,
+    em: &mut Emitter,
+    after: u64,
+    last: &mut u64,
+) -> Result<bool, ()> {
+    let store = st.store.clone();
+    let res = plan.res.clone();
+    let changes = tokio::task::spawn_blocking(move || store.changes_since(&res, after))
+        .await
+        .map_err(|_| ())?;
+    match changes {
+        Ok(Some(list)) => {
+            for c in &list {
+                if c.rv <= *last {
+                    continue;
+                }
+                if let Some((ty, obj)) = plan.filter.event(c)
+                    && !em.send(ty, obj).await
+                {
+                    return Err(());
+                }
+                *last = c.rv;
+            }
+            Ok(true)
+        }
+        Ok(None) => {
+            let _ = em.expired(after, st.store.compacted() + 1).await;
+            Ok(false)
+        }
+        Err(e) => {
+            tracing::warn!("watch replay of {} failed: {e}", plan.res);
+            let _ = em.raw(&json!({"type": "ERROR", "object": ApiError::internal(e.to_string()).status_json()})).await;
+            Ok(false)
+        }
+    }
+}
+
+async fn run(
+    st: Arc<AppState>,
+    plan: Plan,
+    mut em: Emitter,
+    mut live: broadcast::Receiver<Arc<Change>>,
+) {
+    let mut shutdown = st.shutdown.clone();
+    // `last` is the resourceVersion up to which this watcher has seen every change.
+    let mut last: u64;
+    match plan.from {
+        Some(rv) if !plan.initial_events => {
+            last = rv;
+            match replay(&st, &plan, &mut em, rv, &mut last).await {
+                Ok(true) => {}
+                _ => return,
+            }
+        }
+        _ => {
+            let ns = plan.filter.ns.as_deref();
+            let (rv, items) = st.store.list(&plan.res, ns);
+            last = rv;
+            for o in items.iter().filter(|o| {
+                let ons = o
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                plan.filter.matches(ons, o)
+            }) {
+                if !em.send("ADDED", o).await {
+                    return;
+                }
+            }
+            if plan.initial_events && plan.bookmarks && !em.bookmark(rv, true).await {
+                return;
+            }
+        }
+    }
+    let deadline = tokio::time::sleep(plan.timeout);
+    tokio::pin!(deadline);
+    let mut ticker = tokio::time::interval(st.bookmark_interval.max(Duration::from_millis(100)));
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = &mut deadline => return,
+            _ = shutdown.changed() => return,
+            _ = em.tx.closed() => return,
+            _ = ticker.tick(), if plan.bookmarks => {
+                if !em.bookmark(last, false).await {
+                    return;
+                }
+            }
+            msg = live.recv() => match msg {
+                Ok(c) => {
+                    if c.rv <= last {
+                        continue;
+                    }
+                    if c.res == plan.res
+                        && let Some((ty, obj)) = plan.filter.event(&c)
+                        && !em.send(ty, obj).await
+                    {
+                        return;
+                    }
+                    last = c.rv;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let from = last;
+                    match replay(&st, &plan, &mut em, from, &mut last).await {
+                        Ok(true) => {}
+                        _ => return,
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
