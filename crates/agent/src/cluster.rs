@@ -1,0 +1,221 @@
+//! Boundary to the Kubernetes API: the few reads and the status writes the agent makes.
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, PodVolumeHealth,
+};
+use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, StorageHealth};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use std::sync::Arc;
+
+/// A failed API request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiFailure {
+    /// HTTP status, when the server answered.
+    pub code: Option<u16>,
+    /// What the server or the transport said.
+    pub message: String,
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.code {
+            Some(code) => write!(f, "HTTP {code}: {}", self.message),
+            None => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl ApiFailure {
+    /// 403: the credentials may not do this.
+    pub fn is_forbidden(&self) -> bool {
+        self.code == Some(403)
+    }
+
+    /// 404.
+    pub fn is_not_found(&self) -> bool {
+        self.code == Some(404)
+    }
+
+    /// The server refused the request itself (4xx): retrying at once would be refused again.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.code, Some(c) if (400..500).contains(&c) && c != 404 && c != 409 && c != 429)
+    }
+}
+
+impl From<kube::Error> for ApiFailure {
+    fn from(e: kube::Error) -> Self {
+        match e {
+            kube::Error::Api(status) => ApiFailure {
+                code: Some(status.code),
+                message: status.message.clone(),
+            },
+            other => ApiFailure {
+                code: None,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The Kubernetes requests the agent makes.
+#[async_trait]
+pub trait Cluster: Send + Sync {
+    /// GET nodes/{name}.
+    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure>;
+    /// GET a PVC.
+    async fn get_pvc(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure>;
+    /// GET a PV.
+    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure>;
+    /// Merge-patch pods/{name}/status with the full volumeHealth list (null when empty).
+    async fn patch_pod_volume_health(
+        &self,
+        namespace: &str,
+        name: &str,
+        value: &[PodVolumeHealth],
+    ) -> Result<Pod, ApiFailure>;
+    /// GET csinodes/{name}.
+    async fn get_csinode(&self, name: &str) -> Result<Option<CSINode>, ApiFailure>;
+    /// POST a CSINode.
+    async fn create_csinode(&self, csinode: &CSINode) -> Result<CSINode, ApiFailure>;
+    /// Merge-patch csinodes/{name} spec.drivers (full list), guarded by the resourceVersion read.
+    async fn patch_csinode_drivers(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        drivers: &[CSINodeDriver],
+    ) -> Result<CSINode, ApiFailure>;
+    /// Merge-patch csinodes/{name}/status with the full storageHealth list (null when empty).
+    async fn patch_csinode_storage_health(
+        &self,
+        name: &str,
+        value: &[StorageHealth],
+    ) -> Result<CSINode, ApiFailure>;
+}
+
+/// [`Cluster`] over a kube client.
+#[derive(Clone)]
+pub struct KubeCluster {
+    client: kube::Client,
+}
+
+impl KubeCluster {
+    /// Wraps a client.
+    pub fn new(client: kube::Client) -> Arc<KubeCluster> {
+        Arc::new(KubeCluster { client })
+    }
+}
+
+fn list_or_null<T: serde::Serialize>(value: &[T]) -> Result<serde_json::Value, ApiFailure> {
+    if value.is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::to_value(value).map_err(|e| ApiFailure {
+        code: None,
+        message: format!("encoding the patch: {e}"),
+    })
+}
+
+#[async_trait]
+impl Cluster for KubeCluster {
+    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure> {
+        Ok(Api::<Node>::all(self.client.clone()).get_opt(name).await?)
+    }
+
+    async fn get_pvc(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure> {
+        Ok(
+            Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), namespace)
+                .get_opt(name)
+                .await?,
+        )
+    }
+
+    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure> {
+        Ok(Api::<PersistentVolume>::all(self.client.clone())
+            .get_opt(name)
+            .await?)
+    }
+
+    async fn patch_pod_volume_health(
+        &self,
+        namespace: &str,
+        name: &str,
+        value: &[PodVolumeHealth],
+    ) -> Result<Pod, ApiFailure> {
+        let patch = serde_json::json!({ "status": { "volumeHealth": list_or_null(value)? } });
+        let api = Api::<Pod>::namespaced(self.client.clone(), namespace);
+        Ok(api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
+    }
+
+    async fn get_csinode(&self, name: &str) -> Result<Option<CSINode>, ApiFailure> {
+        Ok(Api::<CSINode>::all(self.client.clone())
+            .get_opt(name)
+            .await?)
+    }
+
+    async fn create_csinode(&self, csinode: &CSINode) -> Result<CSINode, ApiFailure> {
+        Ok(Api::<CSINode>::all(self.client.clone())
+            .create(&PostParams::default(), csinode)
+            .await?)
+    }
+
+    async fn patch_csinode_drivers(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+        drivers: &[CSINodeDriver],
+    ) -> Result<CSINode, ApiFailure> {
+        let drivers = serde_json::to_value(drivers).map_err(|e| ApiFailure {
+            code: None,
+            message: format!("encoding the patch: {e}"),
+        })?;
+        let mut patch = serde_json::json!({ "spec": { "drivers": drivers } });
+        if let Some(rv) = resource_version {
+            patch["metadata"] = serde_json::json!({ "resourceVersion": rv });
+        }
+        let api = Api::<CSINode>::all(self.client.clone());
+        Ok(api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
+    }
+
+    async fn patch_csinode_storage_health(
+        &self,
+        name: &str,
+        value: &[StorageHealth],
+    ) -> Result<CSINode, ApiFailure> {
+        let patch = serde_json::json!({ "status": { "storageHealth": list_or_null(value)? } });
+        let api = Api::<CSINode>::all(self.client.clone());
+        Ok(api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
+    }
+}
+
+/// Boundary to the pods bound to this node (a watch in production).
+pub trait PodSource: Send + Sync {
+    /// The pods now.
+    fn pods(&self) -> Vec<Arc<Pod>>;
+    /// One pod now.
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
+}
+
+impl PodSource for kube::runtime::reflector::Store<Pod> {
+    fn pods(&self) -> Vec<Arc<Pod>> {
+        self.state()
+    }
+
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
+    }
+}

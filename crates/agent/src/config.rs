@@ -1,0 +1,192 @@
+//! The agent's configuration and the parsers for its flag values.
+
+use crate::error::{Error, Result};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The kubelet's default root directory.
+pub const DEFAULT_KUBELET_ROOT_DIR: &str = "/var/lib/kubelet";
+
+/// A driver named on the command line (`--csi-driver NAME=unix:///PATH`), used instead of registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticDriver {
+    /// CSI driver name.
+    pub name: String,
+    /// The driver's node-plugin endpoint.
+    pub endpoint: String,
+}
+
+/// Everything `run` needs; `volhealth up` builds this directly to run agents in-process.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The node this agent acts for (`--node-name`).
+    pub node_name: String,
+    /// Kubeconfig file; `None` means the usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet's root directory, read to learn which volumes were staged or published.
+    pub kubelet_root_dir: PathBuf,
+    /// Drivers given on the command line; when empty the registration directory is watched.
+    pub drivers: Vec<StaticDriver>,
+    /// Probe interval.
+    pub interval: Duration,
+    /// Timeout of each CSI call.
+    pub timeout: Duration,
+    /// Where to serve /metrics, /healthz and /readyz; `None` serves nothing.
+    pub http_endpoint: Option<SocketAddr>,
+    /// Feature gate `CSIVolumeHealth`: off means no CSI health calls and no writes.
+    pub volume_health_enabled: bool,
+    /// At most this many CSI health calls run at once.
+    pub max_concurrent_probes: usize,
+    /// How often the registration directory is rescanned.
+    pub registration_poll: Duration,
+}
+
+impl AgentConfig {
+    /// A configuration with the upstream defaults for `node_name`.
+    pub fn new(node_name: impl Into<String>) -> AgentConfig {
+        AgentConfig {
+            node_name: node_name.into(),
+            kubeconfig: None,
+            kubelet_root_dir: PathBuf::from(DEFAULT_KUBELET_ROOT_DIR),
+            drivers: Vec::new(),
+            interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(15),
+            http_endpoint: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8081)),
+            volume_health_enabled: true,
+            max_concurrent_probes: 10,
+            registration_poll: Duration::from_secs(2),
+        }
+    }
+
+    /// The kubelet's plugin registration directory.
+    pub fn registration_dir(&self) -> PathBuf {
+        self.kubelet_root_dir.join("plugins_registry")
+    }
+}
+
+/// Parses `--http-endpoint`: `:PORT` listens on every interface, `HOST:PORT` on that host.
+pub fn parse_http_endpoint(input: &str) -> Result<SocketAddr> {
+    let fail = || Error::HttpEndpoint {
+        input: input.to_string(),
+    };
+    if let Some(port) = input.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| fail())?;
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
+    }
+    if let Ok(addr) = input.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let (host, port) = input.rsplit_once(':').ok_or_else(fail)?;
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(fail());
+    }
+    input
+        .to_socket_addrs()
+        .map_err(|_| fail())?
+        .next()
+        .ok_or_else(fail)
+}
+
+/// Parses one `--csi-driver NAME=ENDPOINT`.
+pub fn parse_driver(input: &str) -> Result<StaticDriver> {
+    let fail = |reason: &str| Error::DriverFlag {
+        input: input.to_string(),
+        reason: reason.to_string(),
+    };
+    let (name, endpoint) = input
+        .split_once('=')
+        .ok_or_else(|| fail("expected NAME=unix:///PATH"))?;
+    let name = name.trim();
+    let endpoint = endpoint.trim();
+    if name.is_empty() {
+        return Err(fail("the driver name is empty"));
+    }
+    if endpoint.is_empty() {
+        return Err(fail("the endpoint is empty"));
+    }
+    volhealth_csi::endpoint::parse(endpoint).map_err(|e| fail(&e.to_string()))?;
+    Ok(StaticDriver {
+        name: name.to_string(),
+        endpoint: endpoint.to_string(),
+    })
+}
+
+/// Parses `--feature-gates` (`Name=bool,...`) and returns whether `CSIVolumeHealth` is on (default on).
+pub fn parse_feature_gates(input: &str) -> Result<bool> {
+    let fail = |reason: String| Error::FeatureGates {
+        input: input.to_string(),
+        reason,
+    };
+    let mut enabled = true;
+    for item in input.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| fail(format!("{item:?} is not Name=true|false")))?;
+        let value = match value.trim().to_ascii_lowercase().as_str() {
+            "true" => true,
+            "false" => false,
+            other => return Err(fail(format!("{other:?} is not true or false"))),
+        };
+        match name.trim() {
+            "CSIVolumeHealth" => enabled = value,
+            other => {
+                return Err(fail(format!(
+                    "unknown feature gate {other:?} (this agent knows CSIVolumeHealth)"
+                )));
+            }
+        }
+    }
+    Ok(enabled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_endpoint_forms() {
+        assert_eq!(
+            parse_http_endpoint(":8081").unwrap(),
+            "0.0.0.0:8081".parse().unwrap()
+        );
+        assert_eq!(
+            parse_http_endpoint("127.0.0.1:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            parse_http_endpoint("[::1]:9").unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        assert!(
+            parse_http_endpoint("localhost:8081")
+                .unwrap()
+                .ip()
+                .is_loopback()
+        );
+        for bad in ["", "8081", ":", ":x", "host:", ":99999"] {
+            assert!(parse_http_endpoint(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn driver_flags() {
+        let d = parse_driver("hostpath.csi.k8s.io=unix:///run/csi/csi.sock").unwrap();
+        assert_eq!(d.name, "hostpath.csi.k8s.io");
+        assert_eq!(d.endpoint, "unix:///run/csi/csi.sock");
+        assert!(parse_driver("nodriver").is_err());
+        assert!(parse_driver("=unix:///x").is_err());
+        assert!(parse_driver("name=").is_err());
+    }
+
+    #[test]
+    fn feature_gates() {
+        assert!(parse_feature_gates("").unwrap());
+        assert!(parse_feature_gates("CSIVolumeHealth=true").unwrap());
+        assert!(!parse_feature_gates("CSIVolumeHealth=false").unwrap());
+        assert!(!parse_feature_gates(" CSIVolumeHealth=False ").unwrap());
+        assert!(parse_feature_gates("CSIVolumeHealth=maybe").is_err());
+        assert!(parse_feature_gates("Other=true").is_err());
+        assert!(parse_feature_gates("CSIVolumeHealth").is_err());
+    }
+}

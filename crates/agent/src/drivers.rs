@@ -1,0 +1,172 @@
+//! The CSI drivers known on this node and the boundary to their node plugins' health RPCs.
+
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use volhealth_csi::v1;
+use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+
+/// Boundary to one driver's node-plugin health RPCs.
+#[async_trait]
+pub trait NodeHealthClient: Send + Sync {
+    /// NodeGetVolumeHealth; the entries of the answer (empty = healthy).
+    async fn volume_health(
+        &self,
+        request: v1::NodeGetVolumeHealthRequest,
+    ) -> Result<Vec<VolumeHealthEntry>, tonic::Status>;
+    /// NodeGetStorageHealth; the backend entries of the answer (empty = healthy).
+    async fn storage_health(&self) -> Result<Vec<StorageBackendHealth>, tonic::Status>;
+}
+
+/// A driver registered on this node, with what it can answer.
+pub struct Driver {
+    /// CSI driver name.
+    pub name: String,
+    /// Its node-plugin endpoint.
+    pub endpoint: String,
+    /// NodeGetInfo node_id, written into CSINode spec.drivers.
+    pub node_id: String,
+    /// NodeGetInfo max_volumes_per_node (0 = no limit).
+    pub max_volumes_per_node: i64,
+    /// NodeGetInfo topology keys.
+    pub topology_keys: Vec<String>,
+    /// Node capability GET_VOLUME_HEALTH.
+    pub volume_health: bool,
+    /// Node capability GET_STORAGE_HEALTH.
+    pub storage_health: bool,
+    /// The health RPCs.
+    pub client: Arc<dyn NodeHealthClient>,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .field("node_id", &self.node_id)
+            .field("volume_health", &self.volume_health)
+            .field("storage_health", &self.storage_health)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The drivers currently registered, shared between discovery and the probe loop.
+#[derive(Debug, Clone, Default)]
+pub struct DriverSet {
+    inner: Arc<RwLock<BTreeMap<String, Arc<Driver>>>>,
+}
+
+impl DriverSet {
+    /// An empty set.
+    pub fn new() -> DriverSet {
+        DriverSet::default()
+    }
+
+    /// Adds or replaces a driver (a re-registration replaces the old connection).
+    pub fn insert(&self, driver: Driver) {
+        if let Ok(mut map) = self.inner.write() {
+            map.insert(driver.name.clone(), Arc::new(driver));
+        }
+    }
+
+    /// Removes a driver by name.
+    pub fn remove(&self, name: &str) {
+        if let Ok(mut map) = self.inner.write() {
+            map.remove(name);
+        }
+    }
+
+    /// The drivers now.
+    pub fn snapshot(&self) -> BTreeMap<String, Arc<Driver>> {
+        self.inner.read().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// [`NodeHealthClient`] over a gRPC channel.
+#[derive(Debug, Clone)]
+pub struct GrpcNodeHealth {
+    channel: tonic::transport::Channel,
+}
+
+impl GrpcNodeHealth {
+    /// Wraps a connected channel.
+    pub fn new(channel: tonic::transport::Channel) -> GrpcNodeHealth {
+        GrpcNodeHealth { channel }
+    }
+}
+
+#[async_trait]
+impl NodeHealthClient for GrpcNodeHealth {
+    async fn volume_health(
+        &self,
+        request: v1::NodeGetVolumeHealthRequest,
+    ) -> Result<Vec<VolumeHealthEntry>, tonic::Status> {
+        let mut client = v1::node_client::NodeClient::new(self.channel.clone());
+        let answer = client.node_get_volume_health(request).await?.into_inner();
+        Ok(answer
+            .volume_health
+            .map(|v| v.health_statuses)
+            .unwrap_or_default())
+    }
+
+    async fn storage_health(&self) -> Result<Vec<StorageBackendHealth>, tonic::Status> {
+        let mut client = v1::node_client::NodeClient::new(self.channel.clone());
+        let request = v1::NodeGetStorageHealthRequest::default();
+        Ok(client
+            .node_get_storage_health(request)
+            .await?
+            .into_inner()
+            .backend_health)
+    }
+}
+
+/// Connects to a driver's node plugin, learns its name, health capabilities and node info.
+///
+/// `expected_name`, when given, is the name the driver was registered under; a different plugin name is refused
+/// so that health is never attributed to the wrong driver.
+pub async fn connect(
+    endpoint: &str,
+    expected_name: Option<&str>,
+    timeout: Duration,
+) -> Result<Driver, String> {
+    let channel = volhealth_csi::client::connect(endpoint, timeout)
+        .await
+        .map_err(|e| format!("connecting to the CSI endpoint {endpoint}: {e}"))?;
+    let caps = volhealth_csi::capabilities::probe(channel.clone(), timeout)
+        .await
+        .map_err(|e| format!("asking the driver at {endpoint} for its capabilities: {e}"))?;
+    if let Some(expected) = expected_name
+        && caps.driver_name != expected
+    {
+        return Err(format!(
+            "the driver at {endpoint} calls itself {:?}, but it was registered as {expected:?}",
+            caps.driver_name
+        ));
+    }
+    let mut node = v1::node_client::NodeClient::new(channel.clone());
+    let info = tokio::time::timeout(
+        timeout,
+        node.node_get_info(v1::NodeGetInfoRequest::default()),
+    )
+    .await
+    .map_err(|_| format!("NodeGetInfo on {endpoint} timed out after {timeout:?}"))?
+    .map_err(|s| format!("NodeGetInfo on {endpoint}: {}: {}", s.code(), s.message()))?
+    .into_inner();
+    let mut topology_keys: Vec<String> = info
+        .accessible_topology
+        .map(|t| t.segments.into_keys().collect())
+        .unwrap_or_default();
+    topology_keys.sort();
+    Ok(Driver {
+        name: caps.driver_name,
+        endpoint: endpoint.to_string(),
+        node_id: info.node_id,
+        max_volumes_per_node: info.max_volumes_per_node,
+        topology_keys,
+        volume_health: caps.node.volume,
+        storage_health: caps.node.storage,
+        client: Arc::new(GrpcNodeHealth::new(channel)),
+    })
+}

@@ -1,0 +1,92 @@
+//! The agent's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can stop the agent or reject its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A duration flag could not be parsed.
+    #[error("invalid duration {input:?}: {reason} (examples: 90s, 1m, 1m30s, 500ms)")]
+    Duration {
+        /// What was given.
+        input: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `--http-endpoint` is neither `:PORT` nor `HOST:PORT`.
+    #[error("invalid --http-endpoint {input:?}: expected :PORT or HOST:PORT")]
+    HttpEndpoint {
+        /// What was given.
+        input: String,
+    },
+    /// `--csi-driver` is not `NAME=ENDPOINT`.
+    #[error("invalid --csi-driver {input:?}: {reason}")]
+    DriverFlag {
+        /// What was given.
+        input: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `--feature-gates` could not be parsed.
+    #[error("invalid --feature-gates {input:?}: {reason}")]
+    FeatureGates {
+        /// What was given.
+        input: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The kubeconfig could not be loaded.
+    #[error("loading the Kubernetes client configuration: {0}")]
+    KubeConfig(String),
+    /// The credentials do not belong to the node named by `--node-name`.
+    #[error(
+        "the credentials are not allowed to act for node {node:?} ({detail}); \
+         --node-name does not match the node the credentials belong to, refusing to continue"
+    )]
+    NodeIdentity {
+        /// The `--node-name`.
+        node: String,
+        /// What was refused.
+        detail: String,
+    },
+    /// The Node object does not exist.
+    #[error("node {0:?} does not exist in the cluster; start the agent on a registered node")]
+    NodeMissing(String),
+    /// A Kubernetes request failed where the agent cannot continue without it.
+    #[error("{action}: {message}")]
+    Kube {
+        /// What was being done.
+        action: String,
+        /// The failure.
+        message: String,
+    },
+    /// The HTTP endpoint could not be served.
+    #[error("serving HTTP on {addr}: {source}")]
+    Http {
+        /// The address.
+        addr: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A CSI call needed at start-up failed.
+    #[error("{action}: {message}")]
+    Csi {
+        /// What was being done.
+        action: String,
+        /// The failure.
+        message: String,
+    },
+    /// A file or directory of the kubelet could not be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,430 @@
+//! Fakes of the agent's boundaries, for unit tests only.
+
+use crate::clock::Clock;
+use crate::cluster::{ApiFailure, Cluster, PodSource};
+use crate::drivers::{Driver, NodeHealthClient};
+use crate::kubelet_dirs::{KubeletDirs, MountAttempt};
+use crate::pod_volumes::CsiVolume;
+use async_trait::async_trait;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, Node, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Pod,
+    PodSpec, PodStatus, PodVolumeHealth, Volume,
+};
+use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeStatus, StorageHealth};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use volhealth_csi::v1;
+use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+
+/// In-memory API server with request accounting.
+#[derive(Default)]
+pub struct FakeCluster {
+    pub pods: Mutex<BTreeMap<(String, String), Pod>>,
+    pub pvcs: Mutex<BTreeMap<(String, String), PersistentVolumeClaim>>,
+    pub pvs: Mutex<BTreeMap<String, PersistentVolume>>,
+    pub csinode: Mutex<Option<CSINode>>,
+    pub node_exists: Mutex<bool>,
+    /// Every write: "pods/status ns/name", "csinodes/status", "csinodes", "csinodes create".
+    pub writes: Mutex<Vec<String>>,
+    /// Answer to every write instead of applying it.
+    pub fail_writes: Mutex<Option<ApiFailure>>,
+    /// Accept writes but drop the health fields (the API server's gate is off).
+    pub drop_health_fields: Mutex<bool>,
+    pub rv: AtomicUsize,
+}
+
+impl FakeCluster {
+    pub fn new() -> Arc<FakeCluster> {
+        let c = FakeCluster::default();
+        *c.node_exists.lock().unwrap() = true;
+        Arc::new(c)
+    }
+
+    fn next_rv(&self) -> String {
+        (self.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string()
+    }
+
+    pub fn writes(&self) -> Vec<String> {
+        self.writes.lock().unwrap().clone()
+    }
+
+    pub fn pod_health(&self, ns: &str, name: &str) -> Vec<PodVolumeHealth> {
+        let pods = self.pods.lock().unwrap();
+        pods.get(&(ns.to_string(), name.to_string()))
+            .and_then(|p| p.status.as_ref()?.volume_health.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn storage_health(&self) -> Vec<StorageHealth> {
+        self.csinode
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|c| c.status.as_ref()?.storage_health.clone())
+            .unwrap_or_default()
+    }
+
+    /// A pod bound to the node using a PVC whose PV is a CSI volume of `driver` with `handle`.
+    pub fn add_pod_with_pv(
+        &self,
+        ns: &str,
+        pod: &str,
+        uid: &str,
+        volume: &str,
+        driver: &str,
+        handle: &str,
+    ) {
+        let claim = format!("{pod}-claim");
+        let pv_name = format!("pv-{handle}");
+        let mut p = Pod::default();
+        p.metadata.namespace = Some(ns.into());
+        p.metadata.name = Some(pod.into());
+        p.metadata.uid = Some(uid.into());
+        p.metadata.resource_version = Some(self.next_rv());
+        p.spec = Some(PodSpec {
+            node_name: Some("node-a".into()),
+            volumes: Some(vec![Volume {
+                name: volume.into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        p.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            ..Default::default()
+        });
+        self.pods.lock().unwrap().insert((ns.into(), pod.into()), p);
+        let mut pvc = PersistentVolumeClaim::default();
+        pvc.metadata.name = Some(claim.clone());
+        pvc.spec = Some(PersistentVolumeClaimSpec {
+            volume_name: Some(pv_name.clone()),
+            ..Default::default()
+        });
+        self.pvcs.lock().unwrap().insert((ns.into(), claim), pvc);
+        let mut pv = PersistentVolume::default();
+        pv.metadata.name = Some(pv_name.clone());
+        pv.spec = Some(PersistentVolumeSpec {
+            csi: Some(CSIPersistentVolumeSource {
+                driver: driver.into(),
+                volume_handle: handle.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        self.pvs.lock().unwrap().insert(pv_name, pv);
+    }
+
+    pub fn set_pod_health(&self, ns: &str, name: &str, value: Vec<PodVolumeHealth>) {
+        let rv = self.next_rv();
+        let mut pods = self.pods.lock().unwrap();
+        let p = pods.get_mut(&(ns.to_string(), name.to_string())).unwrap();
+        p.status.get_or_insert_with(Default::default).volume_health = Some(value);
+        p.metadata.resource_version = Some(rv);
+    }
+
+    pub fn set_csinode(&self, drivers: &[&str], storage: Vec<StorageHealth>) {
+        let mut c = CSINode::default();
+        c.metadata.name = Some("node-a".into());
+        c.metadata.resource_version = Some(self.next_rv());
+        c.spec.drivers = drivers
+            .iter()
+            .map(|d| CSINodeDriver {
+                name: d.to_string(),
+                node_id: "node-a".into(),
+                ..Default::default()
+            })
+            .collect();
+        c.status = Some(CSINodeStatus {
+            storage_health: Some(storage),
+        });
+        *self.csinode.lock().unwrap() = Some(c);
+    }
+
+    fn check_write(&self, what: String) -> Result<(), ApiFailure> {
+        self.writes.lock().unwrap().push(what);
+        match self.fail_writes.lock().unwrap().clone() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl Cluster for FakeCluster {
+    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure> {
+        let mut n = Node::default();
+        n.metadata.name = Some(name.into());
+        n.metadata.uid = Some("node-uid".into());
+        Ok((*self.node_exists.lock().unwrap()).then_some(n))
+    }
+
+    async fn get_pvc(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure> {
+        Ok(self
+            .pvcs
+            .lock()
+            .unwrap()
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned())
+    }
+
+    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure> {
+        Ok(self.pvs.lock().unwrap().get(name).cloned())
+    }
+
+    async fn patch_pod_volume_health(
+        &self,
+        ns: &str,
+        name: &str,
+        value: &[PodVolumeHealth],
+    ) -> Result<Pod, ApiFailure> {
+        self.check_write(format!("pods/status {ns}/{name}"))?;
+        let rv = self.next_rv();
+        let drop = *self.drop_health_fields.lock().unwrap();
+        let mut pods = self.pods.lock().unwrap();
+        let p = pods
+            .get_mut(&(ns.to_string(), name.to_string()))
+            .ok_or(ApiFailure {
+                code: Some(404),
+                message: "no pod".into(),
+            })?;
+        if !drop {
+            p.status.get_or_insert_with(Default::default).volume_health =
+                (!value.is_empty()).then(|| value.to_vec());
+        }
+        p.metadata.resource_version = Some(rv);
+        Ok(p.clone())
+    }
+
+    async fn get_csinode(&self, _name: &str) -> Result<Option<CSINode>, ApiFailure> {
+        Ok(self.csinode.lock().unwrap().clone())
+    }
+
+    async fn create_csinode(&self, csinode: &CSINode) -> Result<CSINode, ApiFailure> {
+        self.check_write("csinodes create".into())?;
+        let mut c = csinode.clone();
+        c.metadata.resource_version = Some(self.next_rv());
+        *self.csinode.lock().unwrap() = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn patch_csinode_drivers(
+        &self,
+        _name: &str,
+        _rv: Option<&str>,
+        drivers: &[CSINodeDriver],
+    ) -> Result<CSINode, ApiFailure> {
+        self.check_write("csinodes".into())?;
+        let rv = self.next_rv();
+        let mut guard = self.csinode.lock().unwrap();
+        let c = guard.as_mut().ok_or(ApiFailure {
+            code: Some(404),
+            message: "no csinode".into(),
+        })?;
+        c.spec.drivers = drivers.to_vec();
+        c.metadata.resource_version = Some(rv);
+        Ok(c.clone())
+    }
+
+    async fn patch_csinode_storage_health(
+        &self,
+        _name: &str,
+        value: &[StorageHealth],
+    ) -> Result<CSINode, ApiFailure> {
+        self.check_write("csinodes/status".into())?;
+        let drop = *self.drop_health_fields.lock().unwrap();
+        let mut guard = self.csinode.lock().unwrap();
+        let c = guard.as_mut().ok_or(ApiFailure {
+            code: Some(404),
+            message: "no csinode".into(),
+        })?;
+        let registered: BTreeSet<&str> = c.spec.drivers.iter().map(|d| d.name.as_str()).collect();
+        if value.iter().any(|e| !registered.contains(e.name.as_str())) {
+            return Err(ApiFailure {
+                code: Some(422),
+                message: "driver not in spec.drivers".into(),
+            });
+        }
+        if !drop {
+            c.status.get_or_insert_with(Default::default).storage_health =
+                (!value.is_empty()).then(|| value.to_vec());
+        }
+        Ok(c.clone())
+    }
+}
+
+impl PodSource for FakeCluster {
+    fn pods(&self) -> Vec<Arc<Pod>> {
+        self.pods
+            .lock()
+            .unwrap()
+            .values()
+            .cloned()
+            .map(Arc::new)
+            .collect()
+    }
+
+    fn pod(&self, ns: &str, name: &str) -> Option<Arc<Pod>> {
+        self.pods
+            .lock()
+            .unwrap()
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
+            .map(Arc::new)
+    }
+}
+
+/// Kubelet directories given as a set of (pod UID, volume name) that were attempted.
+#[derive(Default)]
+pub struct FakeDirs {
+    pub attempted: Mutex<BTreeSet<(String, String)>>,
+}
+
+impl FakeDirs {
+    pub fn attempt(&self, uid: &str, volume: &str) {
+        self.attempted
+            .lock()
+            .unwrap()
+            .insert((uid.into(), volume.into()));
+    }
+}
+
+impl KubeletDirs for FakeDirs {
+    fn mount_attempt(&self, uid: &str, volume: &CsiVolume) -> MountAttempt {
+        if self
+            .attempted
+            .lock()
+            .unwrap()
+            .contains(&(uid.to_string(), volume.name.clone()))
+        {
+            MountAttempt {
+                publish_path: Some(PathBuf::from(format!(
+                    "/kubelet/pods/{uid}/{}/mount",
+                    volume.dir_name
+                ))),
+                staging_path: None,
+            }
+        } else {
+            MountAttempt::default()
+        }
+    }
+}
+
+/// A node plugin whose answers the test sets.
+pub struct FakeNode {
+    pub volumes: Mutex<HashMap<String, Result<Vec<VolumeHealthEntry>, tonic::Status>>>,
+    pub storage: Mutex<Result<Vec<StorageBackendHealth>, tonic::Status>>,
+    pub volume_calls: Mutex<Vec<(tokio::time::Instant, v1::NodeGetVolumeHealthRequest)>>,
+    pub storage_calls: AtomicUsize,
+    pub delay: Duration,
+    pub in_flight: AtomicUsize,
+    pub max_in_flight: AtomicUsize,
+}
+
+impl FakeNode {
+    pub fn new(delay: Duration) -> Arc<FakeNode> {
+        Arc::new(FakeNode {
+            volumes: Mutex::new(HashMap::new()),
+            storage: Mutex::new(Ok(Vec::new())),
+            volume_calls: Mutex::new(Vec::new()),
+            storage_calls: AtomicUsize::new(0),
+            delay,
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn set_volume(&self, handle: &str, answer: Result<Vec<VolumeHealthEntry>, tonic::Status>) {
+        self.volumes.lock().unwrap().insert(handle.into(), answer);
+    }
+
+    pub fn volume_call_count(&self) -> usize {
+        self.volume_calls.lock().unwrap().len()
+    }
+}
+
+#[async_trait]
+impl NodeHealthClient for Arc<FakeNode> {
+    async fn volume_health(
+        &self,
+        request: v1::NodeGetVolumeHealthRequest,
+    ) -> Result<Vec<VolumeHealthEntry>, tonic::Status> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        self.volume_calls
+            .lock()
+            .unwrap()
+            .push((tokio::time::Instant::now(), request.clone()));
+        tokio::time::sleep(self.delay).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.volumes
+            .lock()
+            .unwrap()
+            .get(&request.volume_id)
+            .cloned()
+            .unwrap_or(Ok(Vec::new()))
+    }
+
+    async fn storage_health(&self) -> Result<Vec<StorageBackendHealth>, tonic::Status> {
+        self.storage_calls.fetch_add(1, Ordering::SeqCst);
+        self.storage.lock().unwrap().clone()
+    }
+}
+
+/// A driver over a fake node plugin.
+pub fn driver(name: &str, node: &Arc<FakeNode>, volume: bool, storage: bool) -> Driver {
+    Driver {
+        name: name.into(),
+        endpoint: format!("unix:///fake/{name}.sock"),
+        node_id: "node-a".into(),
+        max_volumes_per_node: 0,
+        topology_keys: Vec::new(),
+        volume_health: volume,
+        storage_health: storage,
+        client: Arc::new(node.clone()),
+    }
+}
+
+/// A clock that follows tokio's (paused) time from a fixed start.
+pub struct FakeClock {
+    start: Timestamp,
+    at: tokio::time::Instant,
+}
+
+impl FakeClock {
+    pub fn new() -> Arc<FakeClock> {
+        Arc::new(FakeClock {
+            start: Timestamp::from_second(1_800_000_000).unwrap(),
+            at: tokio::time::Instant::now(),
+        })
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Timestamp {
+        let secs = self.at.elapsed().as_secs() as i64;
+        Timestamp::from_second(self.start.as_second() + secs).unwrap()
+    }
+}
+
+/// A volume health entry.
+pub fn entry(status: v1::VolumeHealthErrorType, reason: &str, message: &str) -> VolumeHealthEntry {
+    VolumeHealthEntry {
+        status: status as i32,
+        reason: reason.into(),
+        message: message.into(),
+    }
+}

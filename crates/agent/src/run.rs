@@ -1,0 +1,270 @@
+//! Wiring: the real Kubernetes client, pod watch, driver discovery, HTTP endpoint and the probe loop.
+
+use crate::agent::{Agent, AgentDeps};
+use crate::clock::SystemClock;
+use crate::cluster::{Cluster, KubeCluster};
+use crate::config::AgentConfig;
+use crate::drivers::DriverSet;
+use crate::error::{Error, Result};
+use crate::kubelet_dirs::KubeletRoot;
+use crate::metrics::Metrics;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// Runs the agent until `shutdown` completes, or until an error that must stop it.
+pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Arc::new(AtomicBool::new(false));
+    let mut tasks = JoinSet::new();
+    if let Some(addr) = config.http_endpoint {
+        let (_, task) = crate::http::serve(addr, metrics.clone(), ready.clone()).await?;
+        tasks.spawn(async move {
+            let _ = task.await;
+        });
+    }
+    let result = run_inner(config, metrics, ready, &mut tasks, shutdown).await;
+    tasks.abort_all();
+    result
+}
+
+async fn run_inner(
+    config: AgentConfig,
+    metrics: Arc<Metrics>,
+    ready: Arc<AtomicBool>,
+    tasks: &mut JoinSet<()>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    tokio::pin!(shutdown);
+    if !config.volume_health_enabled {
+        tracing::info!("feature gate CSIVolumeHealth is off: no health calls and no status writes");
+        ready.store(true, Ordering::Relaxed);
+        shutdown.await;
+        return Ok(());
+    }
+    let node = config.node_name.clone();
+    let client = client(&config).await?;
+    let cluster = KubeCluster::new(client.clone());
+    let node_uid = tokio::select! {
+        _ = &mut shutdown => return Ok(()),
+        r = verify_node(cluster.as_ref(), &node, config.timeout) => r?,
+    };
+
+    let drivers = DriverSet::new();
+    if config.drivers.is_empty() {
+        let dir = config.registration_dir();
+        tracing::info!("watching {} for CSI driver registrations", dir.display());
+        tasks.spawn(crate::discovery::run_registration(
+            dir,
+            drivers.clone(),
+            config.timeout,
+            config.registration_poll,
+        ));
+    } else {
+        tasks.spawn(crate::discovery::run_static(
+            config.drivers.clone(),
+            drivers.clone(),
+            config.timeout,
+            config.registration_poll,
+        ));
+    }
+
+    let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<Error>(1);
+    let (store, writer) = reflector::store::<Pod>();
+    let watch_config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    let stream = watcher(kube::Api::<Pod>::all(client), watch_config)
+        .default_backoff()
+        .reflect(writer);
+    let watch_node = node.clone();
+    tasks.spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut failing = false;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => failing = false,
+                Err(e) => {
+                    if watch_error_code(&e) == Some(403) {
+                        let _ = fatal_tx
+                            .send(Error::NodeIdentity {
+                                node: watch_node.clone(),
+                                detail: format!(
+                                    "watching the pods bound to the node was forbidden: {e}"
+                                ),
+                            })
+                            .await;
+                        return;
+                    }
+                    if !failing {
+                        tracing::warn!("watching the node's pods: {e}; retrying");
+                        failing = true;
+                    }
+                }
+            }
+        }
+    });
+    tokio::select! {
+        _ = &mut shutdown => return Ok(()),
+        Some(e) = fatal_rx.recv() => return Err(e),
+        r = store.wait_until_ready() => r.map_err(|e| Error::Kube { action: "watching the node's pods".into(), message: e.to_string() })?,
+    }
+    ready.store(true, Ordering::Relaxed);
+    tracing::info!(node = %node, interval = ?config.interval, "agent started");
+
+    let agent = Agent::new(AgentDeps {
+        node_name: node,
+        node_uid,
+        cluster,
+        pods: Arc::new(store),
+        dirs: Arc::new(KubeletRoot::new(config.kubelet_root_dir.clone())),
+        drivers,
+        clock: Arc::new(SystemClock),
+        metrics,
+        interval: config.interval,
+        timeout: config.timeout,
+        max_concurrent_probes: config.max_concurrent_probes,
+    });
+    tokio::select! {
+        _ = &mut shutdown => Ok(()),
+        Some(e) = fatal_rx.recv() => Err(e),
+        r = agent.run() => r,
+    }
+}
+
+fn watch_error_code(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::InitialListFailed(k)
+        | watcher::Error::WatchStartFailed(k)
+        | watcher::Error::WatchFailed(k) => match k {
+            kube::Error::Api(s) => Some(s.code),
+            _ => None,
+        },
+        watcher::Error::WatchError(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+async fn client(config: &AgentConfig) -> Result<kube::Client> {
+    let kube_config = match &config.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
+            check_kubeconfig_user(&kubeconfig, &config.node_name)?;
+            kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| Error::KubeConfig(e.to_string()))?,
+    };
+    kube::Client::try_from(kube_config).map_err(|e| Error::KubeConfig(e.to_string()))
+}
+
+/// A kubeconfig whose user is named `system:node:OTHER` says outright that it belongs to another node.
+fn check_kubeconfig_user(kubeconfig: &kube::config::Kubeconfig, node: &str) -> Result<()> {
+    let context_name = kubeconfig.current_context.clone().unwrap_or_default();
+    let user = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone());
+    if let Some(user) = user
+        && let Some(other) = user.strip_prefix("system:node:")
+        && other != node
+    {
+        return Err(Error::NodeIdentity {
+            node: node.to_string(),
+            detail: format!("the kubeconfig user is {user:?}"),
+        });
+    }
+    Ok(())
+}
+
+/// Before any write: a harmless read that the node's credentials are allowed, and the Node must exist.
+async fn verify_node(
+    cluster: &dyn Cluster,
+    node: &str,
+    timeout: Duration,
+) -> Result<Option<String>> {
+    let deadline = tokio::time::Instant::now() + timeout.max(Duration::from_secs(30));
+    loop {
+        match cluster.get_node(node).await {
+            Ok(Some(n)) => return Ok(n.metadata.uid),
+            Ok(None) => return Err(Error::NodeMissing(node.to_string())),
+            Err(e) if e.is_forbidden() => {
+                return Err(Error::NodeIdentity {
+                    node: node.to_string(),
+                    detail: format!("reading nodes/{node}: {e}"),
+                });
+            }
+            Err(e) if e.code.is_some_and(|c| c < 500) || tokio::time::Instant::now() > deadline => {
+                return Err(Error::Kube {
+                    action: format!("reading nodes/{node}"),
+                    message: e.to_string(),
+                });
+            }
+            Err(e) => {
+                tracing::warn!("reading nodes/{node}: {e}; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn gate_off_touches_neither_the_cluster_nor_drivers() {
+        // A kubeconfig that does not exist and a driver socket that does not exist: any attempt to use them fails.
+        let mut config = AgentConfig::new("node-a");
+        config.kubeconfig = Some("/nonexistent/kubeconfig".into());
+        config.drivers =
+            vec![crate::config::parse_driver("d=unix:///nonexistent/csi.sock").unwrap()];
+        config.http_endpoint = None;
+        config.volume_health_enabled = false;
+        let shutdown = tokio::time::sleep(Duration::from_secs(3600));
+        run(config, shutdown).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn gate_on_uses_the_cluster() {
+        let mut config = AgentConfig::new("node-a");
+        config.kubeconfig = Some("/nonexistent/kubeconfig".into());
+        config.http_endpoint = None;
+        let err = run(config, std::future::pending()).await.unwrap_err();
+        assert!(matches!(err, Error::KubeConfig(_)), "{err}");
+    }
+
+    #[test]
+    fn a_kubeconfig_user_of_another_node_is_refused() {
+        let yaml = r#"
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: k, user: "system:node:node-b"}}]
+clusters: [{name: k, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: "system:node:node-b", user: {token: t}}]
+"#;
+        let kc: kube::config::Kubeconfig = serde_yaml_from(yaml);
+        assert!(matches!(
+            check_kubeconfig_user(&kc, "node-a"),
+            Err(Error::NodeIdentity { .. })
+        ));
+        assert!(check_kubeconfig_user(&kc, "node-b").is_ok());
+    }
+
+    fn serde_yaml_from(yaml: &str) -> kube::config::Kubeconfig {
+        kube::config::Kubeconfig::from_yaml(yaml).unwrap()
+    }
+}
