@@ -25,14 +25,7 @@ use volhealth_csi::v1::node_server::NodeServer;
 
 /// The socket path of an endpoint: `unix:///abs`, `unix:/abs`, or a plain path.
 pub fn socket_path(endpoint: &str) -> Result<PathBuf> {
-    let path = endpoint
-        .strip_prefix("unix://")
-        .or_else(|| endpoint.strip_prefix("unix:"))
-        .unwrap_or(endpoint);
-    if path.is_empty() || endpoint.contains("://") && !endpoint.starts_with("unix://") {
-        return Err(Error::Invalid(format!("endpoint {endpoint:?}: expected unix:///path/to/csi.sock")));
-    }
-    Ok(PathBuf::from(path))
+    volhealth_csi::endpoint::parse(endpoint).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// Binds a unix socket, replacing a stale socket file left by an earlier run.
