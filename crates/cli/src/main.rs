@@ -35,7 +35,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
+    let cli = Cli::parse_from(cmd::status::plugin_argv(std::env::args_os()));
     cmd::init_logging();
     let result = match cli.command {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),

@@ -1,12 +1,186 @@
-//! `volhealth status` (not built yet).
+//! `volhealth status` (also `kubectl volhealth`): one view of everything that is not healthy —
+//! PVC conditions (controller side), pod volume conditions (node side) and CSINode storage
+//! conditions (backend) — as a table for people or a documented JSON/YAML document for scripts.
 
+pub mod findings;
+pub mod kubeconfig;
+pub mod render;
+mod watch;
+
+use anyhow::Context as _;
+use findings::Snapshot;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::api::{Api, ListParams};
+use render::Format;
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// The file name under which `kubectl` finds this binary as the plugin `kubectl volhealth`.
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-volhealth";
+
+/// When to colour the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Colour {
+    /// When stdout is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
 
 /// Flags of `volhealth status`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Namespace of the PVCs and pods to show (default: the context's namespace).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Show PVCs and pods of every namespace.
+    #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// Output format: table, wide, json or yaml.
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    pub output: Format,
+    /// Keep running and redraw whenever a PVC, pod or CSINode changes.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Give up on a connection or a request after this long (e.g. 10s, 500ms).
+    #[arg(long, default_value = "10s", value_parser = super::up::duration::parse)]
+    pub request_timeout: Duration,
+    /// Colour the table: auto, always or never.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: Colour,
+}
+
+/// The arguments to parse: when the program was started as `kubectl-volhealth` (a kubectl
+/// plugin), `kubectl volhealth -A` means `volhealth status -A`.
+pub fn plugin_argv(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let called_as_plugin = args
+        .first()
+        .and_then(|a0| std::path::Path::new(a0).file_name())
+        .is_some_and(|name| name == KUBECTL_PLUGIN_NAME);
+    if called_as_plugin {
+        args.insert(1, OsString::from("status"));
+    }
+    args
+}
+
+/// Which PVCs and pods to read.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    /// `None` = every namespace.
+    pub namespace: Option<String>,
+}
+
+impl Scope {
+    fn api<K>(&self, client: &kube::Client) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+}
+
+/// Reads everything `status` shows, once.
+pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow::Result<Snapshot> {
+    let lp = ListParams::default();
+    let where_ = scope.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+    let (pvc_api, pod_api) = (scope.api::<PersistentVolumeClaim>(&conn.client), scope.api::<Pod>(&conn.client));
+    let csinode_api = Api::<CSINode>::all(conn.client.clone());
+    let pv_api = Api::<PersistentVolume>::all(conn.client.clone());
+    let (pvcs, pods, csinodes, pvs) = (pvc_api.list(&lp), pod_api.list(&lp), csinode_api.list(&lp), pv_api.list(&lp));
+    let (pvcs, pods, csinodes, pvs) = futures::join!(pvcs, pods, csinodes, pvs);
+    let pvcs = pvcs.map_err(|e| kubeconfig::explain(&e, &format!("listing PersistentVolumeClaims{where_}"), conn))?;
+    let pods = pods.map_err(|e| kubeconfig::explain(&e, &format!("listing Pods{where_}"), conn))?;
+    let csinodes = csinodes.map_err(|e| kubeconfig::explain(&e, "listing CSINodes", conn))?;
+    // PVs only name the driver of a volume; an identity that may not list them still gets the rest.
+    let pvs = pvs.map(|l| l.items).unwrap_or_default();
+    Ok(Snapshot { pvcs: pvcs.items, pods: pods.items, csinodes: csinodes.items, pvs })
+}
+
+/// How one frame is drawn.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    /// Output format.
+    pub format: Format,
+    /// Colour the table.
+    pub colour: bool,
+}
+
+/// Renders one frame of output for `findings`.
+pub(crate) fn frame(findings: &[findings::Finding], scope: &Scope, style: Style) -> anyhow::Result<String> {
+    let now = jiff::Timestamp::now();
+    match style.format {
+        Format::Json | Format::Yaml => render::document(findings, scope.namespace.as_deref(), now, style.format),
+        Format::Table | Format::Wide if findings.is_empty() => Ok(render::all_healthy(scope.namespace.as_deref())),
+        Format::Table | Format::Wide => Ok(render::table(findings, now, style.format == Format::Wide, style.colour)),
+    }
+}
+
+fn use_colour(choice: Colour) -> bool {
+    match choice {
+        Colour::Always => true,
+        Colour::Never => false,
+        Colour::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
 
 /// Runs `volhealth status`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth status` is not available in this build yet")
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let conn = kubeconfig::connect(args.kubeconfig.as_deref(), args.context.as_deref(), args.request_timeout, false).await?;
+    let scope = Scope {
+        namespace: if args.all_namespaces {
+            None
+        } else {
+            Some(args.namespace.clone().unwrap_or_else(|| conn.default_namespace.clone()))
+        },
+    };
+    let style = Style { format: args.output, colour: use_colour(args.color) };
+    let snapshot = read(&conn, &scope).await?;
+    let found = findings::collect(&snapshot);
+    if args.watch {
+        let streaming =
+            kubeconfig::connect(args.kubeconfig.as_deref(), args.context.as_deref(), args.request_timeout, true).await?;
+        watch::run(streaming, scope, style, found).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = frame(&found, &scope, style)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).context("writing to stdout")?;
+    out.flush().context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_name_means_status() {
+        let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(plugin_argv(argv(&["/usr/local/bin/kubectl-volhealth", "-A"])), argv(&[
+            "/usr/local/bin/kubectl-volhealth",
+            "status",
+            "-A"
+        ]));
+        assert_eq!(plugin_argv(argv(&["kubectl-volhealth"])), argv(&["kubectl-volhealth", "status"]));
+        assert_eq!(plugin_argv(argv(&["/bin/volhealth", "up"])), argv(&["/bin/volhealth", "up"]));
+        assert_eq!(plugin_argv(argv(&["kubectl-volhealth-x", "up"])), argv(&["kubectl-volhealth-x", "up"]));
+        assert!(plugin_argv(Vec::new()).is_empty());
+    }
 }

@@ -1,4 +1,6 @@
-//! `volhealth up` (not built yet).
+//! `volhealth up`: the whole system on this machine.
+
+pub mod duration;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,96 @@
+//! Finding and connecting to the API server the standard way: `--kubeconfig`, then `KUBECONFIG`,
+//! then `~/.kube/config`, then the in-cluster service account.
+
+use anyhow::Context as _;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::path::Path;
+use std::time::Duration;
+
+/// A connected client and what the user needs to know when it fails.
+pub struct Connection {
+    /// The client.
+    pub client: kube::Client,
+    /// The server URL, for error messages.
+    pub server: String,
+    /// The namespace of the current context (`default` when unset).
+    pub default_namespace: String,
+    /// Where the configuration came from, for error messages.
+    pub origin: String,
+}
+
+/// Builds a client. `timeout` bounds connecting and, unless `streaming`, each response (a watch
+/// may rightly stay silent for minutes, so it gets no read timeout).
+pub async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    timeout: Duration,
+    streaming: bool,
+) -> anyhow::Result<Connection> {
+    let options = KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
+    let (mut config, origin) = match kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let config = kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .with_context(|| format!("using kubeconfig {}", path.display()))?;
+            (config, format!("kubeconfig {}", path.display()))
+        }
+        None if context.is_some() => {
+            let config = kube::Config::from_kubeconfig(&options).await.context("reading the kubeconfig (KUBECONFIG or ~/.kube/config)")?;
+            (config, "kubeconfig from KUBECONFIG or ~/.kube/config".to_string())
+        }
+        None => {
+            let config = kube::Config::infer().await.context(
+                "finding a kubeconfig (tried --kubeconfig, KUBECONFIG, ~/.kube/config and the in-cluster service account)",
+            )?;
+            (config, "kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster service account".to_string())
+        }
+    };
+    config.connect_timeout = Some(timeout);
+    config.read_timeout = if streaming { None } else { Some(timeout) };
+    config.write_timeout = Some(timeout);
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    let default_namespace = config.default_namespace.clone();
+    let client = kube::Client::try_from(config).with_context(|| format!("building a client for {server}"))?;
+    Ok(Connection { client, server, default_namespace, origin })
+}
+
+/// Explains a failed API call: unreachable, refused credentials, or another API error.
+pub fn explain(err: &kube::Error, what: &str, conn: &Connection) -> anyhow::Error {
+    match err {
+        kube::Error::Api(status) if status.code == 401 => anyhow::anyhow!(
+            "{what}: the API server at {} did not accept the credentials in the {} (401 Unauthorized)",
+            conn.server,
+            conn.origin
+        ),
+        kube::Error::Api(status) if status.code == 403 => anyhow::anyhow!(
+            "{what}: the API server at {} refused: {} (403 Forbidden; the identity in the {} may not read this)",
+            conn.server,
+            status.message,
+            conn.origin
+        ),
+        kube::Error::Api(status) => {
+            anyhow::anyhow!("{what}: the API server at {} answered {}: {}", conn.server, status.code, status.message)
+        }
+        other => anyhow::anyhow!(
+            "{what}: cannot reach the API server at {} (from the {}): {}",
+            conn.server,
+            conn.origin,
+            chain(other)
+        ),
+    }
+}
+
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}

@@ -1,0 +1,134 @@
+//! `status --watch`: watch PVCs, pods, CSINodes (and PVs, for driver names) and redraw when the
+//! findings change. On a terminal the table is redrawn in place (and refreshed for the AGE
+//! column); piped, each change appends a new frame (JSON: one document per line).
+
+use super::findings::{self, Finding, Snapshot};
+use super::kubeconfig::Connection;
+use super::render::Format;
+use super::{Scope, Style, frame};
+use anyhow::Context as _;
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::io::{IsTerminal, Write};
+use std::pin::Pin;
+use std::time::Duration;
+
+/// How long to wait for more events before drawing, so a burst draws once.
+const SETTLE: Duration = Duration::from_millis(150);
+/// How often a terminal table is redrawn anyway, so AGE keeps counting.
+const AGE_REFRESH: Duration = Duration::from_secs(5);
+
+struct Stores {
+    pvcs: Store<PersistentVolumeClaim>,
+    pods: Store<Pod>,
+    csinodes: Store<CSINode>,
+    pvs: Store<PersistentVolume>,
+}
+
+impl Stores {
+    fn snapshot(&self) -> Snapshot {
+        fn own<K: Clone>(v: Vec<std::sync::Arc<K>>) -> Vec<K> {
+            v.into_iter().map(|a| (*a).clone()).collect()
+        }
+        Snapshot {
+            pvcs: own(self.pvcs.state()),
+            pods: own(self.pods.state()),
+            csinodes: own(self.csinodes.state()),
+            pvs: own(self.pvs.state()),
+        }
+    }
+}
+
+type Changes = Pin<Box<dyn Stream<Item = Result<(), String>> + Send>>;
+
+fn watch_into<K>(api: Api<K>, what: &'static str) -> (Store<K>, Changes)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .map(move |r| r.map(|_| ()).map_err(|e| format!("watching {what}: {e}")));
+    (store, stream.boxed())
+}
+
+fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if in_place {
+        // Clear the screen and home the cursor, then a header line like `watch` prints.
+        write!(out, "\x1b[2J\x1b[H{}\n\n{text}", jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC"))
+    } else {
+        match format {
+            Format::Json => {
+                let compact: serde_json::Value = serde_json::from_str(text).context("re-reading the JSON frame")?;
+                writeln!(out, "{compact}")
+            }
+            Format::Yaml => write!(out, "---\n{text}"),
+            Format::Table | Format::Wide => write!(out, "{text}\n"),
+        }
+    }
+    .and_then(|()| out.flush())
+    .context("writing to stdout")
+}
+
+/// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
+pub async fn run(conn: Connection, scope: Scope, style: Style, first: Vec<Finding>) -> anyhow::Result<()> {
+    let in_place = std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
+    draw(&frame(&first, &scope, style)?, in_place, style.format)?;
+    let mut last: Vec<Finding> = first;
+
+    let (pvcs, s1) = watch_into(scope.api::<PersistentVolumeClaim>(&conn.client), "PersistentVolumeClaims");
+    let (pods, s2) = watch_into(scope.api::<Pod>(&conn.client), "Pods");
+    let (csinodes, s3) = watch_into(Api::<CSINode>::all(conn.client.clone()), "CSINodes");
+    let (pvs, s4) = watch_into(Api::<PersistentVolume>::all(conn.client.clone()), "PersistentVolumes");
+    let stores = Stores { pvcs, pods, csinodes, pvs };
+    let mut changes = futures::stream::select_all([s1, s2, s3, s4]);
+
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    let mut refresh = tokio::time::interval(AGE_REFRESH);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_error: Option<String> = None;
+    loop {
+        let mut force = false;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+            _ = refresh.tick() => force = in_place,
+            item = changes.next() => match item {
+                None => anyhow::bail!("the watches ended unexpectedly"),
+                Some(Err(e)) => {
+                    // The watcher retries with backoff; say so once per distinct error.
+                    if last_error.as_deref() != Some(e.as_str()) {
+                        eprintln!("volhealth: warning: {e} (retrying)");
+                        last_error = Some(e);
+                    }
+                    continue;
+                }
+                Some(Ok(())) => {
+                    last_error = None;
+                    // Drain the rest of a burst before drawing.
+                    while let Ok(Some(_)) = tokio::time::timeout(SETTLE, changes.next()).await {}
+                }
+            },
+        }
+        // PVs only add driver names (and may be forbidden), so they are not waited for.
+        let ready = futures::future::join3(
+            stores.pvcs.wait_until_ready(),
+            stores.pods.wait_until_ready(),
+            stores.csinodes.wait_until_ready(),
+        );
+        if let Some((Ok(()), Ok(()), Ok(()))) = futures::FutureExt::now_or_never(ready) {
+            let now_found = findings::collect(&stores.snapshot());
+            if force || now_found != last {
+                draw(&frame(&now_found, &scope, style)?, in_place, style.format)?;
+                last = now_found;
+            }
+        }
+    }
+}
