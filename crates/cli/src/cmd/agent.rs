@@ -1,12 +1,75 @@
-//! `volhealth agent` (not built yet).
+//! `volhealth agent`: the node-side writer of pod.status.volumeHealth and csinode.status.storageHealth.
 
+use anyhow::Context;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use volhealth_agent::{AgentConfig, config, duration};
 
 /// Flags of `volhealth agent`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The node this agent acts for; its credentials must be this node's (system:node:NODE).
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: String,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet's root directory, read to learn which volumes were staged or published.
+    #[arg(long, default_value = config::DEFAULT_KUBELET_ROOT_DIR)]
+    pub kubelet_root_dir: PathBuf,
+    /// A CSI driver as NAME=unix:///PATH (repeatable); without it, drivers are found through
+    /// <kubelet-root-dir>/plugins_registry.
+    #[arg(long = "csi-driver", value_name = "NAME=ENDPOINT")]
+    pub csi_driver: Vec<String>,
+    /// Probe interval (e.g. 90s, 1m, 1m30s).
+    #[arg(long, default_value = "1m")]
+    pub interval: String,
+    /// Timeout of each CSI call.
+    #[arg(long, default_value = "15s")]
+    pub timeout: String,
+    /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT.
+    #[arg(long, default_value = ":8081")]
+    pub http_endpoint: String,
+    /// Feature gates, e.g. CSIVolumeHealth=false.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+}
 
-/// Runs `volhealth agent`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth agent` is not available in this build yet")
+/// Turns the flags into the library's configuration.
+pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
+    let mut cfg = AgentConfig::new(args.node_name.clone());
+    cfg.kubeconfig = args.kubeconfig.clone();
+    cfg.kubelet_root_dir = args.kubelet_root_dir.clone();
+    cfg.drivers = args.csi_driver.iter().map(|d| config::parse_driver(d)).collect::<Result<_, _>>()?;
+    cfg.interval = duration::parse(&args.interval).context("--interval")?;
+    cfg.timeout = duration::parse(&args.timeout).context("--timeout")?;
+    anyhow::ensure!(!cfg.interval.is_zero(), "--interval must be greater than zero");
+    anyhow::ensure!(!cfg.timeout.is_zero(), "--timeout must be greater than zero");
+    cfg.http_endpoint = Some(config::parse_http_endpoint(&args.http_endpoint)?);
+    cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
+    anyhow::ensure!(!cfg.node_name.is_empty(), "--node-name is empty");
+    Ok(cfg)
+}
+
+/// Runs `volhealth agent` until SIGINT or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = config_from(&args)?;
+    volhealth_agent::run(cfg, shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("shutting down");
 }
