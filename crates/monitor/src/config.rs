@@ -1,0 +1,250 @@
+//! The monitor's settings, with the upstream sidecar's defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default `--csi-address`.
+pub const DEFAULT_CSI_ADDRESS: &str = "/run/csi/socket";
+/// Default `--monitor-interval`.
+pub const DEFAULT_MONITOR_INTERVAL: Duration = Duration::from_secs(60);
+/// Default `--timeout` (per RPC, per list page).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default `--list-page-size`.
+pub const DEFAULT_LIST_PAGE_SIZE: u32 = 500;
+/// Default `--worker-threads`.
+pub const DEFAULT_WORKER_THREADS: usize = 10;
+/// Default `--kube-api-qps`.
+pub const DEFAULT_KUBE_API_QPS: f64 = 5.0;
+/// Default `--kube-api-burst`.
+pub const DEFAULT_KUBE_API_BURST: u32 = 10;
+/// Default lease duration.
+pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
+/// Default renew deadline.
+pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// Default retry period.
+pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(5);
+/// How much slower than the interval writes the API server dropped or rejected are retried.
+pub const DROPPED_WRITE_RETRY_FACTOR: u32 = 10;
+
+/// A Secret named `NAMESPACE/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::str::FromStr for SecretRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Ok(SecretRef {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                })
+            }
+            _ => Err(format!("{s:?}: expected NAMESPACE/NAME")),
+        }
+    }
+}
+
+impl std::fmt::Display for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Leader-election timings (the client-go names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderElection {
+    /// Namespace of the Lease; `None` = the in-cluster namespace, else `default`.
+    pub namespace: Option<String>,
+    /// How long a holder's claim is valid after its last renewal.
+    pub lease_duration: Duration,
+    /// How long before expiry the holder must have renewed.
+    pub renew_deadline: Duration,
+    /// How often a candidate retries.
+    pub retry_period: Duration,
+    /// The holder identity; `None` = host name plus a random suffix.
+    pub identity: Option<String>,
+}
+
+impl Default for LeaderElection {
+    fn default() -> Self {
+        LeaderElection {
+            namespace: None,
+            lease_duration: DEFAULT_LEASE_DURATION,
+            renew_deadline: DEFAULT_RENEW_DEADLINE,
+            retry_period: DEFAULT_RETRY_PERIOD,
+            identity: None,
+        }
+    }
+}
+
+/// Everything `run` needs; `volhealth monitor` fills it from flags, `volhealth up` in code.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// The CSI controller endpoint (`unix:///path` or a path).
+    pub csi_address: String,
+    /// A kubeconfig file; `None` = in-cluster / `KUBECONFIG` / `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    /// One probe cycle per interval.
+    pub monitor_interval: Duration,
+    /// Deadline of each RPC (each list page separately).
+    pub timeout: Duration,
+    /// `max_entries` of each ControllerListVolumeHealth page.
+    pub list_page_size: u32,
+    /// Most ControllerGetVolumeHealth calls in flight at once.
+    pub worker_threads: usize,
+    /// Leader election on a Lease; `None` = off.
+    pub leader_election: Option<LeaderElection>,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served; `None` = not served.
+    pub http_endpoint: Option<SocketAddr>,
+    /// Sustained rate of writes to the API server.
+    pub kube_api_qps: f64,
+    /// Burst of writes to the API server.
+    pub kube_api_burst: u32,
+    /// Secret whose data goes into the health RPCs' `secrets`.
+    pub health_secret: Option<SecretRef>,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            csi_address: DEFAULT_CSI_ADDRESS.to_string(),
+            kubeconfig: None,
+            monitor_interval: DEFAULT_MONITOR_INTERVAL,
+            timeout: DEFAULT_TIMEOUT,
+            list_page_size: DEFAULT_LIST_PAGE_SIZE,
+            worker_threads: DEFAULT_WORKER_THREADS,
+            leader_election: None,
+            http_endpoint: None,
+            kube_api_qps: DEFAULT_KUBE_API_QPS,
+            kube_api_burst: DEFAULT_KUBE_API_BURST,
+            health_secret: None,
+        }
+    }
+}
+
+impl MonitorConfig {
+    /// Refuses settings the loops cannot work with.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.monitor_interval.is_zero() {
+            return Err("--monitor-interval must be positive".into());
+        }
+        if self.timeout.is_zero() {
+            return Err("--timeout must be positive".into());
+        }
+        if self.list_page_size == 0 || self.list_page_size > i32::MAX as u32 {
+            return Err("--list-page-size must be between 1 and 2147483647".into());
+        }
+        if self.worker_threads == 0 {
+            return Err("--worker-threads must be at least 1".into());
+        }
+        if !(self.kube_api_qps.is_finite() && self.kube_api_qps > 0.0) {
+            return Err("--kube-api-qps must be positive".into());
+        }
+        if self.kube_api_burst == 0 {
+            return Err("--kube-api-burst must be at least 1".into());
+        }
+        if let Some(le) = &self.leader_election {
+            let secs = |d: Duration| d.as_secs();
+            if secs(le.retry_period) == 0 || secs(le.renew_deadline) == 0 {
+                return Err("leader-election periods must be at least 1s".into());
+            }
+            if le.renew_deadline >= le.lease_duration {
+                return Err(
+                    "--leader-election-renew-deadline must be shorter than the lease duration"
+                        .into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `--http-endpoint`: `:PORT` (all interfaces) or `HOST:PORT`.
+pub fn parse_http_endpoint(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.to_socket_addrs()
+        .map_err(|e| format!("{s:?}: expected :PORT or HOST:PORT ({e})"))?
+        .next()
+        .ok_or_else(|| format!("{s:?}: resolves to no address"))
+}
+
+/// The Lease name upstream uses: `external-health-monitor-leader-<driver>`, driver reduced to `[a-zA-Z0-9-]`.
+pub fn lease_name(driver_name: &str) -> String {
+    let reduced: String = driver_name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    format!("external-health-monitor-leader-{reduced}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_endpoint_forms() {
+        assert_eq!(
+            parse_http_endpoint(":8080"),
+            Ok("0.0.0.0:8080".parse().unwrap())
+        );
+        assert_eq!(
+            parse_http_endpoint("127.0.0.1:9000"),
+            Ok("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(parse_http_endpoint("8080").is_err());
+        assert!(parse_http_endpoint("").is_err());
+    }
+
+    #[test]
+    fn lease_name_keeps_only_safe_characters() {
+        assert_eq!(
+            lease_name("hostpath.csi.k8s.io"),
+            "external-health-monitor-leader-hostpathcsik8sio"
+        );
+        assert_eq!(
+            lease_name("my-driver_1"),
+            "external-health-monitor-leader-my-driver1"
+        );
+    }
+
+    #[test]
+    fn secret_ref_needs_namespace_and_name() {
+        assert_eq!(
+            "ns/s".parse::<SecretRef>(),
+            Ok(SecretRef {
+                namespace: "ns".into(),
+                name: "s".into()
+            })
+        );
+        for bad in ["s", "/s", "ns/", "a/b/c"] {
+            assert!(bad.parse::<SecretRef>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid_and_zero_values_are_not() {
+        assert_eq!(MonitorConfig::default().validate(), Ok(()));
+        let c = MonitorConfig {
+            worker_threads: 0,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+        let c = MonitorConfig {
+            list_page_size: 0,
+            ..Default::default()
+        };
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,266 @@
+//! Wiring: HTTP endpoint, driver connection and capability probe, caches, leader election, the
+//! writer and the probe cycles, all stopped by one shutdown future.
+
+use crate::clock::SystemClock;
+use crate::config::{DROPPED_WRITE_RETRY_FACTOR, MonitorConfig, SecretRef, lease_name};
+use crate::csi_source::{CsiCapabilities, CsiHealthSource, Secrets};
+use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
+use crate::http::{HealthFlags, router};
+use crate::kube_claims::KubeClaims;
+use crate::kube_writer::KubeWriter;
+use crate::rate_limit::RateLimiter;
+use crate::write_loop::WriteLoop;
+use crate::{Error, Result, leader};
+use k8s_openapi::api::core::v1::Secret;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Longest wait between attempts to reach the driver at start.
+const MAX_START_BACKOFF: Duration = Duration::from_secs(30);
+
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+async fn kube_config(config: &MonitorConfig) -> Result<Config> {
+    match &config.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))
+        }
+        None => Config::infer()
+            .await
+            .map_err(|e| Error::KubeConfig(e.to_string())),
+    }
+}
+
+async fn load_secret(client: Client, r: &SecretRef) -> Result<Secrets> {
+    let secret = Api::<Secret>::namespaced(client, &r.namespace)
+        .get(&r.name)
+        .await
+        .map_err(|source| Error::Kube {
+            what: format!("reading the health secret {r}"),
+            source,
+        })?;
+    let mut data = HashMap::new();
+    for (k, v) in secret.data.unwrap_or_default() {
+        // Never echo the value: only the key names which one is unusable.
+        let v = String::from_utf8(v.0)
+            .map_err(|_| Error::Config(format!("health secret {r}: key {k:?} is not UTF-8")))?;
+        data.insert(k, v);
+    }
+    for (k, v) in secret.string_data.unwrap_or_default() {
+        data.insert(k, v);
+    }
+    Ok(Secrets::new(data))
+}
+
+/// Retries `attempt` with backoff until it succeeds or `stop` fires (then `None`).
+async fn until_ok<T, F, Fut>(
+    what: &str,
+    stop: &mut watch::Receiver<bool>,
+    mut attempt: F,
+) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, String>>,
+{
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match attempt().await {
+            Ok(v) => return Some(v),
+            Err(e) => tracing::warn!(error = %e, retry_in = ?wait, "{what} failed"),
+        }
+        tokio::select! {
+            _ = stop.wait_for(|v| *v) => return None,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(MAX_START_BACKOFF);
+    }
+}
+
+fn describe_mode(info: &DriverInfo) {
+    for v in &info.violations {
+        tracing::warn!(violation = %v, "driver breaks the CSI spec");
+    }
+    match info.mode {
+        Mode::List { get: true } => {
+            tracing::info!(driver = %info.driver_name, "probing with ControllerListVolumeHealth, confirming recoveries with ControllerGetVolumeHealth")
+        }
+        Mode::List { get: false } => {
+            tracing::warn!(driver = %info.driver_name, "the driver advertises LIST_VOLUME_HEALTH without GET_VOLUME_HEALTH, which the CSI spec requires; listing anyway, recoveries need two complete list cycles")
+        }
+        Mode::Get => {
+            tracing::info!(driver = %info.driver_name, "probing each bound volume with ControllerGetVolumeHealth")
+        }
+        Mode::Off => {
+            tracing::info!(driver = %info.driver_name, "the driver advertises no controller volume health capability; not probing (still serving metrics and health)")
+        }
+    }
+}
+
+/// Runs the monitor until `shutdown` completes.
+pub async fn run(
+    config: MonitorConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    config.validate().map_err(Error::Config)?;
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let shared = Arc::new(Shared::default());
+    let flags = Arc::new(HealthFlags::default());
+
+    if let Some(addr) = config.http_endpoint {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Http {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let local = listener.local_addr().map_err(|source| Error::Http {
+            addr: addr.to_string(),
+            source,
+        })?;
+        tracing::info!(addr = %local, "serving /metrics, /healthz and /readyz");
+        let app = router(shared.clone(), flags.clone());
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+            {
+                tracing::error!(error = %e, "metrics endpoint stopped");
+            }
+        });
+    }
+
+    let kube_config = kube_config(&config).await?;
+    let default_namespace = kube_config.default_namespace.clone();
+    let client = Client::try_from(kube_config).map_err(|source| Error::Kube {
+        what: "building the Kubernetes client".into(),
+        source,
+    })?;
+
+    let timeout = config.timeout;
+    let address = config.csi_address.clone();
+    let Some(channel) = until_ok("connecting to the CSI driver", &mut stop_rx, || {
+        let address = address.clone();
+        async move {
+            volhealth_csi::client::connect(&address, timeout)
+                .await
+                .map_err(|e| format!("{address}: {e}"))
+        }
+    })
+    .await
+    else {
+        return Ok(());
+    };
+    let caps = CsiCapabilities::new(channel.clone(), timeout);
+    let Some(info) = until_ok("probing the driver's capabilities", &mut stop_rx, || {
+        caps.probe()
+    })
+    .await
+    else {
+        return Ok(());
+    };
+    describe_mode(&info);
+
+    let secrets = match &config.health_secret {
+        Some(r) => load_secret(client.clone(), r).await?,
+        None => Secrets::default(),
+    };
+    let claims = Arc::new(KubeClaims::start(client.clone()));
+
+    // Without election the sender lives as long as the monitor, so the flag stays true.
+    let (_always_tx, always_rx) = watch::channel(true);
+    let leader_rx = match &config.leader_election {
+        None => always_rx,
+        Some(le) => {
+            let namespace = leader::namespace(le, &default_namespace);
+            let identity = le.identity.clone().unwrap_or_else(leader::default_identity);
+            let name = lease_name(&info.driver_name);
+            tracing::info!(lease = %name, %namespace, %identity, "leader election on");
+            let election = leader::start(client.clone(), &namespace, &name, &identity, le).await?;
+            let live = flags.live.clone();
+            let healthy = election.healthy.clone();
+            let mut watch_stop = stop_rx.clone();
+            tokio::spawn(async move {
+                loop {
+                    live.store(healthy.load(Ordering::Acquire), Ordering::Release);
+                    tokio::select! {
+                        _ = watch_stop.wait_for(|v| *v) => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    }
+                }
+            });
+            election.leader
+        }
+    };
+    // Losing the lease drops everything not yet written: the new leader computes its own.
+    {
+        let mut rx = leader_rx.clone();
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                if !*rx.borrow() {
+                    shared.queue.clear();
+                }
+            }
+        });
+    }
+
+    let instance = config
+        .leader_election
+        .as_ref()
+        .and_then(|le| le.identity.clone())
+        .unwrap_or_else(leader::default_identity);
+    let writer = WriteLoop {
+        writer: Arc::new(KubeWriter::new(client.clone(), instance)),
+        claims: claims.clone(),
+        shared: shared.clone(),
+        limiter: RateLimiter::new(config.kube_api_qps, config.kube_api_burst),
+        leader: leader_rx.clone(),
+        dropped_retry: config.monitor_interval * DROPPED_WRITE_RETRY_FACTOR,
+    };
+    tokio::spawn(writer.run(stopped(stop_rx.clone())));
+
+    tokio::select! {
+        _ = stop_rx.wait_for(|v| *v) => return Ok(()),
+        synced = claims.wait_synced() => if !synced {
+            return Err(Error::Config("the PV/PVC caches stopped before their first list".into()));
+        },
+    }
+    flags.ready.store(true, Ordering::Release);
+    tracing::info!("caches synced; monitoring");
+
+    let settings = EngineSettings {
+        driver_name: info.driver_name.clone(),
+        interval: config.monitor_interval,
+        timeout,
+        page_size: i32::try_from(config.list_page_size).unwrap_or(i32::MAX),
+        workers: config.worker_threads,
+    };
+    let source = Arc::new(CsiHealthSource::new(channel, secrets));
+    let engine = Engine::new(
+        source,
+        claims,
+        Arc::new(SystemClock),
+        shared,
+        settings,
+        info.mode,
+    );
+    engine.run(&caps, leader_rx, stopped(stop_rx)).await;
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! The monitor's error type.
+
+/// Everything that can stop the monitor or one of its steps.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag or configuration value could not be used.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// Talking to the CSI driver failed.
+    #[error("CSI driver: {0}")]
+    Csi(#[from] volhealth_csi::Error),
+    /// Talking to the Kubernetes API failed.
+    #[error("{what}: {source}")]
+    Kube {
+        /// What the monitor was doing.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Building the Kubernetes client configuration failed.
+    #[error("loading the Kubernetes client configuration: {0}")]
+    KubeConfig(String),
+    /// Leader election could not start.
+    #[error("leader election: {0}")]
+    Lease(#[from] kube_lease_manager::LeaseManagerError),
+    /// The metrics/health HTTP endpoint could not be served.
+    #[error("serving HTTP on {addr}: {source}")]
+    Http {
+        /// The address it tried.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

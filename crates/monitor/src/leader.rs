@@ -1,0 +1,186 @@
+//! Leader election on a Lease, so two replicas never both write.
+//!
+//! kube-lease-manager acquires and renews the Lease. On top of it this module checks, every retry
+//! period, that the Lease really names this replica with an unexpired renewal: if renewals stop
+//! getting through (API server unreachable, clock trouble), leadership ends locally before
+//! another replica can take the Lease over, instead of whenever the manager notices.
+
+use crate::Result;
+use crate::config::LeaderElection;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
+use kube_lease_manager::LeaseManagerBuilder;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// A running election.
+pub struct Election {
+    /// True while this replica may write.
+    pub leader: watch::Receiver<bool>,
+    /// False once the election machinery itself has failed (for `/healthz`).
+    pub healthy: Arc<AtomicBool>,
+}
+
+/// A default holder identity: host name plus a per-process suffix.
+pub fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "volhealth-monitor".to_string());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}_{:x}{:08x}", std::process::id(), nanos)
+}
+
+/// Whether `lease` names `identity` as holder with a renewal younger than its duration.
+fn holds(lease: &Lease, identity: &str, now: jiff::Timestamp) -> bool {
+    let Some(spec) = lease.spec.as_ref() else {
+        return false;
+    };
+    if spec.holder_identity.as_deref() != Some(identity) {
+        return false;
+    }
+    let (Some(renew), Some(secs)) = (spec.renew_time.as_ref(), spec.lease_duration_seconds) else {
+        return false;
+    };
+    let Ok(valid) = renew
+        .0
+        .checked_add(jiff::SignedDuration::from_secs(i64::from(secs)))
+    else {
+        return false;
+    };
+    valid > now
+}
+
+/// Starts electing on Lease `name` in `namespace` as `identity`.
+pub async fn start(
+    client: Client,
+    namespace: &str,
+    name: &str,
+    identity: &str,
+    le: &LeaderElection,
+) -> Result<Election> {
+    let duration = le.lease_duration.as_secs().max(2);
+    // The holder renews every (duration - grace); with grace = renew deadline that is the retry period.
+    let grace = le.renew_deadline.as_secs().clamp(1, duration - 1);
+    let manager = LeaseManagerBuilder::new(client.clone(), name)
+        .with_namespace(namespace)
+        .with_identity(identity)
+        .with_duration(duration)
+        .with_grace(grace)
+        .build()
+        .await?;
+    let (mut managed, task) = manager.watch().await;
+    let (tx, rx) = watch::channel(false);
+    let healthy = Arc::new(AtomicBool::new(true));
+    let h = healthy.clone();
+    tokio::spawn(async move {
+        let _ = task.await;
+        h.store(false, Ordering::Release);
+    });
+    let api = Api::<Lease>::namespaced(client, namespace);
+    let (name, identity, retry) = (name.to_string(), identity.to_string(), le.retry_period);
+    let renew_deadline = le.renew_deadline;
+    tokio::spawn(async move {
+        let mut confirmed: Option<Instant> = None;
+        loop {
+            let manager_says = *managed.borrow_and_update();
+            if manager_says {
+                match api.get(&name).await {
+                    Ok(lease) if holds(&lease, &identity, jiff::Timestamp::now()) => {
+                        confirmed = Some(Instant::now())
+                    }
+                    Ok(_) => confirmed = None,
+                    Err(e) => tracing::warn!(error = %e, "could not read the leader Lease"),
+                }
+            } else {
+                confirmed = None;
+            }
+            let lead = manager_says && confirmed.is_some_and(|t| t.elapsed() < renew_deadline);
+            let was = *tx.borrow();
+            if lead != was {
+                if lead {
+                    tracing::info!(lease = %name, %identity, "acquired the leader Lease");
+                } else {
+                    tracing::warn!(lease = %name, %identity, "not (or no longer) the leader; not writing");
+                }
+                tx.send_replace(lead);
+            }
+            tokio::select! {
+                _ = tx.closed() => return,
+                r = managed.changed() => if r.is_err() { tx.send_replace(false); return },
+                _ = tokio::time::sleep(retry) => {}
+            }
+        }
+    });
+    Ok(Election {
+        leader: rx,
+        healthy,
+    })
+}
+
+/// The Lease namespace: the configured one, else the client's default (in-cluster: the pod's).
+pub fn namespace(le: &LeaderElection, client_default: &str) -> String {
+    le.namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| {
+            if client_default.is_empty() {
+                "default".to_string()
+            } else {
+                client_default.to_string()
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+    fn lease(holder: &str, renewed: jiff::Timestamp) -> Lease {
+        Lease {
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.into()),
+                renew_time: Some(MicroTime(renewed)),
+                lease_duration_seconds: Some(15),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn holds_only_an_own_unexpired_lease() {
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let recent = jiff::Timestamp::from_second(999_990).unwrap();
+        let old = jiff::Timestamp::from_second(999_980).unwrap();
+        assert!(holds(&lease("me", recent), "me", now));
+        assert!(!holds(&lease("other", recent), "me", now));
+        assert!(!holds(&lease("me", old), "me", now));
+        assert!(!holds(&Lease::default(), "me", now));
+    }
+
+    #[test]
+    fn namespace_defaults() {
+        let le = LeaderElection::default();
+        assert_eq!(namespace(&le, "kube-system"), "kube-system");
+        assert_eq!(namespace(&le, ""), "default");
+        let le = LeaderElection {
+            namespace: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(namespace(&le, "kube-system"), "x");
+    }
+}
