@@ -176,13 +176,22 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
     } else {
         None
     };
+    // A create names its object in the body.
+    let body_name = if c.verb == Verb::Create {
+        parse_body(c)
+            .ok()
+            .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     let attrs = Attributes {
         verb: c.verb.authz_name(),
         group: def.group,
         resource: def.plural,
         subresource: c.target.sub.as_deref().unwrap_or(""),
         namespace: &c.target.ns,
-        name: c.name(),
+        name: if c.verb == Verb::Create { &body_name } else { c.name() },
     };
     authz::authorize(user, &attrs, bound.as_deref())
 }
