@@ -39,6 +39,22 @@ impl Api {
         Api { url: self.url.clone(), token: Some(token.to_string()), client: self.client.clone() }
     }
 
+    /// Like [`Api::raw`], but None when the connection fails (the server was killed).
+    pub async fn try_raw(&self, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> Option<Answer> {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut rb = self.client.request(method, format!("{}{}", self.url, path)).timeout(Duration::from_secs(30));
+        rb = rb.header("content-type", content_type);
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        let resp = rb.body(body).send().await.ok()?;
+        let code = resp.status().as_u16();
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let text = resp.text().await.ok()?;
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Some(Answer { code, content_type, text, json })
+    }
+
     /// Sends a request with a raw body.
     pub async fn raw(&self, method: &str, path: &str, content_type: Option<&str>, accept: Option<&str>, body: Vec<u8>) -> Answer {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
