@@ -37,7 +37,10 @@ enum Command {
 fn main() -> ExitCode {
     // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
     let cli = Cli::parse_from(cmd::status::plugin_argv(std::env::args_os()));
-    cmd::init_logging();
+    // `status` speaks for itself on stderr; client-library logs would only repeat its errors.
+    if !matches!(cli.command, Command::Status(_)) {
+        cmd::init_logging();
+    }
     let result = match cli.command {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),
         Command::Driver(a) => cmd::block_on(cmd::driver::run(a)),

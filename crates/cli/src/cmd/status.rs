@@ -122,11 +122,11 @@ pub(crate) struct Style {
     pub colour: bool,
 }
 
-/// Renders one frame of output for `findings`.
-pub(crate) fn frame(findings: &[findings::Finding], scope: &Scope, style: Style) -> anyhow::Result<String> {
+/// Renders one frame of output for `findings` (`stream`: one JSON document per line).
+pub(crate) fn frame(findings: &[findings::Finding], scope: &Scope, style: Style, stream: bool) -> anyhow::Result<String> {
     let now = jiff::Timestamp::now();
     match style.format {
-        Format::Json | Format::Yaml => render::document(findings, scope.namespace.as_deref(), now, style.format),
+        Format::Json | Format::Yaml => render::document(findings, scope.namespace.as_deref(), now, style.format, stream),
         Format::Table | Format::Wide if findings.is_empty() => Ok(render::all_healthy(scope.namespace.as_deref())),
         Format::Table | Format::Wide => Ok(render::table(findings, now, style.format == Format::Wide, style.colour)),
     }
@@ -159,7 +159,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         watch::run(streaming, scope, style, found).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let text = frame(&found, &scope, style)?;
+    let text = frame(&found, &scope, style, false)?;
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).context("writing to stdout")?;
     out.flush().context("writing to stdout")?;

@@ -40,8 +40,14 @@ pub struct Report<'a> {
     pub items: &'a [Finding],
 }
 
-/// Renders the machine-readable document.
-pub fn document(findings: &[Finding], namespace: Option<&str>, now: Timestamp, format: Format) -> anyhow::Result<String> {
+/// Renders the machine-readable document (JSON pretty-printed unless `one_line`).
+pub fn document(
+    findings: &[Finding],
+    namespace: Option<&str>,
+    now: Timestamp,
+    format: Format,
+    one_line: bool,
+) -> anyhow::Result<String> {
     let report = Report {
         api_version: REPORT_API_VERSION,
         kind: REPORT_KIND,
@@ -53,8 +59,8 @@ pub fn document(findings: &[Finding], namespace: Option<&str>, now: Timestamp, f
     Ok(match format {
         Format::Yaml => serde_yaml::to_string(&report).map_err(|e| anyhow::anyhow!("encoding the report as YAML: {e}"))?,
         _ => {
-            let mut s = serde_json::to_string_pretty(&report)
-                .map_err(|e| anyhow::anyhow!("encoding the report as JSON: {e}"))?;
+            let encoded = if one_line { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) };
+            let mut s = encoded.map_err(|e| anyhow::anyhow!("encoding the report as JSON: {e}"))?;
             s.push('\n');
             s
         }
@@ -270,7 +276,7 @@ mod tests {
     fn document_has_the_documented_shape() {
         let f = vec![finding("Inaccessible", "gone")];
         let now = ts("2026-01-01T00:01:00Z");
-        let doc: serde_json::Value = serde_json::from_str(&document(&f, None, now, Format::Json).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&document(&f, None, now, Format::Json, false).unwrap()).unwrap();
         assert_eq!(doc["apiVersion"], REPORT_API_VERSION);
         assert_eq!(doc["kind"], REPORT_KIND);
         assert_eq!(doc["namespace"], serde_json::Value::Null);
@@ -283,7 +289,10 @@ mod tests {
             assert!(item.get(key).is_some(), "items[] lacks {key}: {item}");
         }
         assert_eq!(item["source"], "controller");
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&document(&f, Some("default"), now, Format::Yaml).unwrap()).unwrap();
+        let line = document(&f, None, now, Format::Json, true).unwrap();
+        assert_eq!(line.lines().count(), 1, "one document per line for streams");
+        assert!(line.starts_with("{\"apiVersion\""), "field order is the documented one: {line}");
+        let yaml: serde_yaml::Value = serde_yaml::from_str(&document(&f, Some("default"), now, Format::Yaml, false).unwrap()).unwrap();
         assert_eq!(yaml["items"][0]["status"], "Inaccessible");
         assert_eq!(yaml["namespace"], "default");
     }

@@ -64,10 +64,7 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
         write!(out, "\x1b[2J\x1b[H{}\n\n{text}", jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC"))
     } else {
         match format {
-            Format::Json => {
-                let compact: serde_json::Value = serde_json::from_str(text).context("re-reading the JSON frame")?;
-                writeln!(out, "{compact}")
-            }
+            Format::Json => write!(out, "{text}"),
             Format::Yaml => write!(out, "---\n{text}"),
             Format::Table | Format::Wide => write!(out, "{text}\n"),
         }
@@ -79,7 +76,7 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
 /// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
 pub async fn run(conn: Connection, scope: Scope, style: Style, first: Vec<Finding>) -> anyhow::Result<()> {
     let in_place = std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
-    draw(&frame(&first, &scope, style)?, in_place, style.format)?;
+    draw(&frame(&first, &scope, style, true)?, in_place, style.format)?;
     let mut last: Vec<Finding> = first;
 
     let (pvcs, s1) = watch_into(scope.api::<PersistentVolumeClaim>(&conn.client), "PersistentVolumeClaims");
@@ -126,7 +123,7 @@ pub async fn run(conn: Connection, scope: Scope, style: Style, first: Vec<Findin
         if let Some((Ok(()), Ok(()), Ok(()))) = futures::FutureExt::now_or_never(ready) {
             let now_found = findings::collect(&stores.snapshot());
             if force || now_found != last {
-                draw(&frame(&now_found, &scope, style)?, in_place, style.format)?;
+                draw(&frame(&now_found, &scope, style, true)?, in_place, style.format)?;
                 last = now_found;
             }
         }
