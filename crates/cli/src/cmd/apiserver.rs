@@ -21,6 +21,10 @@ pub struct Args {
     /// Static token file in kube-apiserver format: `token,user,uid,"group1,group2"`.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// With --token-auth-file: requests without credentials act as an administrator (kubectl
+    /// sends no token over plain HTTP); tokens still identify and scope nodes.
+    #[arg(long, requires = "token_auth_file")]
+    pub anonymous_admin: bool,
     /// Write a kubeconfig for this server (with the token file's first token) once listening.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
@@ -43,6 +47,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    let tokens = if args.anonymous_admin { tokens.map(Tokens::with_anonymous_admin) } else { tokens };
     let mut config = ServerConfig::new(&args.data_dir);
     config.gates = gates;
     config.tokens = tokens;
