@@ -38,12 +38,15 @@ async fn readyz(State(s): State<AppState>) -> (StatusCode, &'static str) {
     }
 }
 
-/// Binds `addr` and serves in a background task; returns the bound address (useful with port 0).
+/// Binds `addr`; returns the bound address (useful with port 0) and the server to run.
 pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
-) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+) -> Result<(
+    SocketAddr,
+    impl std::future::Future<Output = ()> + Send + 'static,
+)> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Http {
@@ -59,11 +62,11 @@ pub async fn serve(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(AppState { metrics, ready });
-    let task = tokio::spawn(async move {
+    let server = async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("the HTTP endpoint stopped: {e}");
         }
-    });
+    };
     tracing::info!("serving metrics and health checks on http://{bound}");
-    Ok((bound, task))
+    Ok((bound, server))
 }

@@ -23,10 +23,8 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
     let ready = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
     if let Some(addr) = config.http_endpoint {
-        let (_, task) = crate::http::serve(addr, metrics.clone(), ready.clone()).await?;
-        tasks.spawn(async move {
-            let _ = task.await;
-        });
+        let (_, server) = crate::http::serve(addr, metrics.clone(), ready.clone()).await?;
+        tasks.spawn(server);
     }
     let result = run_inner(config, metrics, ready, &mut tasks, shutdown).await;
     tasks.abort_all();

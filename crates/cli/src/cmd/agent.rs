@@ -40,11 +40,21 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
     let mut cfg = AgentConfig::new(args.node_name.clone());
     cfg.kubeconfig = args.kubeconfig.clone();
     cfg.kubelet_root_dir = args.kubelet_root_dir.clone();
-    cfg.drivers = args.csi_driver.iter().map(|d| config::parse_driver(d)).collect::<Result<_, _>>()?;
+    cfg.drivers = args
+        .csi_driver
+        .iter()
+        .map(|d| config::parse_driver(d))
+        .collect::<Result<_, _>>()?;
     cfg.interval = duration::parse(&args.interval).context("--interval")?;
     cfg.timeout = duration::parse(&args.timeout).context("--timeout")?;
-    anyhow::ensure!(!cfg.interval.is_zero(), "--interval must be greater than zero");
-    anyhow::ensure!(!cfg.timeout.is_zero(), "--timeout must be greater than zero");
+    anyhow::ensure!(
+        !cfg.interval.is_zero(),
+        "--interval must be greater than zero"
+    );
+    anyhow::ensure!(
+        !cfg.timeout.is_zero(),
+        "--timeout must be greater than zero"
+    );
     cfg.http_endpoint = Some(config::parse_http_endpoint(&args.http_endpoint)?);
     cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
     anyhow::ensure!(!cfg.node_name.is_empty(), "--node-name is empty");
