@@ -127,3 +127,21 @@ fn descriptor_diff_reports_every_kind_of_change() {
         assert!(diff.contains(expected), "missing {expected:?} in:\n{diff}");
     }
 }
+
+/// Option differences (a lost `csi_secret` or `alpha_method`) are reported too.
+#[test]
+fn descriptor_diff_reports_option_changes() {
+    let pool = descriptor_diff::pool(volhealth_csi::FILE_DESCRIPTOR_SET).expect("our pool");
+    let base = descriptor_diff::custom_options(&pool, "csi.v1");
+    assert!(descriptor_diff::options(&base, &base).is_empty());
+    let mut changed = base.clone();
+    let secret = "field csi.v1.NodeGetStorageHealthRequest.secrets";
+    let alpha = "method csi.v1.Controller.ControllerGetVolumeHealth";
+    assert_eq!(changed.remove(secret), Some(vec!["csi_secret".to_string()]));
+    assert_eq!(
+        changed.remove(alpha),
+        Some(vec!["alpha_method".to_string()])
+    );
+    let diff = descriptor_diff::options(&base, &changed).join("\n");
+    assert!(diff.contains(secret) && diff.contains(alpha), "{diff}");
+}
