@@ -53,6 +53,17 @@ pub struct ListChaos {
     pub omissions: bool,
 }
 
+/// A storage condition reported only by the node plugin whose node id is `node` (several node
+/// plugins may share one state dir, as under `volhealth up`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStorageInjection {
+    /// The node id (`--node-id`) of the plugin that reports it.
+    pub node: String,
+    /// The condition.
+    #[serde(flatten)]
+    pub condition: StorageCondition,
+}
+
 /// Everything injected into one state dir.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Injections {
@@ -62,6 +73,9 @@ pub struct Injections {
     /// Storage backend conditions.
     #[serde(default)]
     pub storage: Vec<StorageCondition>,
+    /// Storage backend conditions of one node only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_storage: Vec<NodeStorageInjection>,
     /// RPC faults, at most one per method.
     #[serde(default)]
     pub rpc: Vec<RpcFault>,
@@ -75,6 +89,26 @@ impl Injections {
     pub fn volume_conditions(&self, volume_id: &str, side: Side) -> impl Iterator<Item = Condition> + '_ {
         let id = volume_id.to_string();
         self.volumes.iter().filter(move |v| v.volume_id == id && v.side == side).map(|v| v.condition.clone())
+    }
+
+    /// Injected storage conditions the node plugin of `node` reports: those for every node,
+    /// then that node's own.
+    pub fn storage_for(&self, node: &str) -> Vec<StorageCondition> {
+        let own = self.node_storage.iter().filter(|n| n.node == node).map(|n| n.condition.clone());
+        self.storage.iter().cloned().chain(own).collect()
+    }
+
+    /// Adds a storage condition for one node; one with the same node and key is replaced.
+    pub fn add_node_storage(&mut self, inj: NodeStorageInjection) {
+        let c = &inj.condition;
+        self.node_storage.retain(|n| {
+            !(n.node == inj.node
+                && n.condition.status == c.status
+                && n.condition.reason == c.reason
+                && n.condition.access_mode == c.access_mode
+                && n.condition.volume_mode == c.volume_mode)
+        });
+        self.node_storage.push(inj);
     }
 
     /// The fault of a method, if any.
@@ -256,6 +290,20 @@ mod tests {
         assert_eq!(inj.volumes.len(), 1);
         inj.clear_volume("v", None);
         assert!(inj.volumes.is_empty());
+    }
+
+    #[test]
+    fn node_storage_reaches_only_its_node() {
+        let cond = |reason: &str| StorageCondition { status: 1, reason: reason.into(), message: "m".into(), access_mode: None, volume_mode: None };
+        let mut inj = Injections::default();
+        inj.add_storage(cond("Everywhere"));
+        inj.add_node_storage(NodeStorageInjection { node: "node-1".into(), condition: cond("OnlyOne") });
+        inj.add_node_storage(NodeStorageInjection { node: "node-1".into(), condition: cond("OnlyOne") });
+        let reasons = |node: &str| inj.storage_for(node).into_iter().map(|c| c.reason).collect::<Vec<_>>();
+        assert_eq!(reasons("node-1"), ["Everywhere", "OnlyOne"]);
+        assert_eq!(reasons("node-2"), ["Everywhere"]);
+        let text = serde_json::to_string(&Injections::default()).unwrap();
+        assert!(!text.contains("node_storage"), "files without node injections keep their old shape");
     }
 
     #[test]

@@ -333,7 +333,7 @@ impl v1::node_server::Node for NodeService {
                 volume_mode: None,
             }],
         };
-        let injected = self.plugin.injections.current().storage.clone();
+        let injected = self.plugin.injections.current().storage_for(self.node_id());
         let merged = merge_storage(detected, injected);
         Ok(Response::new(v1::NodeGetStorageHealthResponse { backend_health: merged.iter().map(storage_entry).collect() }))
     }
