@@ -431,3 +431,47 @@ async fn gone_pods_lose_their_metric_series() {
     assert!(!w.metrics.encode().contains(r#"pod="web""#));
     let _ = &w.drivers;
 }
+
+#[tokio::test(start_paused = true)]
+async fn inline_csi_volumes_are_probed_with_the_kubelet_handle() {
+    use k8s_openapi::api::core::v1::{CSIVolumeSource, Volume};
+    let w = world();
+    w.one_pod();
+    {
+        let mut pods = w.cluster.pods.lock().unwrap();
+        let pod = pods
+            .get_mut(&("ns".to_string(), "web".to_string()))
+            .unwrap();
+        let volumes = pod.spec.as_mut().unwrap().volumes.as_mut().unwrap();
+        volumes.push(Volume {
+            name: "scratch".into(),
+            csi: Some(CSIVolumeSource {
+                driver: DRIVER.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+    w.dirs.attempt("uid-1", "scratch");
+    let handle = crate::pod_volumes::inline_volume_handle("uid-1", "scratch");
+    w.node.set_volume(
+        &handle,
+        Ok(vec![entry(V::Inaccessible, "EphemeralGone", "m")]),
+    );
+    w.cycle().await.unwrap();
+    let health = w.cluster.pod_health("ns", "web");
+    assert_eq!(health.len(), 1);
+    assert_eq!(health[0].name, "scratch");
+    let asked: Vec<String> = w
+        .node
+        .volume_calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.1.volume_id.clone())
+        .collect();
+    assert!(
+        asked.contains(&handle) && asked.contains(&"vol-1".to_string()),
+        "{asked:?}"
+    );
+}
