@@ -41,7 +41,10 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let pool = compiler.descriptor_pool();
     let plan = redaction::plan(&pool, "csi.v1", "csi.v1.csi_secret")?;
-    std::fs::write(out_dir.join(REDACTED_DEBUG_FILE), plan.rust_code())?;
+    std::fs::write(
+        out_dir.join(REDACTED_DEBUG_FILE),
+        plan.rust_code("crate::redact::Redacted"),
+    )?;
     std::fs::write(
         out_dir.join(SECRET_TABLE_FILE),
         plan.test_table("volhealth_csi"),
@@ -56,5 +59,44 @@ fn main() -> Result<(), Box<dyn Error>> {
         .generate_default_stubs(true)
         .skip_debug(plan.skip_debug_paths())
         .compile_fds(fds)?;
+
+    compile_redaction_fixture(&manifest_dir, &proto_dir, &out_dir)?;
+    Ok(())
+}
+
+/// Generates the test-only fixture package (into OUT_DIR/fixture) whose shapes
+/// exercise every branch of the redacting `Debug` generator.
+fn compile_redaction_fixture(
+    manifest_dir: &std::path::Path,
+    proto_dir: &std::path::Path,
+    out_dir: &std::path::Path,
+) -> Result<(), Box<dyn Error>> {
+    let fixture_dir = manifest_dir.join("tests/proto");
+    let file = "redaction_fixture.proto";
+    println!(
+        "cargo:rerun-if-changed={}",
+        fixture_dir.join(file).display()
+    );
+    let mut compiler = protox::Compiler::new([&fixture_dir, &proto_dir.to_path_buf()])?;
+    compiler.include_imports(true);
+    compiler.open_files([file])?;
+    let plan = redaction::plan(
+        &compiler.descriptor_pool(),
+        "volhealth.fixture.redaction",
+        "csi.v1.csi_secret",
+    )?;
+    let fixture_out = out_dir.join("fixture");
+    std::fs::create_dir_all(&fixture_out)?;
+    std::fs::write(
+        fixture_out.join("redacted_debug.rs"),
+        plan.rust_code("::volhealth_csi::redact::Redacted"),
+    )?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(false)
+        .out_dir(&fixture_out)
+        .extern_path(".csi.v1", "::volhealth_csi::v1")
+        .skip_debug(plan.skip_debug_paths())
+        .compile_fds(compiler.file_descriptor_set())?;
     Ok(())
 }
