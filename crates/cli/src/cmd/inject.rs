@@ -5,15 +5,19 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use volhealth_driver::condition::{Condition, StorageCondition};
-use volhealth_driver::injection::{self, ListChaos, RpcFault, Side, VolumeInjection};
+use volhealth_driver::injection::{self, ListChaos, NodeStorageInjection, RpcFault, Side, VolumeInjection};
 use volhealth_driver::state::StateDir;
 
 /// Flags of `volhealth inject`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The driver's state dir.
+    #[arg(long, required_unless_present = "dir", conflicts_with = "dir")]
+    state_dir: Option<PathBuf>,
+    /// The --dir of a running `volhealth up` (in place of --state-dir); enables `pvc` and
+    /// `storage --node`.
     #[arg(long)]
-    state_dir: PathBuf,
+    dir: Option<PathBuf>,
     #[command(subcommand)]
     what: What,
 }
@@ -37,8 +41,28 @@ enum What {
         #[arg(long, default_value = "")]
         message: String,
     },
+    /// Add a volume health condition to the volume behind a PVC (needs --dir).
+    Pvc {
+        /// The claim as NAMESPACE/NAME.
+        claim: String,
+        /// Which side reports it.
+        #[arg(long, value_enum)]
+        side: Side,
+        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+        #[arg(long)]
+        status: String,
+        /// CamelCase reason.
+        #[arg(long)]
+        reason: String,
+        /// Human-readable message.
+        #[arg(long, default_value = "")]
+        message: String,
+    },
     /// Add a storage backend condition reported by NodeGetStorageHealth.
     Storage {
+        /// Only the node plugin of this node reports it (default: every node plugin).
+        #[arg(long)]
+        node: Option<String>,
         /// StorageUnreachable, StorageDegraded, or a raw number sent as it is.
         #[arg(long)]
         status: String,
@@ -98,8 +122,20 @@ enum ClearWhat {
         #[arg(long, value_enum)]
         side: Option<Side>,
     },
-    /// All storage conditions.
-    Storage,
+    /// The conditions of the volume behind a PVC (needs --dir).
+    Pvc {
+        /// The claim as NAMESPACE/NAME.
+        claim: String,
+        /// Only this side.
+        #[arg(long, value_enum)]
+        side: Option<Side>,
+    },
+    /// All storage conditions (with --node: only that node's own).
+    Storage {
+        /// Only the conditions injected for this node.
+        #[arg(long)]
+        node: Option<String>,
+    },
     /// The fault of one method, or all faults.
     Rpc {
         /// The method (all faults when left out).
@@ -128,8 +164,26 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
 
 /// Runs `volhealth inject`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let state = StateDir::new(&args.state_dir);
+    let state_dir = match (&args.state_dir, &args.dir) {
+        (Some(s), _) => s.clone(),
+        (None, Some(d)) => crate::cmd::up::resolve::state_dir(d)?,
+        (None, None) => anyhow::bail!("either --state-dir or --dir is required"),
+    };
+    let state = StateDir::new(&state_dir);
+    let up_dir = || args.dir.clone().context("addressing a volume by PVC needs --dir (a running `volhealth up`)");
+    if let (Some(dir), What::Storage { node: Some(node), .. } | What::Clear { what: ClearWhat::Storage { node: Some(node) } }) =
+        (&args.dir, &args.what)
+    {
+        crate::cmd::up::resolve::check_node(dir, node)?;
+    }
     let done = match args.what {
+        What::Pvc { claim, side, status, reason, message } => {
+            let status = injection::parse_volume_status(&status)?;
+            let volume_id = crate::cmd::up::resolve::volume_handle(&up_dir()?, &claim).await?;
+            let condition = Condition::new(status, &reason, message);
+            injection::update(&state, |i| i.add_volume(VolumeInjection { volume_id: volume_id.clone(), side, condition }))?;
+            format!("injected {side:?} condition status={status} reason={reason} on PVC {claim} (volume {volume_id})")
+        }
         What::Volume { volume_id, side, status, reason, message } => {
             let status = injection::parse_volume_status(&status)?;
             anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
@@ -137,7 +191,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             injection::update(&state, |i| i.add_volume(VolumeInjection { volume_id: volume_id.clone(), side, condition }))?;
             format!("injected {side:?} condition status={status} reason={reason} on volume {volume_id}")
         }
-        What::Storage { status, reason, message, access_mode, volume_mode } => {
+        What::Storage { node, status, reason, message, access_mode, volume_mode } => {
             let cond = StorageCondition {
                 status: injection::parse_storage_status(&status)?,
                 reason: reason.clone(),
@@ -146,16 +200,36 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 volume_mode: volume_mode.as_deref().map(injection::parse_volume_mode).transpose()?,
             };
             let status = cond.status;
-            injection::update(&state, |i| i.add_storage(cond))?;
-            format!("injected storage condition status={status} reason={reason}")
+            match node {
+                Some(node) => {
+                    injection::update(&state, |i| i.add_node_storage(NodeStorageInjection { node: node.clone(), condition: cond }))?;
+                    format!("injected storage condition status={status} reason={reason} on node {node}")
+                }
+                None => {
+                    injection::update(&state, |i| i.add_storage(cond))?;
+                    format!("injected storage condition status={status} reason={reason}")
+                }
+            }
         }
         What::Clear { what } => match what {
             ClearWhat::Volume { volume_id, side } => {
                 injection::update(&state, |i| i.clear_volume(&volume_id, side))?;
                 format!("cleared injected conditions of volume {volume_id}")
             }
-            ClearWhat::Storage => {
-                injection::update(&state, |i| i.storage.clear())?;
+            ClearWhat::Pvc { claim, side } => {
+                let volume_id = crate::cmd::up::resolve::volume_handle(&up_dir()?, &claim).await?;
+                injection::update(&state, |i| i.clear_volume(&volume_id, side))?;
+                format!("cleared injected conditions of PVC {claim} (volume {volume_id})")
+            }
+            ClearWhat::Storage { node: Some(node) } => {
+                injection::update(&state, |i| i.node_storage.retain(|n| n.node != node))?;
+                format!("cleared injected storage conditions of node {node}")
+            }
+            ClearWhat::Storage { node: None } => {
+                injection::update(&state, |i| {
+                    i.storage.clear();
+                    i.node_storage.clear();
+                })?;
                 "cleared injected storage conditions".to_string()
             }
             ClearWhat::Rpc { method } => {

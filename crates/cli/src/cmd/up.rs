@@ -1,14 +1,392 @@
-//! `volhealth up`: the whole system on this machine.
+//! `volhealth up`: the whole system on this machine — the API server, the reference driver's
+//! controller and one node plugin per simulated node, the monitor, one agent per node with that
+//! node's own identity, and a sample workload whose volumes really exist and are really staged
+//! and published. State lives in `--dir`, so a second `up` resumes where the first stopped.
 
+pub mod children;
 pub mod duration;
+pub mod layout;
+pub mod resolve;
+pub mod workload;
 
+use anyhow::Context as _;
+use children::Component;
+use layout::{Layout, RunRecord};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long each component gets to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Flags of `volhealth up`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Where all state lives (API server database, driver backend, kubeconfigs, logs).
+    #[arg(long, default_value = ".volhealth")]
+    pub dir: PathBuf,
+    /// Number of simulated nodes.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub nodes: u16,
+    /// Address of the API server (plain HTTP); port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: String,
+    /// How often the monitor asks the controller plugin about volume health (e.g. 5s, 1m).
+    #[arg(long, default_value = "5s", value_parser = duration::parse)]
+    pub monitor_interval: Duration,
+    /// How often each node agent asks its node plugin about volume and storage health.
+    #[arg(long, default_value = "5s", value_parser = duration::parse)]
+    pub agent_interval: Duration,
+}
 
-/// Runs `volhealth up`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth up` is not available in this build yet")
+fn millis(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
+/// Progress lines: `  what… ok`.
+struct Progress;
+
+impl Progress {
+    fn step(&self, what: &str) {
+        print!("  {what}… ");
+        let _ = std::io::stdout().flush();
+    }
+    fn done(&self, detail: &str) {
+        println!("{detail}");
+    }
+}
+
+/// Everything `up` started, stopped in reverse start order.
+#[derive(Default)]
+struct Running {
+    components: Vec<Component>,
+}
+
+impl Running {
+    fn start(&mut self, name: &str, layout: &Layout, args: Vec<String>) -> anyhow::Result<()> {
+        let c = Component::start(name, &layout.log(name), &args)?;
+        self.components.push(c);
+        Ok(())
+    }
+
+    fn last_mut(&mut self) -> anyhow::Result<&mut Component> {
+        self.components.last_mut().context("no component was started")
+    }
+
+    /// The first component that has exited, described.
+    fn exited(&mut self) -> Option<String> {
+        self.components.iter_mut().find_map(Component::exited)
+    }
+
+    async fn stop_all(&mut self) {
+        while let Some(mut c) = self.components.pop() {
+            c.stop().await;
+        }
+    }
+
+    fn pids(&self) -> std::collections::BTreeMap<String, u32> {
+        self.components.iter().filter_map(|c| Some((c.name.clone(), c.pid()?))).collect()
+    }
+}
+
+/// Waits for `ready` while checking that the last started component is still running.
+async fn until_ready<T>(
+    running: &mut Running,
+    what: &str,
+    mut ready: impl AsyncFnMut() -> Option<T>,
+) -> anyhow::Result<T> {
+    let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Some(v) = ready().await {
+            return Ok(v);
+        }
+        if let Some(why) = running.last_mut()?.exited() {
+            anyhow::bail!("{what} did not start: {why}");
+        }
+        if tokio::time::Instant::now() > deadline {
+            let c = running.last_mut()?;
+            anyhow::bail!("{what} was not ready after {READY_TIMEOUT:?}; see {}:\n{}", c.log.display(), children::tail(&c.log, 12));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Refuses a `--listen` address that is taken, before anything starts.
+fn check_listen(listen: &str) -> anyhow::Result<()> {
+    let addr: SocketAddr = listen
+        .parse()
+        .with_context(|| format!("--listen {listen:?} is not an address like 127.0.0.1:6443"))?;
+    match std::net::TcpListener::bind(addr) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "--listen {listen} is already in use (another `volhealth up` or API server?); stop it, or pick a free port with --listen 127.0.0.1:PORT"
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot listen on --listen {listen}")),
+    }
+}
+
+fn server_from_kubeconfig(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| l.trim().strip_prefix("server:").map(|s| s.trim().trim_matches('"').to_string()))
+}
+
+/// How to spell this binary in the commands printed for the user.
+fn self_command() -> String {
+    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else { return "volhealth".into() };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| dir.join("volhealth").canonicalize().is_ok_and(|p| p == exe))
+    });
+    if on_path { "volhealth".into() } else { exe.display().to_string() }
+}
+
+/// Runs `volhealth up` until Ctrl-C or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(&args.dir)?;
+    let _lock = layout::prepare(&layout)?;
+    let previous = RunRecord::load(&layout)?;
+    let nodes: Vec<String> = (1..=usize::from(args.nodes)).map(layout::node_name).collect();
+    println!("volhealth up: {} node(s), state in {}", nodes.len(), layout.root().display());
+    if let Some(prev) = &previous {
+        let stopped = children::stop_leftovers(&prev.pids, layout.root()).await;
+        if !stopped.is_empty() {
+            println!("  stopped leftovers of an earlier run that did not shut down: {}", stopped.join(", "));
+        }
+        println!("  resuming the cluster kept in {}", layout.root().display());
+    }
+    check_listen(&args.listen)?;
+
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    let mut running = Running::default();
+    let started = tokio::select! {
+        r = start(&args, &layout, &nodes, &mut running) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+        _ = terminate.recv() => None,
+    };
+    let record = match started {
+        None => {
+            println!("\ninterrupted; stopping what was started");
+            running.stop_all().await;
+            return Ok(ExitCode::from(130));
+        }
+        Some(Err(e)) => {
+            running.stop_all().await;
+            return Err(e);
+        }
+        Some(Ok(record)) => record,
+    };
+    print_summary(&args, &layout, &record, &running);
+
+    let outcome = loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break None,
+            _ = terminate.recv() => break None,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                if let Some(why) = running.exited() {
+                    break Some(why);
+                }
+            }
+        }
+    };
+    println!("\nstopping…");
+    running.stop_all().await;
+    let stopped = RunRecord { pids: Default::default(), ..record };
+    stopped.store(&layout)?;
+    match outcome {
+        None => {
+            println!("stopped; run `volhealth up --dir {}` again to resume", args.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(why) => anyhow::bail!("a component stopped unexpectedly, so everything was stopped: {why}"),
+    }
+}
+
+async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Running) -> anyhow::Result<RunRecord> {
+    let p = Progress;
+    let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
+    let tokens = layout::Tokens::load_or_create(layout, nodes)?;
+    let dir = |p: PathBuf| p.display().to_string();
+
+    p.step("starting the API server");
+    let kubeconfig = layout.kubeconfig();
+    match std::fs::remove_file(&kubeconfig) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing the old {}", kubeconfig.display())),
+    }
+    running.start(
+        "apiserver",
+        layout,
+        vec![
+            "apiserver".into(),
+            "--listen".into(),
+            args.listen.clone(),
+            "--data-dir".into(),
+            dir(layout.apiserver_data()),
+            "--token-auth-file".into(),
+            dir(layout.tokens()),
+            // kubectl sends no token over plain HTTP; the admin kubeconfig must work for it.
+            "--anonymous-admin".into(),
+            "--write-kubeconfig".into(),
+            dir(kubeconfig.clone()),
+        ],
+    )?;
+    let server = until_ready(running, "the API server", async || server_from_kubeconfig(&kubeconfig)).await?;
+    let conn = crate::cmd::status::kubeconfig::connect(Some(&kubeconfig), None, Duration::from_secs(10), false).await?;
+    let client = conn.client.clone();
+    until_ready(running, "the API server", async || client.apiserver_version().await.ok()).await?;
+    p.done(&format!("ok ({server})"));
+
+    volhealth_apiserver::kubeconfig::write(&layout.monitor_kubeconfig(), &server, Some(&tokens.monitor))
+        .context("writing the monitor's kubeconfig")?;
+    for (node, token) in &tokens.nodes {
+        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
+            .with_context(|| format!("writing the kubeconfig of {node}"))?;
+    }
+
+    p.step("starting the driver's controller plugin");
+    let controller = layout.controller_endpoint();
+    running.start(
+        "driver-controller",
+        layout,
+        vec![
+            "driver".into(),
+            "--mode".into(),
+            "controller".into(),
+            "--endpoint".into(),
+            controller.clone(),
+            "--state-dir".into(),
+            dir(layout.driver_state()),
+            "--node-id".into(),
+            "controller".into(),
+            "--no-mounts".into(),
+        ],
+    )?;
+    until_ready(running, "the controller plugin", async || {
+        volhealth_csi::client::connect(&controller, Duration::from_millis(200)).await.ok()
+    })
+    .await?;
+    p.done("ok");
+
+    p.step(&format!("starting {} node plugin(s)", nodes.len()));
+    for node in nodes {
+        let endpoint = layout.node_endpoint(node);
+        running.start(
+            &format!("driver-{node}"),
+            layout,
+            vec![
+                "driver".into(),
+                "--mode".into(),
+                "node".into(),
+                "--endpoint".into(),
+                endpoint.clone(),
+                "--state-dir".into(),
+                dir(layout.driver_state()),
+                "--node-id".into(),
+                node.clone(),
+                "--registration-dir".into(),
+                dir(layout.registration_dir(node)),
+                "--no-mounts".into(),
+            ],
+        )?;
+        until_ready(running, &format!("the node plugin of {node}"), async || {
+            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200)).await.ok()
+        })
+        .await?;
+    }
+    p.done("ok");
+
+    p.step("registering nodes, CSINodes, the CSIDriver and a StorageClass");
+    workload::register_cluster(&client, &driver, nodes).await?;
+    p.done("ok");
+
+    let samples = workload::samples(nodes);
+    p.step(&format!("creating {} volumes, claims and pods, staged and published on their nodes", samples.len()));
+    for s in &samples {
+        let volume_id = workload::create_volume(&controller, &s.volume).await?;
+        let pod_uid = workload::ensure_objects(&client, &driver, s, &volume_id).await?;
+        workload::stage_and_publish(&layout.node_endpoint(&s.node), &layout.kubelet_root(&s.node), &driver, s, &volume_id, &pod_uid)
+            .await?;
+    }
+    p.done("ok");
+
+    p.step("starting the monitor");
+    running.start(
+        "monitor",
+        layout,
+        vec![
+            "monitor".into(),
+            "--csi-address".into(),
+            controller.clone(),
+            "--kubeconfig".into(),
+            dir(layout.monitor_kubeconfig()),
+            "--monitor-interval".into(),
+            millis(args.monitor_interval),
+            "--http-endpoint".into(),
+            "127.0.0.1:0".into(),
+        ],
+    )?;
+    p.done("ok");
+
+    p.step(&format!("starting {} node agent(s)", nodes.len()));
+    for node in nodes {
+        running.start(
+            &format!("agent-{node}"),
+            layout,
+            vec![
+                "agent".into(),
+                "--node-name".into(),
+                node.clone(),
+                "--kubeconfig".into(),
+                dir(layout.node_kubeconfig(node)),
+                "--kubelet-root-dir".into(),
+                dir(layout.kubelet_root(node)),
+                "--interval".into(),
+                millis(args.agent_interval),
+                "--http-endpoint".into(),
+                "127.0.0.1:0".into(),
+            ],
+        )?;
+    }
+    // A component that cannot start (bad flag, refused credentials) usually exits at once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if let Some(why) = running.exited() {
+        anyhow::bail!("{why}");
+    }
+    p.done("ok");
+
+    let record = RunRecord {
+        version: layout::RECORD_VERSION,
+        server,
+        driver,
+        nodes: nodes.to_vec(),
+        pids: running.pids(),
+    };
+    record.store(layout)?;
+    Ok(record)
+}
+
+fn print_summary(args: &Args, layout: &Layout, record: &RunRecord, running: &Running) {
+    let me = self_command();
+    let dir = args.dir.display();
+    let kubeconfig = Path::new(&args.dir).join("kubeconfig");
+    let kc = kubeconfig.display();
+    println!("\nRunning (logs in {}):", layout.root().join("logs").display());
+    for c in &running.components {
+        println!("  {:<22} pid {}", c.name, c.pid().map(|p| p.to_string()).unwrap_or_else(|| "-".into()));
+    }
+    println!("  API server             {}", record.server);
+    println!("  CSI driver             {} (controller + {} node plugins)", record.driver, record.nodes.len());
+    println!("  sample workload        namespace {}: pods web-N using PVCs data-N", workload::NAMESPACE);
+    println!("\nTry, in another terminal:");
+    println!(
+        "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",
+        workload::NAMESPACE
+    );
+    println!("  kubectl --kubeconfig {kc} get pvc data-1 -o yaml");
+    println!("  {me} status --kubeconfig {kc}");
+    println!("\nPress Ctrl-C to stop everything.");
+    let _ = std::io::stdout().flush();
 }

@@ -1,0 +1,121 @@
+//! The components `up` runs, each a child process of this same binary with its output in its own
+//! log file: a crash stays in one component and its log, and shutdown order is explicit.
+
+use anyhow::Context as _;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// How long a component gets to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// One running component.
+pub struct Component {
+    /// Short name, e.g. `driver-node-1`.
+    pub name: String,
+    /// Its log file.
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Component {
+    /// Starts `volhealth ARGS...` with output appended to `log`. The child gets its own process
+    /// group, so a terminal's Ctrl-C reaches only `up`, which then stops everything in order.
+    pub fn start(name: &str, log: &Path, args: &[String]) -> anyhow::Result<Component> {
+        let exe = own_executable()?;
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        let err = out.try_clone().with_context(|| format!("opening {}", log.display()))?;
+        let child = Command::new(&exe)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {name} ({} {})", exe.display(), args.join(" ")))?;
+        Ok(Component { name: name.to_string(), log: log.to_path_buf(), child })
+    }
+
+    /// The process id (None once reaped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// `Some(message)` when the process has exited, with the end of its log.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(format!("{} exited ({status}); last lines of {}:\n{}", self.name, self.log.display(), tail(&self.log, 12))),
+            Ok(None) => None,
+            Err(e) => Some(format!("{}: cannot check the process: {e}", self.name)),
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after a grace period.
+    pub async fn stop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+            if tokio::time::timeout(STOP_GRACE, self.child.wait()).await.is_ok() {
+                return;
+            }
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+/// This binary's path. When it was replaced on disk while running (a rebuild), Linux reports the
+/// old file as `<path> (deleted)`; the components are then started from the new file at `<path>`.
+fn own_executable() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("finding the volhealth executable")?;
+    if exe.exists() {
+        return Ok(exe);
+    }
+    let text = exe.display().to_string();
+    match text.strip_suffix(" (deleted)") {
+        Some(path) if Path::new(path).exists() => Ok(PathBuf::from(path)),
+        _ => anyhow::bail!("the volhealth executable {text} no longer exists"),
+    }
+}
+
+/// The last `n` lines of a file, indented, for error messages.
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].iter().map(|l| format!("    {l}\n")).collect()
+}
+
+/// Stops leftovers of an earlier `up` on this dir that was killed before it could clean up:
+/// only recorded pids whose command line is this binary running with a path inside `dir`.
+pub async fn stop_leftovers(pids: &std::collections::BTreeMap<String, u32>, dir: &Path) -> Vec<String> {
+    let mut stopped = Vec::new();
+    let marker = dir.as_os_str().as_encoded_bytes().to_vec();
+    for (name, pid) in pids {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let ours = cmdline.windows(marker.len()).any(|w| w == marker.as_slice());
+        if !ours {
+            continue;
+        }
+        let target = Pid::from_raw(*pid as i32);
+        let _ = kill(target, Signal::SIGTERM);
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = kill(target, Signal::SIGKILL);
+        }
+        stopped.push(format!("{name} (pid {pid})"));
+    }
+    stopped
+}

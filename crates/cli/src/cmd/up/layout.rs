@@ -1,0 +1,321 @@
+//! What `volhealth up` keeps in `--dir`, and the one lock that stops two `up`s from sharing it.
+//!
+//! ```text
+//! <dir>/kubeconfig                    admin kubeconfig (what people and `volhealth status` use)
+//! <dir>/up.json                       what is running: API server URL, nodes, driver, process ids
+//! <dir>/up.lock                       held while an `up` runs
+//! <dir>/tokens.csv                    static tokens: admin, monitor, one system:node:<name> per node
+//! <dir>/apiserver/                    the API server's SQLite database
+//! <dir>/driver/                       the reference driver's storage backend, shared by controller and nodes
+//! <dir>/monitor/kubeconfig            the monitor's identity
+//! <dir>/nodes/<node>/kubeconfig       the node's identity (group system:nodes)
+//! <dir>/nodes/<node>/kubelet/         the node's kubelet root (plugins_registry/, pods/, plugins/)
+//! <dir>/logs/<component>.log          output of each process
+//! <sockets>/controller.sock, <sockets>/<node>.sock   CSI endpoints (<dir>/run unless that path is too long)
+//! ```
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Longest unix socket path we use; the kernel limit is 107 bytes plus the terminator.
+const MAX_SOCKET_PATH: usize = 100;
+
+/// Paths inside one `--dir`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+    sockets: PathBuf,
+}
+
+impl Layout {
+    /// The layout of `dir` (made absolute; nothing is created).
+    pub fn new(dir: &Path) -> anyhow::Result<Layout> {
+        let root = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir().context("finding the current directory")?.join(dir)
+        };
+        let local = root.join("run");
+        let longest = local.join("controller.sock").as_os_str().len() + 32;
+        let sockets = if longest <= MAX_SOCKET_PATH {
+            local
+        } else {
+            // Socket paths are limited to ~107 bytes; a deep --dir gets a short stand-in, stable per dir.
+            use sha2::Digest;
+            let digest = hex::encode(sha2::Sha256::digest(root.as_os_str().as_encoded_bytes()));
+            std::env::temp_dir().join(format!("volhealth-{}", &digest[..12]))
+        };
+        Ok(Layout { root, sockets })
+    }
+
+    /// The `--dir` itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// Admin kubeconfig.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("kubeconfig")
+    }
+    /// The run record.
+    pub fn record(&self) -> PathBuf {
+        self.root.join("up.json")
+    }
+    /// The lock file.
+    pub fn lock(&self) -> PathBuf {
+        self.root.join("up.lock")
+    }
+    /// Static token file.
+    pub fn tokens(&self) -> PathBuf {
+        self.root.join("tokens.csv")
+    }
+    /// API server data dir.
+    pub fn apiserver_data(&self) -> PathBuf {
+        self.root.join("apiserver")
+    }
+    /// The driver's state dir (storage backend), shared by the controller and every node plugin.
+    pub fn driver_state(&self) -> PathBuf {
+        self.root.join("driver")
+    }
+    /// The monitor's kubeconfig.
+    pub fn monitor_kubeconfig(&self) -> PathBuf {
+        self.root.join("monitor").join("kubeconfig")
+    }
+    /// A node's directory.
+    pub fn node_dir(&self, node: &str) -> PathBuf {
+        self.root.join("nodes").join(node)
+    }
+    /// A node's kubeconfig.
+    pub fn node_kubeconfig(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("kubeconfig")
+    }
+    /// A node's kubelet root dir.
+    pub fn kubelet_root(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("kubelet")
+    }
+    /// A node's plugin registration dir.
+    pub fn registration_dir(&self, node: &str) -> PathBuf {
+        self.kubelet_root(node).join("plugins_registry")
+    }
+    /// Where the sockets live.
+    pub fn sockets(&self) -> &Path {
+        &self.sockets
+    }
+    /// The controller plugin's endpoint.
+    pub fn controller_endpoint(&self) -> String {
+        format!("unix://{}", self.sockets.join("controller.sock").display())
+    }
+    /// A node plugin's endpoint.
+    pub fn node_endpoint(&self, node: &str) -> String {
+        format!("unix://{}", self.sockets.join(format!("{node}.sock")).display())
+    }
+    /// Log file of one component.
+    pub fn log(&self, component: &str) -> PathBuf {
+        self.root.join("logs").join(format!("{component}.log"))
+    }
+}
+
+/// The name of simulated node `i` (1-based).
+pub fn node_name(i: usize) -> String {
+    format!("node-{i}")
+}
+
+/// What a running `up` writes to `<dir>/up.json`, for `inject --dir` and for the next `up`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// Layout version; an `up` refuses a dir written by an incompatible one.
+    pub version: u32,
+    /// The API server URL.
+    pub server: String,
+    /// The CSI driver name.
+    pub driver: String,
+    /// Simulated node names.
+    pub nodes: Vec<String>,
+    /// Process ids of the running components (name → pid), so leftovers of an `up` that was
+    /// killed without a chance to clean up can be stopped by the next one.
+    #[serde(default)]
+    pub pids: std::collections::BTreeMap<String, u32>,
+}
+
+/// Current [`RunRecord::version`].
+pub const RECORD_VERSION: u32 = 1;
+
+impl RunRecord {
+    /// Reads `<dir>/up.json` (`None` when there is none).
+    pub fn load(layout: &Layout) -> anyhow::Result<Option<RunRecord>> {
+        let path = layout.record();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let rec: RunRecord = serde_json::from_slice(&bytes).with_context(|| {
+                    format!("{} is not a volhealth run record; is --dir pointing at something else?", path.display())
+                })?;
+                anyhow::ensure!(
+                    rec.version == RECORD_VERSION,
+                    "{} was written by a different volhealth version (layout {}, this one uses {}); use a fresh --dir",
+                    path.display(),
+                    rec.version,
+                    RECORD_VERSION
+                );
+                Ok(Some(rec))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Writes `<dir>/up.json` atomically.
+    pub fn store(&self, layout: &Layout) -> anyhow::Result<()> {
+        let path = layout.record();
+        let tmp = path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec_pretty(self).context("encoding the run record")?;
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// Holds `<dir>/up.lock` for the life of the value.
+pub struct DirLock {
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+/// Creates the dir (checking it is usable) and takes its lock; a second `up` on the same dir
+/// gets a clear error instead of fighting the first over ports and sockets.
+pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
+    let root = layout.root();
+    if let Ok(meta) = std::fs::metadata(root) {
+        anyhow::ensure!(meta.is_dir(), "--dir {} exists and is not a directory", root.display());
+    }
+    for dir in [root.to_path_buf(), root.join("logs"), layout.sockets().to_path_buf()] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {} (is --dir writable?)", dir.display()))?;
+    }
+    let path = layout.lock();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {} (is --dir writable?)", path.display()))?;
+    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        if errno == nix::errno::Errno::EWOULDBLOCK {
+            anyhow::anyhow!(
+                "another `volhealth up` is already running with --dir {}; stop it first (Ctrl-C) or use another --dir",
+                root.display()
+            )
+        } else {
+            anyhow::anyhow!("locking {}: {errno}", path.display())
+        }
+    })?;
+    Ok(DirLock { _lock: lock })
+}
+
+/// A random bearer token.
+pub fn new_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 24] = rand::rng().random();
+    hex::encode(bytes)
+}
+
+/// The identities `up` uses, kept across runs so kubeconfigs stay valid.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    /// Admin token (first line, written into `<dir>/kubeconfig`).
+    pub admin: String,
+    /// The monitor's token.
+    pub monitor: String,
+    /// Node name → token.
+    pub nodes: Vec<(String, String)>,
+}
+
+impl Tokens {
+    /// Loads `<dir>/tokens.csv`, keeping existing tokens and adding any missing node.
+    pub fn load_or_create(layout: &Layout, nodes: &[String]) -> anyhow::Result<Tokens> {
+        let path = layout.tokens();
+        let existing = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        let mut by_user = std::collections::BTreeMap::new();
+        for line in existing.lines().filter(|l| !l.trim().is_empty()) {
+            let mut fields = line.splitn(3, ',');
+            let (Some(token), Some(user)) = (fields.next(), fields.next()) else {
+                anyhow::bail!("{} has a malformed line; delete the file to start over", path.display());
+            };
+            by_user.insert(user.to_string(), token.to_string());
+        }
+        let take = |user: &str| by_user.get(user).cloned().unwrap_or_else(new_token);
+        let tokens = Tokens {
+            admin: take("volhealth-admin"),
+            monitor: take("system:serviceaccount:kube-system:csi-external-health-monitor"),
+            nodes: nodes.iter().map(|n| (n.clone(), take(&format!("system:node:{n}")))).collect(),
+        };
+        let mut text = format!(
+            "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},system:serviceaccount:kube-system:csi-external-health-monitor,csi-external-health-monitor,\"system:serviceaccounts\"\n",
+            tokens.admin, tokens.monitor
+        );
+        for (node, token) in &tokens.nodes {
+            text.push_str(&format!("{token},system:node:{node},{node},\"system:nodes\"\n"));
+        }
+        write_private(&path, &text)?;
+        Ok(tokens)
+    }
+}
+
+/// Writes a file only the owner can read (tokens and kubeconfigs carry credentials).
+pub fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("restricting {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_survive_a_second_run_and_new_nodes_get_their_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path()).unwrap();
+        let first = Tokens::load_or_create(&layout, &["node-1".into()]).unwrap();
+        let second = Tokens::load_or_create(&layout, &["node-1".into(), "node-2".into()]).unwrap();
+        assert_eq!(first.admin, second.admin);
+        assert_eq!(first.nodes[0], second.nodes[0]);
+        assert_ne!(second.nodes[1].1, second.nodes[0].1);
+        let text = std::fs::read_to_string(layout.tokens()).unwrap();
+        assert!(text.starts_with(&format!("{},volhealth-admin,", first.admin)), "admin first: its token goes into the kubeconfig");
+        assert!(text.contains(",system:node:node-2,node-2,\"system:nodes\""));
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_dir_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path()).unwrap();
+        let _held = prepare(&layout).unwrap();
+        let err = prepare(&layout).err().unwrap().to_string();
+        assert!(err.contains("already running"), "{err}");
+    }
+
+    #[test]
+    fn a_file_as_dir_is_a_clear_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let err = prepare(&Layout::new(&file).unwrap()).err().unwrap().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+
+    #[test]
+    fn deep_dirs_get_short_socket_paths() {
+        let deep = PathBuf::from("/").join("d".repeat(120));
+        let layout = Layout::new(&deep).unwrap();
+        assert!(layout.controller_endpoint().len() < 108);
+        assert_eq!(layout.sockets(), Layout::new(&deep).unwrap().sockets());
+    }
+}

@@ -1,0 +1,291 @@
+//! The sample cluster `up` sets up: Nodes, CSINodes, the CSIDriver, a StorageClass, and PVCs, PVs
+//! and Pods whose volumes really exist in the driver and are really staged and published on their
+//! node, with the kubelet directories that say so. Every step is idempotent so a second `up`
+//! resumes instead of duplicating.
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+use volhealth_csi::v1;
+
+/// Namespace of the sample workload.
+pub const NAMESPACE: &str = "default";
+/// Name of the sample StorageClass.
+pub const STORAGE_CLASS: &str = "volhealth-hostpath";
+/// Sample volumes per node.
+pub const VOLUMES_PER_NODE: usize = 2;
+/// Size of each sample volume.
+const VOLUME_BYTES: i64 = 1 << 30;
+/// Deadline of each CSI call `up` makes.
+const CSI_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One sample: a PVC, its PV and the pod using it on a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// PVC name, `data-<n>`.
+    pub claim: String,
+    /// PV name, `pv-data-<n>` (also the CreateVolume name).
+    pub volume: String,
+    /// Pod name, `web-<n>`.
+    pub pod: String,
+    /// The node the pod runs on.
+    pub node: String,
+}
+
+/// The samples for `nodes`: `VOLUMES_PER_NODE` per node, spread round-robin.
+pub fn samples(nodes: &[String]) -> Vec<Sample> {
+    (1..=nodes.len() * VOLUMES_PER_NODE)
+        .map(|n| Sample {
+            claim: format!("data-{n}"),
+            volume: format!("pv-data-{n}"),
+            pod: format!("web-{n}"),
+            node: nodes[(n - 1) % nodes.len()].clone(),
+        })
+        .collect()
+}
+
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> anyhow::Result<T> {
+    serde_json::from_value(value).with_context(|| format!("building the {what} object"))
+}
+
+/// Creates `obj`, or returns the stored one when it already exists.
+async fn ensure<K>(api: &Api<K>, obj: K, what: &str) -> anyhow::Result<K>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    match api.create(&PostParams::default(), &obj).await {
+        Ok(created) => Ok(created),
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            api.get(&name).await.with_context(|| format!("reading the existing {what} {name}"))
+        }
+        Err(e) => Err(e).with_context(|| format!("creating {what} {name}")),
+    }
+}
+
+async fn patch_status<K>(api: &Api<K>, name: &str, status: serde_json::Value, what: &str) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({ "status": status })))
+        .await
+        .with_context(|| format!("setting the status of {what} {name}"))?;
+    Ok(())
+}
+
+/// Registers the nodes, their CSINodes, the CSIDriver and the StorageClass.
+pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[String]) -> anyhow::Result<()> {
+    let node_api: Api<Node> = Api::all(client.clone());
+    let csinode_api: Api<CSINode> = Api::all(client.clone());
+    for node in nodes {
+        let obj = typed(json!({"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}), "Node")?;
+        ensure(&node_api, obj, "Node").await?;
+        let now = jiff::Timestamp::now().to_string();
+        let ready = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "VolhealthUp",
+            "message": "simulated by volhealth up", "lastHeartbeatTime": now, "lastTransitionTime": now}]});
+        patch_status(&node_api, node, ready, "Node").await?;
+        let obj = typed(
+            json!({"metadata": {"name": node}, "spec": {"drivers": [{"name": driver, "nodeID": node, "topologyKeys": []}]}}),
+            "CSINode",
+        )?;
+        let stored = ensure(&csinode_api, obj, "CSINode").await?;
+        let has_driver = stored.spec.drivers.iter().any(|d| d.name == driver);
+        if !has_driver {
+            let mut drivers = serde_json::to_value(&stored.spec.drivers).context("encoding CSINode drivers")?;
+            if let Some(list) = drivers.as_array_mut() {
+                list.push(json!({"name": driver, "nodeID": node, "topologyKeys": []}));
+            }
+            csinode_api
+                .patch(node, &PatchParams::default(), &Patch::Merge(json!({"spec": {"drivers": drivers}})))
+                .await
+                .with_context(|| format!("adding {driver} to CSINode {node}"))?;
+        }
+    }
+    let obj = typed(
+        json!({"metadata": {"name": driver}, "spec": {"attachRequired": false, "podInfoOnMount": false,
+            "volumeLifecycleModes": ["Persistent"]}}),
+        "CSIDriver",
+    )?;
+    ensure(&Api::<CSIDriver>::all(client.clone()), obj, "CSIDriver").await?;
+    let obj = typed(
+        json!({"metadata": {"name": STORAGE_CLASS}, "provisioner": driver, "reclaimPolicy": "Delete",
+            "volumeBindingMode": "Immediate"}),
+        "StorageClass",
+    )?;
+    ensure(&Api::<StorageClass>::all(client.clone()), obj, "StorageClass").await?;
+    Ok(())
+}
+
+fn mount_capability() -> v1::VolumeCapability {
+    v1::VolumeCapability {
+        access_type: Some(v1::volume_capability::AccessType::Mount(v1::volume_capability::MountVolume::default())),
+        access_mode: Some(v1::volume_capability::AccessMode {
+            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
+        }),
+    }
+}
+
+/// Creates the volume through the controller's CreateVolume (idempotent by name); returns its id.
+pub async fn create_volume(controller: &str, name: &str) -> anyhow::Result<String> {
+    let channel = volhealth_csi::client::connect(controller, CSI_TIMEOUT)
+        .await
+        .with_context(|| format!("connecting to the controller plugin at {controller}"))?;
+    let mut client = v1::controller_client::ControllerClient::new(channel);
+    let mut req = tonic::Request::new(v1::CreateVolumeRequest {
+        name: name.to_string(),
+        capacity_range: Some(v1::CapacityRange { required_bytes: VOLUME_BYTES, limit_bytes: 0 }),
+        volume_capabilities: vec![mount_capability()],
+        ..Default::default()
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    let resp = client.create_volume(req).await.with_context(|| format!("CreateVolume {name}"))?.into_inner();
+    let volume = resp.volume.with_context(|| format!("CreateVolume {name} answered without a volume"))?;
+    Ok(volume.volume_id)
+}
+
+/// Ensures the PVC, PV and pod of one sample exist and are bound and running.
+/// Returns the pod's UID.
+pub async fn ensure_objects(client: &kube::Client, driver: &str, sample: &Sample, volume_id: &str) -> anyhow::Result<String> {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let size = "1Gi";
+    let pvc = typed(
+        json!({"metadata": {"name": sample.claim, "namespace": NAMESPACE},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": STORAGE_CLASS,
+                     "resources": {"requests": {"storage": size}}, "volumeName": sample.volume}}),
+        "PersistentVolumeClaim",
+    )?;
+    let pvc = ensure(&pvcs, pvc, "PersistentVolumeClaim").await?;
+    let pvc_uid = pvc.metadata.uid.clone().unwrap_or_default();
+    let pv = typed(
+        json!({"metadata": {"name": sample.volume, "annotations": {"pv.kubernetes.io/provisioned-by": driver}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": size},
+                     "persistentVolumeReclaimPolicy": "Delete", "storageClassName": STORAGE_CLASS,
+                     "volumeMode": "Filesystem",
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": sample.claim, "uid": pvc_uid},
+                     "csi": {"driver": driver, "volumeHandle": volume_id}}}),
+        "PersistentVolume",
+    )?;
+    ensure(&pvs, pv, "PersistentVolume").await?;
+    patch_status(&pvs, &sample.volume, json!({"phase": "Bound"}), "PersistentVolume").await?;
+    patch_status(
+        &pvcs,
+        &sample.claim,
+        json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size}}),
+        "PersistentVolumeClaim",
+    )
+    .await?;
+    let pod = typed(
+        json!({"metadata": {"name": sample.pod, "namespace": NAMESPACE, "labels": {"app": "web"}},
+            "spec": {"nodeName": sample.node,
+                     "containers": [{"name": "web", "image": "nginx", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": sample.claim}}]}}),
+        "Pod",
+    )?;
+    let pod = ensure(&pods, pod, "Pod").await?;
+    let now = jiff::Timestamp::now().to_string();
+    patch_status(
+        &pods,
+        &sample.pod,
+        json!({"phase": "Running", "startTime": now,
+               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}),
+        "Pod",
+    )
+    .await?;
+    pod.metadata.uid.with_context(|| format!("pod {} has no uid", sample.pod))
+}
+
+/// Where the kubelet would stage a volume: `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount`.
+pub fn staging_dir(kubelet_root: &Path, driver: &str, volume_id: &str) -> std::path::PathBuf {
+    use sha2::Digest;
+    let digest = hex::encode(sha2::Sha256::digest(volume_id.as_bytes()));
+    kubelet_root.join("plugins").join("kubernetes.io").join("csi").join(driver).join(digest)
+}
+
+/// Where the kubelet would publish a pod's PV: `<root>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount`.
+pub fn publish_dir(kubelet_root: &Path, pod_uid: &str, pv: &str) -> std::path::PathBuf {
+    kubelet_root.join("pods").join(pod_uid).join("volumes").join("kubernetes.io~csi").join(pv)
+}
+
+/// Stages and publishes the volume on its node's plugin, and writes the `vol_data.json` files
+/// the kubelet keeps beside them (what the agent reads to know the volume is in use).
+pub async fn stage_and_publish(
+    node_endpoint: &str,
+    kubelet_root: &Path,
+    driver: &str,
+    sample: &Sample,
+    volume_id: &str,
+    pod_uid: &str,
+) -> anyhow::Result<()> {
+    let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
+        .await
+        .with_context(|| format!("connecting to the node plugin of {} at {node_endpoint}", sample.node))?;
+    let mut client = v1::node_client::NodeClient::new(channel);
+    let stage_dir = staging_dir(kubelet_root, driver, volume_id);
+    let staging = stage_dir.join("globalmount");
+    std::fs::create_dir_all(&stage_dir).with_context(|| format!("creating {}", stage_dir.display()))?;
+    let vol_data = json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume});
+    std::fs::write(stage_dir.join("vol_data.json"), vol_data.to_string())
+        .with_context(|| format!("writing {}", stage_dir.join("vol_data.json").display()))?;
+    let mut req = tonic::Request::new(v1::NodeStageVolumeRequest {
+        volume_id: volume_id.to_string(),
+        staging_target_path: staging.display().to_string(),
+        volume_capability: Some(mount_capability()),
+        ..Default::default()
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    client
+        .node_stage_volume(req)
+        .await
+        .with_context(|| format!("NodeStageVolume {volume_id} on {}", sample.node))?;
+
+    let pod_dir = publish_dir(kubelet_root, pod_uid, &sample.volume);
+    std::fs::create_dir_all(&pod_dir).with_context(|| format!("creating {}", pod_dir.display()))?;
+    let vol_data = json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume,
+        "nodeName": sample.node, "attachmentID": ""});
+    std::fs::write(pod_dir.join("vol_data.json"), vol_data.to_string())
+        .with_context(|| format!("writing {}", pod_dir.join("vol_data.json").display()))?;
+    let target = pod_dir.join("mount");
+    let mut req = tonic::Request::new(v1::NodePublishVolumeRequest {
+        volume_id: volume_id.to_string(),
+        staging_target_path: staging.display().to_string(),
+        target_path: target.display().to_string(),
+        volume_capability: Some(mount_capability()),
+        ..Default::default()
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    client
+        .node_publish_volume(req)
+        .await
+        .with_context(|| format!("NodePublishVolume {volume_id} for pod {} on {}", sample.pod, sample.node))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_spread_over_the_nodes() {
+        let nodes = vec!["node-1".to_string(), "node-2".to_string()];
+        let s = samples(&nodes);
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[0], Sample { claim: "data-1".into(), volume: "pv-data-1".into(), pod: "web-1".into(), node: "node-1".into() });
+        assert_eq!(s[1].node, "node-2");
+        assert_eq!(s[2].node, "node-1");
+    }
+
+    #[test]
+    fn kubelet_paths_match_the_kubelet_layout() {
+        let root = Path::new("/k");
+        let st = staging_dir(root, "d", "vol-1");
+        assert!(st.starts_with("/k/plugins/kubernetes.io/csi/d"));
+        assert_eq!(st.file_name().unwrap().len(), 64);
+        assert_eq!(publish_dir(root, "uid", "pv"), Path::new("/k/pods/uid/volumes/kubernetes.io~csi/pv"));
+    }
+}
