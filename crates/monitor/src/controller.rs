@@ -133,7 +133,7 @@ pub async fn run(
             addr: addr.to_string(),
             source,
         })?;
-        tracing::info!(addr = %local, "serving /metrics, /healthz and /readyz");
+        tracing::info!("serving /metrics, /healthz and /readyz on http://{local}");
         let app = router(shared.clone(), flags.clone());
         let stop = stopped(stop_rx.clone());
         tokio::spawn(async move {

@@ -18,6 +18,7 @@ pub struct KubeClaims {
     pvs: Store<PersistentVolume>,
     pvcs: Store<PersistentVolumeClaim>,
     synced: Arc<AtomicBool>,
+    synced_rx: tokio::sync::watch::Receiver<Option<bool>>,
 }
 
 fn spawn_reflector<K>(api: Api<K>, what: &'static str) -> Store<K>
@@ -57,18 +58,29 @@ impl KubeClaims {
             "persistentvolumeclaims",
         );
         let synced = Arc::new(AtomicBool::new(false));
+        let (tx, synced_rx) = tokio::sync::watch::channel(None);
         let (p, c, s) = (pvs.clone(), pvcs.clone(), synced.clone());
+        // The stores' readiness wakes only one waiter, so this task is the only one and tells the rest.
         tokio::spawn(async move {
-            if p.wait_until_ready().await.is_ok() && c.wait_until_ready().await.is_ok() {
-                s.store(true, Ordering::Release);
-            }
+            let ok = p.wait_until_ready().await.is_ok() && c.wait_until_ready().await.is_ok();
+            s.store(ok, Ordering::Release);
+            tx.send_replace(Some(ok));
         });
-        KubeClaims { pvs, pvcs, synced }
+        KubeClaims {
+            pvs,
+            pvcs,
+            synced,
+            synced_rx,
+        }
     }
 
-    /// Waits until both caches hold their initial lists.
+    /// Waits until both caches hold their initial lists (false if they never will).
     pub async fn wait_synced(&self) -> bool {
-        self.pvs.wait_until_ready().await.is_ok() && self.pvcs.wait_until_ready().await.is_ok()
+        let mut rx = self.synced_rx.clone();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.unwrap_or(false),
+            Err(_) => false,
+        }
     }
 }
 

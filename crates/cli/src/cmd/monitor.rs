@@ -1,12 +1,143 @@
-//! `volhealth monitor` (not built yet).
+//! `volhealth monitor`: the controller-side writer of pvc.status.healthStatus.
 
+use anyhow::Context;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use volhealth_monitor::{LeaderElection, MonitorConfig, SecretRef, config, duration};
 
-/// Flags of `volhealth monitor`.
+/// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The CSI controller's endpoint (unix:///PATH or PATH).
+    #[arg(long, default_value = config::DEFAULT_CSI_ADDRESS)]
+    pub csi_address: String,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// One probe cycle per interval (e.g. 90s, 1m, 1m30s).
+    #[arg(long, default_value = "1m")]
+    pub monitor_interval: String,
+    /// Deadline of each CSI call; each list page has its own.
+    #[arg(long, default_value = "15s")]
+    pub timeout: String,
+    /// max_entries of each ControllerListVolumeHealth page.
+    #[arg(long, default_value_t = config::DEFAULT_LIST_PAGE_SIZE)]
+    pub list_page_size: u32,
+    /// Most ControllerGetVolumeHealth calls in flight.
+    #[arg(long, default_value_t = config::DEFAULT_WORKER_THREADS)]
+    pub worker_threads: usize,
+    /// Elect a leader on a Lease so only one replica writes.
+    #[arg(long)]
+    pub leader_election: bool,
+    /// Namespace of the Lease (default: the in-cluster namespace, else "default").
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// How long a leader's claim lasts without renewal.
+    #[arg(long, default_value = "15s")]
+    pub leader_election_lease_duration: String,
+    /// How long the leader keeps trying to renew before it stops writing.
+    #[arg(long, default_value = "10s")]
+    pub leader_election_renew_deadline: String,
+    /// How often candidates retry and leadership is re-checked.
+    #[arg(long, default_value = "5s")]
+    pub leader_election_retry_period: String,
+    /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
+    #[arg(long, default_value = ":8080")]
+    pub http_endpoint: String,
+    /// Sustained writes per second to the API server.
+    #[arg(long, default_value_t = config::DEFAULT_KUBE_API_QPS)]
+    pub kube_api_qps: f64,
+    /// Burst of writes to the API server.
+    #[arg(long, default_value_t = config::DEFAULT_KUBE_API_BURST)]
+    pub kube_api_burst: u32,
+    /// Secret (NAMESPACE/NAME) whose data is passed as `secrets` in the health RPCs.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub health_secret: Option<String>,
+}
 
-/// Runs `volhealth monitor`.
-pub async fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`volhealth monitor` is not available in this build yet")
+/// Turns the flags into the library's configuration.
+pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
+    let d = |flag: &str, v: &str| {
+        duration::parse(v)
+            .map_err(|e| anyhow::anyhow!(e))
+            .with_context(|| format!("--{flag}"))
+    };
+    let leader_election = args
+        .leader_election
+        .then(|| -> anyhow::Result<LeaderElection> {
+            Ok(LeaderElection {
+                namespace: args.leader_election_namespace.clone(),
+                lease_duration: d(
+                    "leader-election-lease-duration",
+                    &args.leader_election_lease_duration,
+                )?,
+                renew_deadline: d(
+                    "leader-election-renew-deadline",
+                    &args.leader_election_renew_deadline,
+                )?,
+                retry_period: d(
+                    "leader-election-retry-period",
+                    &args.leader_election_retry_period,
+                )?,
+                identity: None,
+            })
+        })
+        .transpose()?;
+    let http_endpoint = match args.http_endpoint.trim() {
+        "" => None,
+        s => Some(
+            config::parse_http_endpoint(s)
+                .map_err(|e| anyhow::anyhow!(e))
+                .context("--http-endpoint")?,
+        ),
+    };
+    let health_secret = args
+        .health_secret
+        .as_deref()
+        .map(|s| {
+            s.parse::<SecretRef>()
+                .map_err(|e| anyhow::anyhow!(e))
+                .context("--health-secret")
+        })
+        .transpose()?;
+    let cfg = MonitorConfig {
+        csi_address: args.csi_address.clone(),
+        kubeconfig: args.kubeconfig.clone(),
+        monitor_interval: d("monitor-interval", &args.monitor_interval)?,
+        timeout: d("timeout", &args.timeout)?,
+        list_page_size: args.list_page_size,
+        worker_threads: args.worker_threads,
+        leader_election,
+        http_endpoint,
+        kube_api_qps: args.kube_api_qps,
+        kube_api_burst: args.kube_api_burst,
+        health_secret,
+    };
+    cfg.validate().map_err(|e| anyhow::anyhow!(e))?;
+    Ok(cfg)
+}
+
+/// Runs `volhealth monitor` until SIGINT or SIGTERM.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = config_from(&args)?;
+    volhealth_monitor::run(cfg, shutdown_signal())
+        .await
+        .context("volhealth monitor")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("shutting down");
 }

@@ -1,0 +1,247 @@
+//! End to end: faults around `volhealth monitor`: a driver that dies, paging chaos, unknown
+//! values, and two replicas with leader election.
+
+mod monitor_world;
+mod support;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use monitor_world::{NS, WAIT, World};
+use support::wait_for_async;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_keeps_conditions_while_the_driver_is_down_and_resumes() {
+    let mut world = World::start("list,get").await;
+    let vol = world.bound_claim("claim-a").await;
+    let monitor = world.start_monitor("monitor", &[]).await;
+    world.inject_condition(&vol, "Degraded", "SlowDisk");
+    world
+        .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
+        .await;
+    let written = world.status_patches().await;
+
+    world.kill_driver();
+    let errors = r#"result="error""#;
+    wait_for_async(WAIT, "probe errors to be counted", || async {
+        (monitor
+            .metric("csi_volume_health_probe_total", &[errors])
+            .await
+            >= 3.0)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        world.conditions("claim-a").await,
+        vec![("Degraded".to_string(), "SlowDisk".to_string())]
+    );
+    assert_eq!(
+        world.status_patches().await,
+        written,
+        "a failed RPC is not a recovery"
+    );
+
+    world.clear_condition(&vol);
+    world.start_driver();
+    world.wait_conditions("claim-a", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_rpc_failures_keep_conditions() {
+    let world = World::start("list,get").await;
+    let vol = world.bound_claim("claim-a").await;
+    let monitor = world.start_monitor("monitor", &[]).await;
+    world.inject_condition(&vol, "Inaccessible", "PathGone");
+    world
+        .wait_conditions("claim-a", &[("Inaccessible", "PathGone")])
+        .await;
+    world.inject(&["rpc", "ControllerListVolumeHealth", "--code", "UNAVAILABLE"]);
+    world.clear_condition(&vol);
+    let errors = [
+        r#"method="ControllerListVolumeHealth""#,
+        r#"result="error""#,
+    ];
+    wait_for_async(WAIT, "list errors to be counted", || async {
+        (monitor
+            .metric("csi_volume_health_probe_total", &errors)
+            .await
+            >= 3.0)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        world.conditions("claim-a").await.len(),
+        1,
+        "kept while listing fails"
+    );
+    world.inject(&["clear", "rpc"]);
+    world.wait_conditions("claim-a", &[]).await;
+}
+
+async fn chaos_causes_no_false_clear(caps: &str) -> monitor_world::Monitor {
+    let world = World::start(caps).await;
+    let mut vols = Vec::new();
+    for i in 0..10 {
+        vols.push(world.bound_claim(&format!("claim-{i}")).await);
+    }
+    let base = world.status_patches().await;
+    let monitor = world
+        .start_monitor("monitor", &["--list-page-size", "3"])
+        .await;
+    for v in &vols {
+        world.inject_condition(v, "Degraded", "SlowDisk");
+    }
+    for i in 0..10 {
+        world
+            .wait_conditions(&format!("claim-{i}"), &[("Degraded", "SlowDisk")])
+            .await;
+    }
+    let written = world.status_patches().await;
+    assert_eq!(written - base, 10.0);
+    world.inject(&["list-chaos", "--duplicates", "--omissions"]);
+    // Ten cycles of four pages each, checking every claim as they go.
+    let pages = r#"method="ControllerListVolumeHealth",result="success""#;
+    let start = monitor
+        .metric("csi_volume_health_probe_total", &[pages])
+        .await;
+    loop {
+        for i in 0..10 {
+            assert_eq!(
+                world.conditions(&format!("claim-{i}")).await.len(),
+                1,
+                "claim-{i} falsely cleared"
+            );
+        }
+        if monitor
+            .metric("csi_volume_health_probe_total", &[pages])
+            .await
+            >= start + 40.0
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(world.status_patches().await, written, "chaos wrote nothing");
+    monitor
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_list_chaos_causes_no_false_clear() {
+    let monitor = chaos_causes_no_false_clear("list,get").await;
+    // Omitted volumes were confirmed with Get (still degraded), so the chaos really happened.
+    let gets = [
+        r#"method="ControllerGetVolumeHealth""#,
+        r#"result="success""#,
+    ];
+    assert!(monitor.metric("csi_volume_health_probe_total", &gets).await > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_list_chaos_without_get_causes_no_false_clear() {
+    let _monitor = chaos_causes_no_false_clear("list").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_unknown_status_warns_and_is_not_written() {
+    let world = World::start("get").await;
+    let vol = world.bound_claim("claim-a").await;
+    let monitor = world.start_monitor("monitor", &[]).await;
+    world.inject_condition(&vol, "9", "FromTheFuture");
+    wait_for_async(WAIT, "the unknown-condition counter", || async {
+        (monitor
+            .metric(
+                "csi_volume_health_unknown_condition_total",
+                &[r#"status="9""#],
+            )
+            .await
+            == 1.0)
+            .then_some(())
+    })
+    .await;
+    monitor.wait_probes(3.0).await;
+    assert_eq!(
+        monitor
+            .metric("csi_volume_health_unknown_condition_total", &[])
+            .await,
+        1.0,
+        "once per transition"
+    );
+    assert!(world.conditions("claim-a").await.is_empty());
+    wait_for_async(WAIT, "the UnknownVolumeHealthCondition event", || async {
+        world
+            .event_reasons("claim-a")
+            .await
+            .iter()
+            .any(|r| r == "UnknownVolumeHealthCondition")
+            .then_some(())
+    })
+    .await;
+}
+
+fn writes(text: &str) -> f64 {
+    monitor_world::metric_sum(text, "csi_volume_health_status_writes_total", &[])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_two_replicas_with_leader_election_never_both_write() {
+    let world = World::start("list,get").await;
+    let vols = [
+        world.bound_claim("claim-a").await,
+        world.bound_claim("claim-b").await,
+    ];
+    let le = [
+        "--leader-election",
+        "--leader-election-namespace",
+        NS,
+        "--leader-election-lease-duration",
+        "4s",
+        "--leader-election-renew-deadline",
+        "3s",
+        "--leader-election-retry-period",
+        "1s",
+    ];
+    let base = world.status_patches().await;
+    let mut one = world.start_monitor("replica-1", &le).await;
+    let mut two = world.start_monitor("replica-2", &le).await;
+    let lease_name = "external-health-monitor-leader-hostpathvolhealthio";
+    let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
+    wait_for_async(WAIT, "a lease holder", || async {
+        leases
+            .get(lease_name)
+            .await
+            .ok()?
+            .spec?
+            .holder_identity
+            .filter(|h| !h.is_empty())
+    })
+    .await;
+
+    world.inject_condition(&vols[0], "Degraded", "SlowDisk");
+    world
+        .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
+        .await;
+    // Several cycles later, exactly one replica has written.
+    one.wait_probes(3.0).await;
+    let (w1, w2) = (writes(&one.metrics().await), writes(&two.metrics().await));
+    assert!(
+        (w1 > 0.0) != (w2 > 0.0),
+        "exactly one replica writes: {w1} vs {w2}"
+    );
+    assert_eq!(world.status_patches().await - base, 1.0);
+
+    // The leader goes away; the other takes over and writes the next change.
+    let (leader, follower) = if w1 > 0.0 {
+        (&mut one, &two)
+    } else {
+        (&mut two, &one)
+    };
+    leader.proc.kill();
+    world.inject_condition(&vols[1], "Inaccessible", "PathGone");
+    world
+        .wait_conditions("claim-b", &[("Inaccessible", "PathGone")])
+        .await;
+    assert!(
+        writes(&follower.metrics().await) > 0.0,
+        "the new leader wrote"
+    );
+    assert_eq!(world.status_patches().await - base, 2.0);
+}
