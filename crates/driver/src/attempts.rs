@@ -66,8 +66,16 @@ pub fn store(state: &StateDir, node_id: &str, attempts: &Attempts) -> Result<()>
 }
 
 /// Read-modify-write of a volume's attempts.
-pub fn update(state: &StateDir, node_id: &str, volume_id: &str, change: impl FnOnce(&mut Attempts)) -> Result<()> {
-    let mut a = load(state, node_id, volume_id)?.unwrap_or_else(|| Attempts { volume_id: volume_id.into(), ..Default::default() });
+pub fn update(
+    state: &StateDir,
+    node_id: &str,
+    volume_id: &str,
+    change: impl FnOnce(&mut Attempts),
+) -> Result<()> {
+    let mut a = load(state, node_id, volume_id)?.unwrap_or_else(|| Attempts {
+        volume_id: volume_id.into(),
+        ..Default::default()
+    });
     change(&mut a);
     store(state, node_id, &a)
 }

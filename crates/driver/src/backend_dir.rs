@@ -19,5 +19,7 @@ pub fn delete(path: &Path) -> Result<()> {
 
 /// Whether the data is still there and is a directory.
 pub fn present(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).map(|m| m.is_dir()).unwrap_or(false)
+    std::fs::symlink_metadata(path)
+        .map(|m| m.is_dir())
+        .unwrap_or(false)
 }

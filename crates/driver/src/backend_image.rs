@@ -14,28 +14,43 @@ const MKFS_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Creates a sparse file of `capacity` bytes and makes an ext4 filesystem on it.
 pub async fn create(path: &Path, capacity: i64) -> Result<()> {
-    let len = u64::try_from(capacity).map_err(|_| Error::Invalid(format!("negative capacity {capacity}")))?;
-    let file = std::fs::File::create(path).map_err(|e| Error::io("creating image file", path, e))?;
-    file.set_len(len).map_err(|e| Error::io("sizing image file", path, e))?;
+    let len = u64::try_from(capacity)
+        .map_err(|_| Error::Invalid(format!("negative capacity {capacity}")))?;
+    let file =
+        std::fs::File::create(path).map_err(|e| Error::io("creating image file", path, e))?;
+    file.set_len(len)
+        .map_err(|e| Error::io("sizing image file", path, e))?;
     drop(file);
     let mut cmd = tokio::process::Command::new("mkfs.ext4");
-    cmd.args(["-q", "-F", "-E", "nodiscard,lazy_itable_init=1", "-m", "0"]).arg(path).kill_on_drop(true);
+    cmd.args(["-q", "-F", "-E", "nodiscard,lazy_itable_init=1", "-m", "0"])
+        .arg(path)
+        .kill_on_drop(true);
     let out = match tokio::time::timeout(MKFS_TIMEOUT, cmd.output()).await {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => {
             let _ = std::fs::remove_file(path);
-            return Err(Error::Tool { tool: "mkfs.ext4", detail: e.to_string() });
+            return Err(Error::Tool {
+                tool: "mkfs.ext4",
+                detail: e.to_string(),
+            });
         }
         Err(_) => {
             let _ = std::fs::remove_file(path);
-            return Err(Error::Tool { tool: "mkfs.ext4", detail: format!("no answer within {MKFS_TIMEOUT:?}") });
+            return Err(Error::Tool {
+                tool: "mkfs.ext4",
+                detail: format!("no answer within {MKFS_TIMEOUT:?}"),
+            });
         }
     };
     if !out.status.success() {
         let _ = std::fs::remove_file(path);
         return Err(Error::Tool {
             tool: "mkfs.ext4",
-            detail: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+            detail: format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         });
     }
     Ok(())
@@ -52,12 +67,16 @@ pub fn delete(path: &Path) -> Result<()> {
 
 /// Whether the image is still there and is a regular file.
 pub fn present(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).map(|m| m.is_file()).unwrap_or(false)
+    std::fs::symlink_metadata(path)
+        .map(|m| m.is_file())
+        .unwrap_or(false)
 }
 
 /// Bytes the image really occupies on the backing filesystem.
 pub fn allocated_bytes(path: &Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.blocks() * 512).unwrap_or(0)
+    std::fs::metadata(path)
+        .map(|m| m.blocks() * 512)
+        .unwrap_or(0)
 }
 
 /// What a read-only filesystem check found.
@@ -91,7 +110,11 @@ pub async fn fsck(path: &Path, timeout: Duration) -> FsckOutcome {
     match code {
         0 => FsckOutcome::Clean,
         4 | 8 | 12 => {
-            let text = format!("{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+            let text = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            );
             let summary = text
                 .lines()
                 .map(str::trim)

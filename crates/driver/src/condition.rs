@@ -34,7 +34,11 @@ pub struct Condition {
 impl Condition {
     /// Builds a condition.
     pub fn new(status: i32, reason: &str, message: impl Into<String>) -> Self {
-        Condition { status, reason: reason.to_string(), message: message.into() }
+        Condition {
+            status,
+            reason: reason.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -66,11 +70,18 @@ pub struct StorageCondition {
 
 /// Detected conditions with injected ones laid over them: an injected entry replaces a detected
 /// one with the same (status, reason).
-pub fn merge(detected: Vec<Condition>, injected: impl IntoIterator<Item = Condition>) -> Vec<Condition> {
+pub fn merge(
+    detected: Vec<Condition>,
+    injected: impl IntoIterator<Item = Condition>,
+) -> Vec<Condition> {
     let injected: Vec<Condition> = injected.into_iter().collect();
     let mut out: Vec<Condition> = detected
         .into_iter()
-        .filter(|d| !injected.iter().any(|i| i.status == d.status && i.reason == d.reason))
+        .filter(|d| {
+            !injected
+                .iter()
+                .any(|i| i.status == d.status && i.reason == d.reason)
+        })
         .collect();
     out.extend(injected);
     out
@@ -83,10 +94,15 @@ pub fn merge_storage(
 ) -> Vec<StorageCondition> {
     let injected: Vec<StorageCondition> = injected.into_iter().collect();
     let same = |a: &StorageCondition, b: &StorageCondition| {
-        a.status == b.status && a.reason == b.reason && a.access_mode == b.access_mode && a.volume_mode == b.volume_mode
+        a.status == b.status
+            && a.reason == b.reason
+            && a.access_mode == b.access_mode
+            && a.volume_mode == b.volume_mode
     };
-    let mut out: Vec<StorageCondition> =
-        detected.into_iter().filter(|d| !injected.iter().any(|i| same(i, d))).collect();
+    let mut out: Vec<StorageCondition> = detected
+        .into_iter()
+        .filter(|d| !injected.iter().any(|i| same(i, d)))
+        .collect();
     out.extend(injected);
     out
 }
@@ -101,10 +117,18 @@ mod tests {
             Condition::new(volume_status::INACCESSIBLE, "VolumeNotFound", "detected"),
             Condition::new(volume_status::DEGRADED, "SlowIo", "detected"),
         ];
-        let injected = vec![Condition::new(volume_status::INACCESSIBLE, "VolumeNotFound", "injected")];
+        let injected = vec![Condition::new(
+            volume_status::INACCESSIBLE,
+            "VolumeNotFound",
+            "injected",
+        )];
         let merged = merge(detected, injected);
         assert_eq!(merged.len(), 2);
-        assert!(merged.iter().any(|c| c.reason == "VolumeNotFound" && c.message == "injected"));
+        assert!(
+            merged
+                .iter()
+                .any(|c| c.reason == "VolumeNotFound" && c.message == "injected")
+        );
         assert!(merged.iter().any(|c| c.reason == "SlowIo"));
     }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 pub const DEFAULT_DRIVER_NAME: &str = "hostpath.volhealth.io";
 
 /// Which CSI services this process serves (Identity is always served).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Identity, Controller and Node.
@@ -30,7 +32,9 @@ impl Mode {
 }
 
 /// How new volumes are stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// A plain directory `<state-dir>/volumes/<id>`.
@@ -54,9 +58,19 @@ pub struct HealthCapabilities {
 
 impl HealthCapabilities {
     /// All four capabilities.
-    pub const ALL: HealthCapabilities = HealthCapabilities { list: true, get: true, node_volume: true, node_storage: true };
+    pub const ALL: HealthCapabilities = HealthCapabilities {
+        list: true,
+        get: true,
+        node_volume: true,
+        node_storage: true,
+    };
     /// None of them.
-    pub const NONE: HealthCapabilities = HealthCapabilities { list: false, get: false, node_volume: false, node_storage: false };
+    pub const NONE: HealthCapabilities = HealthCapabilities {
+        list: false,
+        get: false,
+        node_volume: false,
+        node_storage: false,
+    };
 
     /// Parses a comma-separated list of `list`, `get`, `node-volume`, `node-storage`; `none` or an
     /// empty string advertises nothing.
@@ -125,7 +139,11 @@ pub struct DriverConfig {
 
 impl DriverConfig {
     /// A configuration with the defaults of `volhealth driver`.
-    pub fn new(endpoint: impl Into<String>, state_dir: impl Into<PathBuf>, node_id: impl Into<String>) -> Self {
+    pub fn new(
+        endpoint: impl Into<String>,
+        state_dir: impl Into<PathBuf>,
+        node_id: impl Into<String>,
+    ) -> Self {
         DriverConfig {
             endpoint: endpoint.into(),
             state_dir: state_dir.into(),

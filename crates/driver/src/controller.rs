@@ -3,7 +3,7 @@
 
 use crate::condition::merge;
 use crate::config::BackendKind;
-use crate::injection::Side;
+use crate::injection::{Injections, Side};
 use crate::paging;
 use crate::plugin::{Plugin, internal, volume_health};
 use crate::records::{self, VolumeRecord};
@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tonic::{Request, Response, Status};
 use volhealth_csi::v1;
-use volhealth_csi::v1::controller_service_capability::{Rpc, Type as CapType, rpc::Type as RpcType};
+use volhealth_csi::v1::controller_service_capability::{
+    Rpc, Type as CapType, rpc::Type as RpcType,
+};
 
 /// Capacity of a volume created without a capacity range.
 pub const DEFAULT_CAPACITY: i64 = 1024 * 1024 * 1024;
@@ -29,18 +31,34 @@ impl ControllerService {
         ControllerService { plugin }
     }
 
-    fn conditions(&self, entry: &crate::volume_view::Entry) -> Vec<crate::condition::Condition> {
-        let inj = self.plugin.injections.current();
-        merge(entry.detected.clone(), inj.volume_conditions(&entry.record.id, Side::Controller))
+    /// Detected conditions with the injected ones (fetched once per RPC) laid over them.
+    fn conditions(
+        inj: &Injections,
+        entry: &crate::volume_view::Entry,
+    ) -> Vec<crate::condition::Condition> {
+        merge(
+            entry.detected.clone(),
+            inj.volume_conditions(&entry.record.id, Side::Controller),
+        )
     }
 }
 
 fn capacity_for(range: Option<&v1::CapacityRange>, backend: BackendKind) -> Result<i64, Status> {
-    let (required, limit) = range.map(|r| (r.required_bytes, r.limit_bytes)).unwrap_or((0, 0));
+    let (required, limit) = range
+        .map(|r| (r.required_bytes, r.limit_bytes))
+        .unwrap_or((0, 0));
     if required < 0 || limit < 0 {
-        return Err(Status::invalid_argument("capacity_range bytes must not be negative"));
+        return Err(Status::invalid_argument(
+            "capacity_range bytes must not be negative",
+        ));
     }
-    let mut capacity = if required > 0 { required } else if limit > 0 { limit.min(DEFAULT_CAPACITY) } else { DEFAULT_CAPACITY };
+    let mut capacity = if required > 0 {
+        required
+    } else if limit > 0 {
+        limit.min(DEFAULT_CAPACITY)
+    } else {
+        DEFAULT_CAPACITY
+    };
     if backend == BackendKind::Image {
         capacity = capacity.max(backend_image::MIN_IMAGE_BYTES);
     }
@@ -61,10 +79,12 @@ fn check_capabilities(caps: &[v1::VolumeCapability], backend: BackendKind) -> Re
             Some(v1::volume_capability::AccessType::Block(_)) => {
                 return Err("raw block access is not offered by this driver".into());
             }
-            Some(v1::volume_capability::AccessType::Mount(m)) if !m.fs_type.is_empty() && m.fs_type != "ext4" => {
-                if backend == BackendKind::Image {
-                    return Err(format!("image volumes are ext4, not {}", m.fs_type));
-                }
+            Some(v1::volume_capability::AccessType::Mount(m))
+                if backend == BackendKind::Image
+                    && !m.fs_type.is_empty()
+                    && m.fs_type != "ext4" =>
+            {
+                return Err(format!("image volumes are ext4, not {}", m.fs_type));
             }
             None => return Err("a volume capability needs an access type (mount or block)".into()),
             _ => {}
@@ -83,12 +103,17 @@ fn context_of(plugin: &Plugin, rec: &VolumeRecord) -> HashMap<String, String> {
     };
     HashMap::from([
         ("backend".to_string(), backend.to_string()),
-        ("dataPath".to_string(), rec.data_path(&plugin.state).display().to_string()),
+        (
+            "dataPath".to_string(),
+            rec.data_path(&plugin.state).display().to_string(),
+        ),
     ])
 }
 
 fn capability(t: RpcType) -> v1::ControllerServiceCapability {
-    v1::ControllerServiceCapability { r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })) }
+    v1::ControllerServiceCapability {
+        r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })),
+    }
 }
 
 #[tonic::async_trait]
@@ -106,13 +131,19 @@ impl v1::controller_server::Controller for ControllerService {
             return Err(Status::invalid_argument("volume_capabilities is required"));
         }
         if req.volume_content_source.is_some() {
-            return Err(Status::invalid_argument("creating a volume from a snapshot or volume is not supported"));
+            return Err(Status::invalid_argument(
+                "creating a volume from a snapshot or volume is not supported",
+            ));
         }
         let backend = match req.parameters.get("backend").map(String::as_str) {
             None => self.plugin.config.backend,
             Some("dir") => BackendKind::Dir,
             Some("image") => BackendKind::Image,
-            Some(other) => return Err(Status::invalid_argument(format!("parameter backend={other:?}: expected dir or image"))),
+            Some(other) => {
+                return Err(Status::invalid_argument(format!(
+                    "parameter backend={other:?}: expected dir or image"
+                )));
+            }
         };
         check_capabilities(&req.volume_capabilities, backend).map_err(Status::invalid_argument)?;
         let capacity = capacity_for(req.capacity_range.as_ref(), backend)?;
@@ -129,7 +160,12 @@ impl v1::controller_server::Controller for ControllerService {
             }
             let volume_context = context_of(&self.plugin, &rec);
             return Ok(Response::new(v1::CreateVolumeResponse {
-                volume: Some(v1::Volume { capacity_bytes: rec.capacity_bytes, volume_id: rec.id, volume_context, ..Default::default() }),
+                volume: Some(v1::Volume {
+                    capacity_bytes: rec.capacity_bytes,
+                    volume_id: rec.id,
+                    volume_context,
+                    ..Default::default()
+                }),
             }));
         }
         let rec = VolumeRecord {
@@ -142,17 +178,28 @@ impl v1::controller_server::Controller for ControllerService {
         let path = rec.data_path(&self.plugin.state);
         match backend {
             BackendKind::Dir => backend_dir::create(&path).map_err(internal)?,
-            BackendKind::Image => backend_image::create(&path, capacity).await.map_err(|e| match e {
-                crate::Error::Tool { .. } => Status::resource_exhausted(format!("creating image volume: {e}")),
-                other => internal(other),
-            })?,
+            BackendKind::Image => {
+                backend_image::create(&path, capacity)
+                    .await
+                    .map_err(|e| match e {
+                        crate::Error::Tool { .. } => {
+                            Status::resource_exhausted(format!("creating image volume: {e}"))
+                        }
+                        other => internal(other),
+                    })?
+            }
         }
         records::store(&self.plugin.state, &rec).map_err(internal)?;
         view.insert(rec.clone());
         tracing::info!(volume_id = %rec.id, name = %rec.name, capacity, ?backend, "created volume");
         let volume_context = context_of(&self.plugin, &rec);
         Ok(Response::new(v1::CreateVolumeResponse {
-            volume: Some(v1::Volume { capacity_bytes: capacity, volume_id: id, volume_context, ..Default::default() }),
+            volume: Some(v1::Volume {
+                capacity_bytes: capacity,
+                volume_id: id,
+                volume_context,
+                ..Default::default()
+            }),
         }))
     }
 
@@ -193,7 +240,10 @@ impl v1::controller_server::Controller for ControllerService {
         if req.volume_capabilities.is_empty() {
             return Err(Status::invalid_argument("volume_capabilities is required"));
         }
-        let entry = self.plugin.view()?.get(&req.volume_id).ok_or_else(|| Status::not_found(format!("volume {} does not exist", req.volume_id)))?;
+        let entry =
+            self.plugin.view()?.get(&req.volume_id).ok_or_else(|| {
+                Status::not_found(format!("volume {} does not exist", req.volume_id))
+            })?;
         let resp = match check_capabilities(&req.volume_capabilities, entry.record.backend) {
             Ok(()) => v1::ValidateVolumeCapabilitiesResponse {
                 confirmed: Some(v1::validate_volume_capabilities_response::Confirmed {
@@ -204,12 +254,18 @@ impl v1::controller_server::Controller for ControllerService {
                 }),
                 message: String::new(),
             },
-            Err(why) => v1::ValidateVolumeCapabilitiesResponse { confirmed: None, message: why },
+            Err(why) => v1::ValidateVolumeCapabilitiesResponse {
+                confirmed: None,
+                message: why,
+            },
         };
         Ok(Response::new(resp))
     }
 
-    async fn list_volumes(&self, req: Request<v1::ListVolumesRequest>) -> Result<Response<v1::ListVolumesResponse>, Status> {
+    async fn list_volumes(
+        &self,
+        req: Request<v1::ListVolumesRequest>,
+    ) -> Result<Response<v1::ListVolumesResponse>, Status> {
         self.plugin.fault("ListVolumes").await?;
         let req = req.into_inner();
         let token = paging::parse(&req.starting_token)?;
@@ -228,7 +284,10 @@ impl v1::controller_server::Controller for ControllerService {
                 status: None,
             })
             .collect();
-        Ok(Response::new(v1::ListVolumesResponse { entries, next_token }))
+        Ok(Response::new(v1::ListVolumesResponse {
+            entries,
+            next_token,
+        }))
     }
 
     async fn controller_list_volume_health(
@@ -236,22 +295,31 @@ impl v1::controller_server::Controller for ControllerService {
         req: Request<v1::ControllerListVolumeHealthRequest>,
     ) -> Result<Response<v1::ControllerListVolumeHealthResponse>, Status> {
         if !self.plugin.config.health.list {
-            return Err(Status::unimplemented("LIST_VOLUME_HEALTH is not advertised by this driver"));
+            return Err(Status::unimplemented(
+                "LIST_VOLUME_HEALTH is not advertised by this driver",
+            ));
         }
         self.plugin.fault("ControllerListVolumeHealth").await?;
         let req = req.into_inner();
         let token = paging::parse(&req.starting_token)?;
         let max = paging::limit(req.max_entries)?;
         let view = self.plugin.view()?;
-        let chaos = self.plugin.injections.current().list_chaos;
+        let inj = self.plugin.injections.current();
+        let chaos = inj.list_chaos;
         let cycle = if token == paging::Token::Start {
             self.plugin.list_cycles.fetch_add(1, Ordering::Relaxed) + 1
         } else {
             self.plugin.list_cycles.load(Ordering::Relaxed)
         };
         let (page, next_token) = paging::page(view, &token, max, chaos, cycle);
-        let entries = page.iter().map(|e| volume_health(&e.record.id, &self.conditions(e))).collect();
-        Ok(Response::new(v1::ControllerListVolumeHealthResponse { entries, next_token }))
+        let entries = page
+            .iter()
+            .map(|e| volume_health(&e.record.id, &Self::conditions(&inj, e)))
+            .collect();
+        Ok(Response::new(v1::ControllerListVolumeHealthResponse {
+            entries,
+            next_token,
+        }))
     }
 
     async fn controller_get_volume_health(
@@ -259,23 +327,36 @@ impl v1::controller_server::Controller for ControllerService {
         req: Request<v1::ControllerGetVolumeHealthRequest>,
     ) -> Result<Response<v1::ControllerGetVolumeHealthResponse>, Status> {
         if !self.plugin.config.health.get {
-            return Err(Status::unimplemented("GET_VOLUME_HEALTH is not advertised by this driver"));
+            return Err(Status::unimplemented(
+                "GET_VOLUME_HEALTH is not advertised by this driver",
+            ));
         }
         self.plugin.fault("ControllerGetVolumeHealth").await?;
         let req = req.into_inner();
         if req.volume_id.is_empty() {
             return Err(Status::invalid_argument("volume_id is required"));
         }
-        let entry = self.plugin.view()?.get(&req.volume_id).ok_or_else(|| Status::not_found(format!("volume {} does not exist", req.volume_id)))?;
+        let entry =
+            self.plugin.view()?.get(&req.volume_id).ok_or_else(|| {
+                Status::not_found(format!("volume {} does not exist", req.volume_id))
+            })?;
         Ok(Response::new(v1::ControllerGetVolumeHealthResponse {
-            volume_health: Some(volume_health(&entry.record.id, &self.conditions(&entry))),
+            volume_health: Some(volume_health(
+                &entry.record.id,
+                &Self::conditions(&self.plugin.injections.current(), &entry),
+            )),
         }))
     }
 
-    async fn get_capacity(&self, _req: Request<v1::GetCapacityRequest>) -> Result<Response<v1::GetCapacityResponse>, Status> {
+    async fn get_capacity(
+        &self,
+        _req: Request<v1::GetCapacityRequest>,
+    ) -> Result<Response<v1::GetCapacityResponse>, Status> {
         self.plugin.fault("GetCapacity").await?;
         let stats = crate::detect_controller::fs_stats(&self.plugin.state.volumes_dir())
-            .ok_or_else(|| Status::unavailable("cannot read the free space of the volumes directory"))?;
+            .ok_or_else(|| {
+                Status::unavailable("cannot read the free space of the volumes directory")
+            })?;
         Ok(Response::new(v1::GetCapacityResponse {
             available_capacity: i64::try_from(stats.available_bytes).unwrap_or(i64::MAX),
             maximum_volume_size: None,
@@ -288,13 +369,19 @@ impl v1::controller_server::Controller for ControllerService {
         _req: Request<v1::ControllerGetCapabilitiesRequest>,
     ) -> Result<Response<v1::ControllerGetCapabilitiesResponse>, Status> {
         self.plugin.fault("ControllerGetCapabilities").await?;
-        let mut caps = vec![capability(RpcType::CreateDeleteVolume), capability(RpcType::ListVolumes), capability(RpcType::GetCapacity)];
+        let mut caps = vec![
+            capability(RpcType::CreateDeleteVolume),
+            capability(RpcType::ListVolumes),
+            capability(RpcType::GetCapacity),
+        ];
         if self.plugin.config.health.get {
             caps.push(capability(RpcType::GetVolumeHealth));
         }
         if self.plugin.config.health.list {
             caps.push(capability(RpcType::ListVolumeHealth));
         }
-        Ok(Response::new(v1::ControllerGetCapabilitiesResponse { capabilities: caps }))
+        Ok(Response::new(v1::ControllerGetCapabilitiesResponse {
+            capabilities: caps,
+        }))
     }
 }

@@ -24,7 +24,10 @@ pub struct FsStats {
 pub fn fs_stats(path: &Path) -> Option<FsStats> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
     let frag = st.fragment_size() as u64;
-    Some(FsStats { total_bytes: st.blocks() as u64 * frag, available_bytes: st.blocks_available() as u64 * frag })
+    Some(FsStats {
+        total_bytes: st.blocks() as u64 * frag,
+        available_bytes: st.blocks_available() as u64 * frag,
+    })
 }
 
 /// The pool as a whole, gathered once per refresh.
@@ -70,7 +73,11 @@ pub fn volume_conditions(
         return vec![Condition::new(
             volume_status::INACCESSIBLE,
             "VolumeNotFound",
-            format!("backing {kind} {} no longer exists (volume created {})", data_path.display(), record.created_at),
+            format!(
+                "backing {kind} {} no longer exists (volume created {})",
+                data_path.display(),
+                record.created_at
+            ),
         )];
     }
     let mut out = Vec::new();
@@ -78,7 +85,10 @@ pub fn volume_conditions(
         out.push(Condition::new(
             volume_status::DATA_LOSS,
             "FilesystemCorrupt",
-            format!("e2fsck -n on {} exited with {code}: {summary}", data_path.display()),
+            format!(
+                "e2fsck -n on {} exited with {code}: {summary}",
+                data_path.display()
+            ),
         ));
     }
     if let Some(fs) = pool.fs {
@@ -87,11 +97,19 @@ pub fn volume_conditions(
             fs.available_bytes, fs.total_bytes, pool.unbacked_bytes
         );
         if fs.available_bytes < limits.full_bytes {
-            out.push(Condition::new(volume_status::INACCESSIBLE, "ThinPoolOutOfDataSpace", promised));
+            out.push(Condition::new(
+                volume_status::INACCESSIBLE,
+                "ThinPoolOutOfDataSpace",
+                promised,
+            ));
         } else if (fs.available_bytes as f64) < limits.low_fraction * fs.total_bytes as f64
             && pool.unbacked_bytes > fs.available_bytes
         {
-            out.push(Condition::new(volume_status::DEGRADED, "ThinPoolLowSpace", promised));
+            out.push(Condition::new(
+                volume_status::DEGRADED,
+                "ThinPoolLowSpace",
+                promised,
+            ));
         }
     }
     out
@@ -102,28 +120,70 @@ mod tests {
     use super::*;
 
     fn rec(backend: BackendKind) -> VolumeRecord {
-        VolumeRecord { id: "v".into(), name: "n".into(), backend, capacity_bytes: 1 << 30, created_at: "t".into() }
+        VolumeRecord {
+            id: "v".into(),
+            name: "n".into(),
+            backend,
+            capacity_bytes: 1 << 30,
+            created_at: "t".into(),
+        }
     }
-    const LIMITS: SpaceThresholds = SpaceThresholds { low_fraction: 0.1, full_bytes: 1000 };
+    const LIMITS: SpaceThresholds = SpaceThresholds {
+        low_fraction: 0.1,
+        full_bytes: 1000,
+    };
     fn pool(avail: u64, unbacked: u64) -> Pool {
-        Pool { fs: Some(FsStats { total_bytes: 100_000, available_bytes: avail }), unbacked_bytes: unbacked }
+        Pool {
+            fs: Some(FsStats {
+                total_bytes: 100_000,
+                available_bytes: avail,
+            }),
+            unbacked_bytes: unbacked,
+        }
     }
     fn present() -> Observation {
-        Observation { present: true, fsck: None }
+        Observation {
+            present: true,
+            fsck: None,
+        }
     }
 
     #[test]
     fn missing_data_is_inaccessible() {
-        let obs = Observation { present: false, fsck: None };
-        let c = volume_conditions(&rec(BackendKind::Dir), Path::new("/x"), &obs, &pool(50_000, 0), &LIMITS);
+        let obs = Observation {
+            present: false,
+            fsck: None,
+        };
+        let c = volume_conditions(
+            &rec(BackendKind::Dir),
+            Path::new("/x"),
+            &obs,
+            &pool(50_000, 0),
+            &LIMITS,
+        );
         assert_eq!(c.len(), 1);
-        assert_eq!((c[0].status, c[0].reason.as_str()), (volume_status::INACCESSIBLE, "VolumeNotFound"));
+        assert_eq!(
+            (c[0].status, c[0].reason.as_str()),
+            (volume_status::INACCESSIBLE, "VolumeNotFound")
+        );
     }
 
     #[test]
     fn corrupt_image_is_data_loss() {
-        let obs = Observation { present: true, fsck: Some(FsckOutcome::Corrupt { code: 8, summary: "bad".into() }) };
-        let c = volume_conditions(&rec(BackendKind::Image), Path::new("/x"), &obs, &pool(50_000, 0), &LIMITS);
+        let obs = Observation {
+            present: true,
+            fsck: Some(FsckOutcome::Corrupt {
+                code: 8,
+                summary: "bad".into(),
+            }),
+        };
+        let c = volume_conditions(
+            &rec(BackendKind::Image),
+            Path::new("/x"),
+            &obs,
+            &pool(50_000, 0),
+            &LIMITS,
+        );
         assert_eq!(c[0].reason, "FilesystemCorrupt");
         assert!(c[0].message.contains("exited with 8"));
     }
@@ -132,12 +192,20 @@ mod tests {
     fn space_thresholds() {
         let r = rec(BackendKind::Image);
         let p = Path::new("/x");
-        assert!(volume_conditions(&r, p, &present(), &pool(50_000, 10_000_000), &LIMITS).is_empty());
+        assert!(
+            volume_conditions(&r, p, &present(), &pool(50_000, 10_000_000), &LIMITS).is_empty()
+        );
         // Low but not over-committed: fine.
         assert!(volume_conditions(&r, p, &present(), &pool(5_000, 100), &LIMITS).is_empty());
         let low = volume_conditions(&r, p, &present(), &pool(5_000, 10_000_000), &LIMITS);
-        assert_eq!((low[0].status, low[0].reason.as_str()), (volume_status::DEGRADED, "ThinPoolLowSpace"));
+        assert_eq!(
+            (low[0].status, low[0].reason.as_str()),
+            (volume_status::DEGRADED, "ThinPoolLowSpace")
+        );
         let full = volume_conditions(&r, p, &present(), &pool(10, 0), &LIMITS);
-        assert_eq!((full[0].status, full[0].reason.as_str()), (volume_status::INACCESSIBLE, "ThinPoolOutOfDataSpace"));
+        assert_eq!(
+            (full[0].status, full[0].reason.as_str()),
+            (volume_status::INACCESSIBLE, "ThinPoolOutOfDataSpace")
+        );
     }
 }

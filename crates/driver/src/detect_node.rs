@@ -37,28 +37,48 @@ fn inaccessible(reason: &str, message: String) -> Condition {
     Condition::new(volume_status::INACCESSIBLE, reason, message)
 }
 
-fn check_attempt(kind: &str, a: &PathAttempt, mounts: &HashSet<PathBuf>, out: &mut Vec<Condition>) -> bool {
+fn check_attempt(
+    kind: &str,
+    a: &PathAttempt,
+    mounts: &HashSet<PathBuf>,
+    out: &mut Vec<Condition>,
+) -> bool {
     let (failed, missing, unmounted) = match kind {
         "stage" => ("StageFailed", "StagingPathMissing", "StagingPathNotMounted"),
-        _ => ("PublishFailed", "PublishPathMissing", "PublishPathNotMounted"),
+        _ => (
+            "PublishFailed",
+            "PublishPathMissing",
+            "PublishPathNotMounted",
+        ),
     };
     if let Some(err) = &a.error {
-        out.push(inaccessible(failed, format!("{kind} of {} failed: {err}", a.path)));
+        out.push(inaccessible(
+            failed,
+            format!("{kind} of {} failed: {err}", a.path),
+        ));
         return false;
     }
     let path = Path::new(&a.path);
     if std::fs::symlink_metadata(path).is_err() {
-        out.push(inaccessible(missing, format!("{kind} path {} does not exist", a.path)));
+        out.push(inaccessible(
+            missing,
+            format!("{kind} path {} does not exist", a.path),
+        ));
         return false;
     }
     match a.method {
         Some(MountMethod::Symlink) => {
             let link = std::fs::read_link(path).ok();
             if link.as_deref() != Some(Path::new(&a.source)) {
-                let found = link.map(|l| l.display().to_string()).unwrap_or_else(|| "no symlink".into());
+                let found = link
+                    .map(|l| l.display().to_string())
+                    .unwrap_or_else(|| "no symlink".into());
                 out.push(inaccessible(
                     unmounted,
-                    format!("{kind} path {} should link to {} but has {found}", a.path, a.source),
+                    format!(
+                        "{kind} path {} should link to {} but has {found}",
+                        a.path, a.source
+                    ),
                 ));
                 return false;
             }
@@ -68,7 +88,10 @@ fn check_attempt(kind: &str, a: &PathAttempt, mounts: &HashSet<PathBuf>, out: &m
             if !mounts.contains(&canonical) {
                 out.push(inaccessible(
                     unmounted,
-                    format!("{kind} path {} is not a mount point (expected {})", a.path, a.source),
+                    format!(
+                        "{kind} path {} is not a mount point (expected {})",
+                        a.path, a.source
+                    ),
                 ));
                 return false;
             }
@@ -79,13 +102,19 @@ fn check_attempt(kind: &str, a: &PathAttempt, mounts: &HashSet<PathBuf>, out: &m
 }
 
 /// Checks paths and records (blocking). Returns the conditions and the path to probe, if any.
-pub fn check_paths(input: &NodeCheckInput, mounts: &HashSet<PathBuf>) -> (Vec<Condition>, Option<(PathBuf, bool)>) {
+pub fn check_paths(
+    input: &NodeCheckInput,
+    mounts: &HashSet<PathBuf>,
+) -> (Vec<Condition>, Option<(PathBuf, bool)>) {
     let mut out = Vec::new();
     let mut probe: Option<(PathBuf, bool)> = None;
     if let Some(data) = &input.data_path
         && std::fs::symlink_metadata(data).is_err()
     {
-        out.push(inaccessible("BackingDataMissing", format!("volume data {} does not exist", data.display())));
+        out.push(inaccessible(
+            "BackingDataMissing",
+            format!("volume data {} does not exist", data.display()),
+        ));
     }
     if let Some(a) = &input.attempts {
         if let Some(stage) = &a.stage
@@ -104,10 +133,16 @@ pub fn check_paths(input: &NodeCheckInput, mounts: &HashSet<PathBuf>) -> (Vec<Co
         }
     }
     if !input.publish_path.is_empty()
-        && input.attempts.as_ref().is_none_or(|a| !a.publishes.contains_key(&input.publish_path))
+        && input
+            .attempts
+            .as_ref()
+            .is_none_or(|a| !a.publishes.contains_key(&input.publish_path))
     {
         if std::fs::symlink_metadata(&input.publish_path).is_err() {
-            out.push(inaccessible("PublishPathMissing", format!("publish path {} does not exist", input.publish_path)));
+            out.push(inaccessible(
+                "PublishPathMissing",
+                format!("publish path {} does not exist", input.publish_path),
+            ));
         } else if probe.is_none() {
             probe = Some((PathBuf::from(&input.publish_path), false));
         }
@@ -124,7 +159,9 @@ pub fn io_probe(dir: &Path, readonly: bool, name: &str) -> std::io::Result<()> {
         return std::fs::read_dir(dir).map(|_| ());
     }
     let path = dir.join(name);
-    let data: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(31) ^ std::process::id()) as u8).collect();
+    let data: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(31) ^ std::process::id()) as u8)
+        .collect();
     let result = (|| {
         let mut f = std::fs::File::create(&path)?;
         f.write_all(&data)?;
@@ -132,7 +169,9 @@ pub fn io_probe(dir: &Path, readonly: bool, name: &str) -> std::io::Result<()> {
         let mut back = Vec::with_capacity(data.len());
         std::fs::File::open(&path)?.read_to_end(&mut back)?;
         if back != data {
-            return Err(std::io::Error::other("read back different bytes than written"));
+            return Err(std::io::Error::other(
+                "read back different bytes than written",
+            ));
         }
         Ok(())
     })();
@@ -150,7 +189,11 @@ pub struct NodeChecker {
 impl NodeChecker {
     /// A checker with a deadline and a slow threshold.
     pub fn new(timeout: Duration, slow: Duration) -> Self {
-        NodeChecker { timeout, slow, in_flight: Arc::default() }
+        NodeChecker {
+            timeout,
+            slow,
+            in_flight: Arc::default(),
+        }
     }
 
     /// Checks one volume; never takes longer than the deadline.
@@ -161,7 +204,10 @@ impl NodeChecker {
             if let Some(started) = map.get(&id) {
                 return vec![inaccessible(
                     "IoProbeHung",
-                    format!("an earlier check started {} ms ago has not returned", started.elapsed().as_millis()),
+                    format!(
+                        "an earlier check started {} ms ago has not returned",
+                        started.elapsed().as_millis()
+                    ),
                 )];
             }
             map.insert(id.clone(), Instant::now());
@@ -189,15 +235,24 @@ impl NodeChecker {
                     Ok(()) => {}
                 }
             }
-            in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&input.volume_id);
+            in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&input.volume_id);
             out
         });
         match tokio::time::timeout(self.timeout, task).await {
             Ok(Ok(out)) => out,
-            Ok(Err(e)) => vec![inaccessible("IoProbeFailed", format!("the check task failed: {e}"))],
+            Ok(Err(e)) => vec![inaccessible(
+                "IoProbeFailed",
+                format!("the check task failed: {e}"),
+            )],
             Err(_) => vec![inaccessible(
                 "IoProbeTimedOut",
-                format!("checking the volume's paths and I/O took longer than {} ms", self.timeout.as_millis()),
+                format!(
+                    "checking the volume's paths and I/O took longer than {} ms",
+                    self.timeout.as_millis()
+                ),
             )],
         }
     }

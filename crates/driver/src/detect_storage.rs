@@ -17,33 +17,65 @@ fn unreachable(reason: &str, message: String) -> StorageCondition {
 }
 
 /// Checks the state dir (blocking: call it from a blocking thread under a deadline).
-pub fn storage_conditions(root: &Path, low_fraction: f64, probe_name: &str) -> Vec<StorageCondition> {
+pub fn storage_conditions(
+    root: &Path,
+    low_fraction: f64,
+    probe_name: &str,
+) -> Vec<StorageCondition> {
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => return vec![unreachable("StateDirMissing", format!("{} is not a directory", root.display()))],
-        Err(e) => return vec![unreachable("StateDirMissing", format!("{}: {e}", root.display()))],
+        Ok(_) => {
+            return vec![unreachable(
+                "StateDirMissing",
+                format!("{} is not a directory", root.display()),
+            )];
+        }
+        Err(e) => {
+            return vec![unreachable(
+                "StateDirMissing",
+                format!("{}: {e}", root.display()),
+            )];
+        }
     }
     if let Err(e) = std::fs::read_dir(root) {
-        return vec![unreachable("StateDirUnreadable", format!("listing {}: {e}", root.display()))];
+        return vec![unreachable(
+            "StateDirUnreadable",
+            format!("listing {}: {e}", root.display()),
+        )];
     }
     let readonly = nix::sys::statvfs::statvfs(root)
         .map(|st| st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
         .unwrap_or(false);
     if readonly {
-        return vec![unreachable("StateDirReadOnly", format!("{} is on a read-only filesystem", root.display()))];
+        return vec![unreachable(
+            "StateDirReadOnly",
+            format!("{} is on a read-only filesystem", root.display()),
+        )];
     }
     let probe = root.join(probe_name);
-    let written = std::fs::File::create(&probe).and_then(|mut f| f.write_all(b"volhealth storage probe"));
+    let written =
+        std::fs::File::create(&probe).and_then(|mut f| f.write_all(b"volhealth storage probe"));
     let _ = std::fs::remove_file(&probe);
     if let Err(e) = written {
-        let reason = if e.raw_os_error() == Some(nix::libc::EROFS) { "StateDirReadOnly" } else { "StateDirNotWritable" };
-        return vec![unreachable(reason, format!("writing a probe file in {}: {e}", root.display()))];
+        let reason = if e.raw_os_error() == Some(nix::libc::EROFS) {
+            "StateDirReadOnly"
+        } else {
+            "StateDirNotWritable"
+        };
+        return vec![unreachable(
+            reason,
+            format!("writing a probe file in {}: {e}", root.display()),
+        )];
     }
     let mut out = Vec::new();
     if let Some(fs) = fs_stats(root)
         && (fs.available_bytes as f64) < low_fraction * fs.total_bytes as f64
     {
-        let pct = if fs.total_bytes > 0 { fs.available_bytes as f64 * 100.0 / fs.total_bytes as f64 } else { 0.0 };
+        let pct = if fs.total_bytes > 0 {
+            fs.available_bytes as f64 * 100.0 / fs.total_bytes as f64
+        } else {
+            0.0
+        };
         out.push(StorageCondition {
             status: storage_status::STORAGE_DEGRADED,
             reason: "LowFreeSpace".into(),

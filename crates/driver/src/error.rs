@@ -51,7 +51,11 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with what was being done and where.
     pub fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { what, path: path.into(), source }
+        Error::Io {
+            what,
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -17,5 +17,8 @@ pub fn decide(watch: &InjectionWatch, method: &str, roll: f64) -> Option<Decisio
     let inj = watch.current();
     let fault = inj.fault(method)?;
     let fail_code = (fault.code != 0 && roll < fault.rate).then_some(fault.code);
-    Some(Decision { delay: Duration::from_millis(fault.delay_ms), fail_code })
+    Some(Decision {
+        delay: Duration::from_millis(fault.delay_ms),
+        fail_code,
+    })
 }

@@ -45,10 +45,15 @@ impl v1::identity_server::Identity for IdentityService {
                 })),
             });
         }
-        Ok(Response::new(v1::GetPluginCapabilitiesResponse { capabilities }))
+        Ok(Response::new(v1::GetPluginCapabilitiesResponse {
+            capabilities,
+        }))
     }
 
-    async fn probe(&self, _req: Request<v1::ProbeRequest>) -> Result<Response<v1::ProbeResponse>, Status> {
+    async fn probe(
+        &self,
+        _req: Request<v1::ProbeRequest>,
+    ) -> Result<Response<v1::ProbeResponse>, Status> {
         self.plugin.fault("Probe").await?;
         Ok(Response::new(v1::ProbeResponse { ready: Some(true) }))
     }

@@ -86,15 +86,26 @@ pub struct Injections {
 
 impl Injections {
     /// Injected conditions of one volume on one side.
-    pub fn volume_conditions(&self, volume_id: &str, side: Side) -> impl Iterator<Item = Condition> + '_ {
+    pub fn volume_conditions(
+        &self,
+        volume_id: &str,
+        side: Side,
+    ) -> impl Iterator<Item = Condition> + '_ {
         let id = volume_id.to_string();
-        self.volumes.iter().filter(move |v| v.volume_id == id && v.side == side).map(|v| v.condition.clone())
+        self.volumes
+            .iter()
+            .filter(move |v| v.volume_id == id && v.side == side)
+            .map(|v| v.condition.clone())
     }
 
     /// Injected storage conditions the node plugin of `node` reports: those for every node,
     /// then that node's own.
     pub fn storage_for(&self, node: &str) -> Vec<StorageCondition> {
-        let own = self.node_storage.iter().filter(|n| n.node == node).map(|n| n.condition.clone());
+        let own = self
+            .node_storage
+            .iter()
+            .filter(|n| n.node == node)
+            .map(|n| n.condition.clone());
         self.storage.iter().cloned().chain(own).collect()
     }
 
@@ -148,7 +159,8 @@ impl Injections {
 
     /// Removes a volume's conditions (one side, or both).
     pub fn clear_volume(&mut self, volume_id: &str, side: Option<Side>) {
-        self.volumes.retain(|v| !(v.volume_id == volume_id && side.is_none_or(|s| s == v.side)));
+        self.volumes
+            .retain(|v| !(v.volume_id == volume_id && side.is_none_or(|s| s == v.side)));
     }
 }
 
@@ -165,7 +177,8 @@ pub fn store(state: &StateDir, injections: &Injections) -> Result<()> {
 /// Read-modify-write under an exclusive lock, so concurrent `inject` calls do not lose entries.
 pub fn update<T>(state: &StateDir, change: impl FnOnce(&mut Injections) -> T) -> Result<T> {
     use nix::fcntl::{Flock, FlockArg};
-    std::fs::create_dir_all(state.root()).map_err(|e| Error::io("creating state dir", state.root(), e))?;
+    std::fs::create_dir_all(state.root())
+        .map_err(|e| Error::io("creating state dir", state.root(), e))?;
     let lock_path = state.injections_lock_path();
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -188,7 +201,9 @@ pub fn parse_volume_status(s: &str) -> Result<i32> {
         "DataLoss" => Ok(volume_status::DATA_LOSS),
         "Degraded" => Ok(volume_status::DEGRADED),
         other => other.parse().map_err(|_| {
-            Error::Invalid(format!("volume status {other:?}: expected Inaccessible, DataLoss, Degraded or a number"))
+            Error::Invalid(format!(
+                "volume status {other:?}: expected Inaccessible, DataLoss, Degraded or a number"
+            ))
         }),
     }
 }
@@ -199,7 +214,9 @@ pub fn parse_storage_status(s: &str) -> Result<i32> {
         "StorageUnreachable" => Ok(storage_status::STORAGE_UNREACHABLE),
         "StorageDegraded" => Ok(storage_status::STORAGE_DEGRADED),
         other => other.parse().map_err(|_| {
-            Error::Invalid(format!("storage status {other:?}: expected StorageUnreachable, StorageDegraded or a number"))
+            Error::Invalid(format!(
+                "storage status {other:?}: expected StorageUnreachable, StorageDegraded or a number"
+            ))
         }),
     }
 }
@@ -229,7 +246,9 @@ pub fn parse_volume_mode(s: &str) -> Result<VolumeMode> {
     match s {
         "Filesystem" => Ok(VolumeMode::Filesystem),
         "Block" => Ok(VolumeMode::Block),
-        other => Err(Error::Invalid(format!("volume mode {other:?}: expected Filesystem or Block"))),
+        other => Err(Error::Invalid(format!(
+            "volume mode {other:?}: expected Filesystem or Block"
+        ))),
     }
 }
 
@@ -260,9 +279,15 @@ pub fn parse_grpc_code(s: &str) -> Result<i32> {
         if (0..=16).contains(&n) {
             return Ok(n);
         }
-        return Err(Error::Invalid(format!("gRPC code {n} is out of range 0..=16")));
+        return Err(Error::Invalid(format!(
+            "gRPC code {n} is out of range 0..=16"
+        )));
     }
-    let norm: String = s.chars().filter(|c| *c != '_').flat_map(char::to_uppercase).collect();
+    let norm: String = s
+        .chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_uppercase)
+        .collect();
     CODE_NAMES
         .iter()
         .position(|name| name.replace('_', "") == norm)
@@ -275,7 +300,11 @@ mod tests {
     use super::*;
 
     fn vol(id: &str, side: Side, status: i32, reason: &str) -> VolumeInjection {
-        VolumeInjection { volume_id: id.into(), side, condition: Condition::new(status, reason, "m") }
+        VolumeInjection {
+            volume_id: id.into(),
+            side,
+            condition: Condition::new(status, reason, "m"),
+        }
     }
 
     #[test]
@@ -294,16 +323,36 @@ mod tests {
 
     #[test]
     fn node_storage_reaches_only_its_node() {
-        let cond = |reason: &str| StorageCondition { status: 1, reason: reason.into(), message: "m".into(), access_mode: None, volume_mode: None };
+        let cond = |reason: &str| StorageCondition {
+            status: 1,
+            reason: reason.into(),
+            message: "m".into(),
+            access_mode: None,
+            volume_mode: None,
+        };
         let mut inj = Injections::default();
         inj.add_storage(cond("Everywhere"));
-        inj.add_node_storage(NodeStorageInjection { node: "node-1".into(), condition: cond("OnlyOne") });
-        inj.add_node_storage(NodeStorageInjection { node: "node-1".into(), condition: cond("OnlyOne") });
-        let reasons = |node: &str| inj.storage_for(node).into_iter().map(|c| c.reason).collect::<Vec<_>>();
+        inj.add_node_storage(NodeStorageInjection {
+            node: "node-1".into(),
+            condition: cond("OnlyOne"),
+        });
+        inj.add_node_storage(NodeStorageInjection {
+            node: "node-1".into(),
+            condition: cond("OnlyOne"),
+        });
+        let reasons = |node: &str| {
+            inj.storage_for(node)
+                .into_iter()
+                .map(|c| c.reason)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(reasons("node-1"), ["Everywhere", "OnlyOne"]);
         assert_eq!(reasons("node-2"), ["Everywhere"]);
         let text = serde_json::to_string(&Injections::default()).unwrap();
-        assert!(!text.contains("node_storage"), "files without node injections keep their old shape");
+        assert!(
+            !text.contains("node_storage"),
+            "files without node injections keep their old shape"
+        );
     }
 
     #[test]

@@ -28,7 +28,14 @@ pub struct InjectionWatch {
 impl InjectionWatch {
     /// Starts watching (the file is read on first use).
     pub fn new(state: StateDir) -> Self {
-        InjectionWatch { state, cached: Mutex::new(Cached { checked: None, stamp: None, value: Arc::default() }) }
+        InjectionWatch {
+            state,
+            cached: Mutex::new(Cached {
+                checked: None,
+                stamp: None,
+                value: Arc::default(),
+            }),
+        }
     }
 
     /// The injections in force now.
@@ -42,12 +49,17 @@ impl InjectionWatch {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if cached.checked.is_some_and(|t| now.saturating_duration_since(t) < POLL_INTERVAL) {
+        if cached
+            .checked
+            .is_some_and(|t| now.saturating_duration_since(t) < POLL_INTERVAL)
+        {
             return cached.value.clone();
         }
         cached.checked = Some(now);
         let path = self.state.injections_path();
-        let stamp: Stamp = std::fs::metadata(&path).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
+        let stamp: Stamp = std::fs::metadata(&path)
+            .ok()
+            .map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
         if stamp == cached.stamp {
             return cached.value.clone();
         }
@@ -76,8 +88,24 @@ mod tests {
         let watch = InjectionWatch::new(state.clone());
         let t0 = Instant::now();
         assert!(!watch.current_at(t0).list_chaos.duplicates);
-        injection::update(&state, |i| i.list_chaos = ListChaos { duplicates: true, omissions: false }).unwrap();
-        assert!(!watch.current_at(t0 + Duration::from_millis(50)).list_chaos.duplicates);
-        assert!(watch.current_at(t0 + POLL_INTERVAL + Duration::from_millis(1)).list_chaos.duplicates);
+        injection::update(&state, |i| {
+            i.list_chaos = ListChaos {
+                duplicates: true,
+                omissions: false,
+            }
+        })
+        .unwrap();
+        assert!(
+            !watch
+                .current_at(t0 + Duration::from_millis(50))
+                .list_chaos
+                .duplicates
+        );
+        assert!(
+            watch
+                .current_at(t0 + POLL_INTERVAL + Duration::from_millis(1))
+                .list_chaos
+                .duplicates
+        );
     }
 }

@@ -47,7 +47,11 @@ pub fn bind(src: &Path, dst: &Path, readonly: bool) -> Result<()> {
         let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
         if let Err(e) = mount(None::<&str>, dst, None::<&str>, flags, None::<&str>) {
             let _ = unmount(dst);
-            return Err(Error::io("remounting read-only", dst, std::io::Error::from(e)));
+            return Err(Error::io(
+                "remounting read-only",
+                dst,
+                std::io::Error::from(e),
+            ));
         }
     }
     Ok(())
@@ -56,15 +60,28 @@ pub fn bind(src: &Path, dst: &Path, readonly: bool) -> Result<()> {
 /// Loop-mounts an ext4 image onto `dst` with mount(8), which sets up the loop device.
 pub async fn loop_mount(image: &Path, dst: &Path) -> Result<()> {
     let mut cmd = tokio::process::Command::new("mount");
-    cmd.args(["-t", "ext4", "-o", "loop"]).arg(image).arg(dst).kill_on_drop(true);
+    cmd.args(["-t", "ext4", "-o", "loop"])
+        .arg(image)
+        .arg(dst)
+        .kill_on_drop(true);
     let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
         .await
-        .map_err(|_| Error::Tool { tool: "mount", detail: "no answer within 60s".into() })?
-        .map_err(|e| Error::Tool { tool: "mount", detail: e.to_string() })?;
+        .map_err(|_| Error::Tool {
+            tool: "mount",
+            detail: "no answer within 60s".into(),
+        })?
+        .map_err(|e| Error::Tool {
+            tool: "mount",
+            detail: e.to_string(),
+        })?;
     if !out.status.success() {
         return Err(Error::Tool {
             tool: "mount",
-            detail: format!("loop-mounting {}: {}", image.display(), String::from_utf8_lossy(&out.stderr).trim()),
+            detail: format!(
+                "loop-mounting {}: {}",
+                image.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         });
     }
     Ok(())
@@ -94,7 +111,10 @@ pub fn is_mount_point(path: &Path) -> bool {
 
 /// The mount points listed in a `/proc/<pid>/mountinfo` text (octal escapes decoded).
 pub fn parse_mountinfo(text: &str) -> HashSet<PathBuf> {
-    text.lines().filter_map(|line| line.split(' ').nth(4)).map(|p| PathBuf::from(unescape(p))).collect()
+    text.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|p| PathBuf::from(unescape(p)))
+        .collect()
 }
 
 fn unescape(s: &str) -> String {
@@ -102,7 +122,12 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
             let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -117,7 +142,9 @@ fn unescape(s: &str) -> String {
 /// Image files currently attached to a loop device (their filesystem may be live).
 pub fn loop_backing_files() -> HashSet<PathBuf> {
     let mut out = HashSet::new();
-    let Ok(entries) = std::fs::read_dir("/sys/block") else { return out };
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return out;
+    };
     for entry in entries.flatten() {
         if !entry.file_name().to_string_lossy().starts_with("loop") {
             continue;
@@ -135,9 +162,13 @@ pub fn symlink(source: &Path, target: &Path) -> Result<()> {
         if meta.file_type().is_symlink() {
             std::fs::remove_file(target).map_err(|e| Error::io("replacing symlink", target, e))?;
         } else if meta.is_dir() {
-            std::fs::remove_dir(target).map_err(|e| Error::io("replacing empty directory with a symlink", target, e))?;
+            std::fs::remove_dir(target)
+                .map_err(|e| Error::io("replacing empty directory with a symlink", target, e))?;
         } else {
-            return Err(Error::Invalid(format!("{} exists and is not a directory", target.display())));
+            return Err(Error::Invalid(format!(
+                "{} exists and is not a directory",
+                target.display()
+            )));
         }
     }
     if let Some(parent) = target.parent() {

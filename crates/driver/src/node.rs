@@ -48,12 +48,19 @@ impl NodeService {
     }
 
     /// Makes `target` show `source`: a bind or loop mount, or a symlink without privilege.
-    async fn attach(&self, source: &Path, target: &Path, image: bool, readonly: bool) -> crate::Result<MountMethod> {
+    async fn attach(
+        &self,
+        source: &Path,
+        target: &Path,
+        image: bool,
+        readonly: bool,
+    ) -> crate::Result<MountMethod> {
         if !self.plugin.can_mount {
             mounts::symlink(source, target)?;
             return Ok(MountMethod::Symlink);
         }
-        std::fs::create_dir_all(target).map_err(|e| crate::Error::io("creating mount point", target, e))?;
+        std::fs::create_dir_all(target)
+            .map_err(|e| crate::Error::io("creating mount point", target, e))?;
         if image {
             mounts::loop_mount(source, target).await?;
             Ok(MountMethod::Loop)
@@ -65,11 +72,15 @@ impl NodeService {
 
     /// Undoes [`NodeService::attach`]; `keep_dir` leaves an empty directory where the CO made one.
     fn detach(&self, path: &Path, keep_dir: bool) -> crate::Result<()> {
-        let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Ok(());
+        };
         if meta.file_type().is_symlink() {
-            std::fs::remove_file(path).map_err(|e| crate::Error::io("removing symlink", path, e))?;
+            std::fs::remove_file(path)
+                .map_err(|e| crate::Error::io("removing symlink", path, e))?;
             if keep_dir {
-                std::fs::create_dir_all(path).map_err(|e| crate::Error::io("restoring directory", path, e))?;
+                std::fs::create_dir_all(path)
+                    .map_err(|e| crate::Error::io("restoring directory", path, e))?;
             }
             return Ok(());
         }
@@ -83,9 +94,13 @@ impl NodeService {
     }
 
     fn already_attached(a: Option<&PathAttempt>, path: &str) -> bool {
-        let Some(a) = a.filter(|a| a.ok() && a.path == path) else { return false };
+        let Some(a) = a.filter(|a| a.ok() && a.path == path) else {
+            return false;
+        };
         match a.method {
-            Some(MountMethod::Symlink) => std::fs::read_link(path).ok().as_deref() == Some(Path::new(&a.source)),
+            Some(MountMethod::Symlink) => {
+                std::fs::read_link(path).ok().as_deref() == Some(Path::new(&a.source))
+            }
             Some(_) => mounts::is_mount_point(Path::new(path)),
             None => false,
         }
@@ -93,11 +108,17 @@ impl NodeService {
 }
 
 fn capability(t: RpcType) -> v1::NodeServiceCapability {
-    v1::NodeServiceCapability { r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })) }
+    v1::NodeServiceCapability {
+        r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })),
+    }
 }
 
 fn required(value: &str, name: &str) -> Result<(), Status> {
-    if value.is_empty() { Err(Status::invalid_argument(format!("{name} is required"))) } else { Ok(()) }
+    if value.is_empty() {
+        Err(Status::invalid_argument(format!("{name} is required")))
+    } else {
+        Ok(())
+    }
 }
 
 #[tonic::async_trait]
@@ -115,16 +136,26 @@ impl v1::node_server::Node for NodeService {
         }
         let id = req.volume_id.clone();
         let staging = req.staging_target_path.clone();
-        let fail = |source: &str, err: String| PathAttempt { path: staging.clone(), source: source.into(), method: None, readonly: false, error: Some(err) };
+        let fail = |source: &str, err: String| PathAttempt {
+            path: staging.clone(),
+            source: source.into(),
+            method: None,
+            readonly: false,
+            error: Some(err),
+        };
         let rec = match self.record(&id) {
             Ok(r) => r,
             Err(status) => {
-                self.remember(&id, |a| a.stage = Some(fail("", status.message().to_string())));
+                self.remember(&id, |a| {
+                    a.stage = Some(fail("", status.message().to_string()))
+                });
                 return Err(status);
             }
         };
         let _guard = self.plugin.ops.lock().await;
-        let existing = attempts::load(&self.plugin.state, self.node_id(), &id).ok().flatten();
+        let existing = attempts::load(&self.plugin.state, self.node_id(), &id)
+            .ok()
+            .flatten();
         if Self::already_attached(existing.as_ref().and_then(|a| a.stage.as_ref()), &staging) {
             return Ok(Response::new(v1::NodeStageVolumeResponse {}));
         }
@@ -133,7 +164,9 @@ impl v1::node_server::Node for NodeService {
             let dir = self.plugin.state.fallback_dir(self.node_id(), &id);
             if let Err(e) = std::fs::create_dir_all(&dir) {
                 let msg = format!("creating {}: {e}", dir.display());
-                self.remember(&id, |a| a.stage = Some(fail(&dir.display().to_string(), msg.clone())));
+                self.remember(&id, |a| {
+                    a.stage = Some(fail(&dir.display().to_string(), msg.clone()))
+                });
                 return Err(Status::internal(msg));
             }
             dir
@@ -146,10 +179,24 @@ impl v1::node_server::Node for NodeService {
             self.remember(&id, |a| a.stage = Some(fail(&source_s, msg.clone())));
             return Err(Status::failed_precondition(msg));
         }
-        match self.attach(&source, Path::new(&staging), image && self.plugin.can_mount, false).await {
+        match self
+            .attach(
+                &source,
+                Path::new(&staging),
+                image && self.plugin.can_mount,
+                false,
+            )
+            .await
+        {
             Ok(method) => {
                 self.remember(&id, |a| {
-                    a.stage = Some(PathAttempt { path: staging.clone(), source: source_s.clone(), method: Some(method), readonly: false, error: None })
+                    a.stage = Some(PathAttempt {
+                        path: staging.clone(),
+                        source: source_s.clone(),
+                        method: Some(method),
+                        readonly: false,
+                        error: None,
+                    })
                 });
                 tracing::info!(volume_id = %id, staging = %staging, ?method, "staged volume");
                 Ok(Response::new(v1::NodeStageVolumeResponse {}))
@@ -170,7 +217,8 @@ impl v1::node_server::Node for NodeService {
         required(&req.volume_id, "volume_id")?;
         required(&req.staging_target_path, "staging_target_path")?;
         let _guard = self.plugin.ops.lock().await;
-        self.detach(Path::new(&req.staging_target_path), true).map_err(internal)?;
+        self.detach(Path::new(&req.staging_target_path), true)
+            .map_err(internal)?;
         self.remember(&req.volume_id, |a| a.stage = None);
         Ok(Response::new(v1::NodeUnstageVolumeResponse {}))
     }
@@ -189,12 +237,19 @@ impl v1::node_server::Node for NodeService {
         let id = req.volume_id.clone();
         let target = req.target_path.clone();
         let readonly = req.readonly;
-        let fail = |source: &str, err: String| PathAttempt { path: target.clone(), source: source.into(), method: None, readonly, error: Some(err) };
+        let fail = |source: &str, err: String| PathAttempt {
+            path: target.clone(),
+            source: source.into(),
+            method: None,
+            readonly,
+            error: Some(err),
+        };
         let rec = match self.record(&id) {
             Ok(r) => r,
             Err(status) => {
                 self.remember(&id, |a| {
-                    a.publishes.insert(target.clone(), fail("", status.message().to_string()));
+                    a.publishes
+                        .insert(target.clone(), fail("", status.message().to_string()));
                 });
                 return Err(status);
             }
@@ -204,32 +259,53 @@ impl v1::node_server::Node for NodeService {
         } else if rec.backend == BackendKind::Dir {
             rec.data_path(&self.plugin.state)
         } else {
-            return Err(Status::failed_precondition("image volumes must be staged before they are published"));
+            return Err(Status::failed_precondition(
+                "image volumes must be staged before they are published",
+            ));
         };
         let source_s = source.display().to_string();
         let _guard = self.plugin.ops.lock().await;
-        let existing = attempts::load(&self.plugin.state, self.node_id(), &id).ok().flatten();
-        if Self::already_attached(existing.as_ref().and_then(|a| a.publishes.get(&target)), &target) {
+        let existing = attempts::load(&self.plugin.state, self.node_id(), &id)
+            .ok()
+            .flatten();
+        if Self::already_attached(
+            existing.as_ref().and_then(|a| a.publishes.get(&target)),
+            &target,
+        ) {
             return Ok(Response::new(v1::NodePublishVolumeResponse {}));
         }
         if std::fs::symlink_metadata(&source).is_err() {
             let msg = format!("source {source_s} does not exist (not staged?)");
             self.remember(&id, |a| {
-                a.publishes.insert(target.clone(), fail(&source_s, msg.clone()));
+                a.publishes
+                    .insert(target.clone(), fail(&source_s, msg.clone()));
             });
             return Err(Status::failed_precondition(msg));
         }
-        match self.attach(&source, Path::new(&target), false, readonly).await {
+        match self
+            .attach(&source, Path::new(&target), false, readonly)
+            .await
+        {
             Ok(method) => {
                 self.remember(&id, |a| {
-                    a.publishes.insert(target.clone(), PathAttempt { path: target.clone(), source: source_s.clone(), method: Some(method), readonly, error: None });
+                    a.publishes.insert(
+                        target.clone(),
+                        PathAttempt {
+                            path: target.clone(),
+                            source: source_s.clone(),
+                            method: Some(method),
+                            readonly,
+                            error: None,
+                        },
+                    );
                 });
                 tracing::info!(volume_id = %id, target = %target, ?method, "published volume");
                 Ok(Response::new(v1::NodePublishVolumeResponse {}))
             }
             Err(e) => {
                 self.remember(&id, |a| {
-                    a.publishes.insert(target.clone(), fail(&source_s, e.to_string()));
+                    a.publishes
+                        .insert(target.clone(), fail(&source_s, e.to_string()));
                 });
                 Err(Status::internal(format!("publishing {id}: {e}")))
             }
@@ -245,7 +321,8 @@ impl v1::node_server::Node for NodeService {
         required(&req.volume_id, "volume_id")?;
         required(&req.target_path, "target_path")?;
         let _guard = self.plugin.ops.lock().await;
-        self.detach(Path::new(&req.target_path), false).map_err(internal)?;
+        self.detach(Path::new(&req.target_path), false)
+            .map_err(internal)?;
         self.remember(&req.volume_id, |a| {
             a.publishes.remove(&req.target_path);
         });
@@ -261,11 +338,19 @@ impl v1::node_server::Node for NodeService {
         required(&req.volume_id, "volume_id")?;
         required(&req.volume_path, "volume_path")?;
         let path = PathBuf::from(&req.volume_path);
-        let stats = tokio::time::timeout(self.plugin.config.io_probe_timeout, tokio::task::spawn_blocking(move || nix::sys::statvfs::statvfs(&path)))
-            .await
-            .map_err(|_| Status::unavailable(format!("statvfs of {} did not return in time", req.volume_path)))?
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::not_found(format!("volume path {}: {e}", req.volume_path)))?;
+        let stats = tokio::time::timeout(
+            self.plugin.config.io_probe_timeout,
+            tokio::task::spawn_blocking(move || nix::sys::statvfs::statvfs(&path)),
+        )
+        .await
+        .map_err(|_| {
+            Status::unavailable(format!(
+                "statvfs of {} did not return in time",
+                req.volume_path
+            ))
+        })?
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(|e| Status::not_found(format!("volume path {}: {e}", req.volume_path)))?;
         let frag = stats.fragment_size() as i64;
         let total = stats.blocks() as i64 * frag;
         let available = stats.blocks_available() as i64 * frag;
@@ -273,8 +358,18 @@ impl v1::node_server::Node for NodeService {
         let inodes = stats.files() as i64;
         let inodes_free = stats.files_free() as i64;
         let usage = vec![
-            v1::VolumeUsage { available, total, used, unit: v1::volume_usage::Unit::Bytes as i32 },
-            v1::VolumeUsage { available: inodes_free, total: inodes, used: inodes - inodes_free, unit: v1::volume_usage::Unit::Inodes as i32 },
+            v1::VolumeUsage {
+                available,
+                total,
+                used,
+                unit: v1::volume_usage::Unit::Bytes as i32,
+            },
+            v1::VolumeUsage {
+                available: inodes_free,
+                total: inodes,
+                used: inodes - inodes_free,
+                unit: v1::volume_usage::Unit::Inodes as i32,
+            },
         ];
         Ok(Response::new(v1::NodeGetVolumeStatsResponse { usage }))
     }
@@ -284,7 +379,9 @@ impl v1::node_server::Node for NodeService {
         req: Request<v1::NodeGetVolumeHealthRequest>,
     ) -> Result<Response<v1::NodeGetVolumeHealthResponse>, Status> {
         if !self.plugin.config.health.node_volume {
-            return Err(Status::unimplemented("node GET_VOLUME_HEALTH is not advertised by this driver"));
+            return Err(Status::unimplemented(
+                "node GET_VOLUME_HEALTH is not advertised by this driver",
+            ));
         }
         self.plugin.fault("NodeGetVolumeHealth").await?;
         let req = req.into_inner();
@@ -292,9 +389,17 @@ impl v1::node_server::Node for NodeService {
         let id = req.volume_id.clone();
         let rec = records::load(&self.plugin.state, &id).map_err(internal)?;
         let att = attempts::load(&self.plugin.state, self.node_id(), &id).map_err(internal)?;
-        let injected: Vec<_> = self.plugin.injections.current().volume_conditions(&id, Side::Node).collect();
+        let injected: Vec<_> = self
+            .plugin
+            .injections
+            .current()
+            .volume_conditions(&id, Side::Node)
+            .collect();
         if rec.is_none() && att.is_none() && injected.is_empty() {
-            return Err(Status::not_found(format!("volume {id} is unknown on node {}", self.node_id())));
+            return Err(Status::not_found(format!(
+                "volume {id} is unknown on node {}",
+                self.node_id()
+            )));
         }
         let input = NodeCheckInput {
             volume_id: id.clone(),
@@ -306,7 +411,9 @@ impl v1::node_server::Node for NodeService {
         };
         let detected = self.plugin.node_checker.check(input).await;
         let conditions = merge(detected, injected);
-        Ok(Response::new(v1::NodeGetVolumeHealthResponse { volume_health: Some(volume_health(&id, &conditions)) }))
+        Ok(Response::new(v1::NodeGetVolumeHealthResponse {
+            volume_health: Some(volume_health(&id, &conditions)),
+        }))
     }
 
     async fn node_get_storage_health(
@@ -314,7 +421,9 @@ impl v1::node_server::Node for NodeService {
         _req: Request<v1::NodeGetStorageHealthRequest>,
     ) -> Result<Response<v1::NodeGetStorageHealthResponse>, Status> {
         if !self.plugin.config.health.node_storage {
-            return Err(Status::unimplemented("GET_STORAGE_HEALTH is not advertised by this driver"));
+            return Err(Status::unimplemented(
+                "GET_STORAGE_HEALTH is not advertised by this driver",
+            ));
         }
         self.plugin.fault("NodeGetStorageHealth").await?;
         let root = self.plugin.state.root().to_path_buf();
@@ -322,20 +431,32 @@ impl v1::node_server::Node for NodeService {
         let probe = format!(".volhealth-storage-probe-{}", self.node_id());
         let deadline = self.plugin.config.io_probe_timeout;
         let shown = root.display().to_string();
-        let detected = match tokio::time::timeout(deadline, tokio::task::spawn_blocking(move || crate::detect_storage::storage_conditions(&root, low, &probe))).await {
+        let detected = match tokio::time::timeout(
+            deadline,
+            tokio::task::spawn_blocking(move || {
+                crate::detect_storage::storage_conditions(&root, low, &probe)
+            }),
+        )
+        .await
+        {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => return Err(Status::internal(format!("storage check failed: {e}"))),
             Err(_) => vec![crate::condition::StorageCondition {
                 status: crate::condition::storage_status::STORAGE_UNREACHABLE,
                 reason: "StateDirTimedOut".into(),
-                message: format!("checking {shown} took longer than {} ms", deadline.as_millis()),
+                message: format!(
+                    "checking {shown} took longer than {} ms",
+                    deadline.as_millis()
+                ),
                 access_mode: None,
                 volume_mode: None,
             }],
         };
         let injected = self.plugin.injections.current().storage_for(self.node_id());
         let merged = merge_storage(detected, injected);
-        Ok(Response::new(v1::NodeGetStorageHealthResponse { backend_health: merged.iter().map(storage_entry).collect() }))
+        Ok(Response::new(v1::NodeGetStorageHealthResponse {
+            backend_health: merged.iter().map(storage_entry).collect(),
+        }))
     }
 
     async fn node_get_capabilities(
@@ -343,18 +464,30 @@ impl v1::node_server::Node for NodeService {
         _req: Request<v1::NodeGetCapabilitiesRequest>,
     ) -> Result<Response<v1::NodeGetCapabilitiesResponse>, Status> {
         self.plugin.fault("NodeGetCapabilities").await?;
-        let mut caps = vec![capability(RpcType::StageUnstageVolume), capability(RpcType::GetVolumeStats)];
+        let mut caps = vec![
+            capability(RpcType::StageUnstageVolume),
+            capability(RpcType::GetVolumeStats),
+        ];
         if self.plugin.config.health.node_volume {
             caps.push(capability(RpcType::GetVolumeHealth));
         }
         if self.plugin.config.health.node_storage {
             caps.push(capability(RpcType::GetStorageHealth));
         }
-        Ok(Response::new(v1::NodeGetCapabilitiesResponse { capabilities: caps }))
+        Ok(Response::new(v1::NodeGetCapabilitiesResponse {
+            capabilities: caps,
+        }))
     }
 
-    async fn node_get_info(&self, _req: Request<v1::NodeGetInfoRequest>) -> Result<Response<v1::NodeGetInfoResponse>, Status> {
+    async fn node_get_info(
+        &self,
+        _req: Request<v1::NodeGetInfoRequest>,
+    ) -> Result<Response<v1::NodeGetInfoResponse>, Status> {
         self.plugin.fault("NodeGetInfo").await?;
-        Ok(Response::new(v1::NodeGetInfoResponse { node_id: self.node_id().to_string(), max_volumes_per_node: 0, accessible_topology: None }))
+        Ok(Response::new(v1::NodeGetInfoResponse {
+            node_id: self.node_id().to_string(),
+            max_volumes_per_node: 0,
+            accessible_topology: None,
+        }))
     }
 }

@@ -26,7 +26,11 @@ pub fn parse(token: &str) -> Result<Token, Status> {
     if token.is_empty() {
         return Ok(Token::Start);
     }
-    let bad = || Status::aborted(format!("invalid starting_token {token:?}: not a token this plugin returned"));
+    let bad = || {
+        Status::aborted(format!(
+            "invalid starting_token {token:?}: not a token this plugin returned"
+        ))
+    };
     let (kind, id) = token.split_once('/').ok_or_else(bad)?;
     if !crate::records::is_valid_volume_id(id) {
         return Err(bad());
@@ -41,7 +45,9 @@ pub fn parse(token: &str) -> Result<Token, Status> {
 /// Validates `max_entries` (0 means no limit).
 pub fn limit(max_entries: i32) -> Result<usize, Status> {
     match max_entries {
-        n if n < 0 => Err(Status::invalid_argument(format!("max_entries must not be negative, got {n}"))),
+        n if n < 0 => Err(Status::invalid_argument(format!(
+            "max_entries must not be negative, got {n}"
+        ))),
         0 => Ok(usize::MAX),
         n => Ok(n as usize),
     }
@@ -49,16 +55,24 @@ pub fn limit(max_entries: i32) -> Result<usize, Status> {
 
 /// Stable per-volume number used to rotate omissions across cycles.
 fn spread(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Whether `id` is left out of the listing in cycle `cycle` (each volume in one cycle of five).
 pub fn omitted(id: &str, cycle: u64) -> bool {
-    (spread(id).wrapping_add(cycle)) % 5 == 0
+    spread(id).wrapping_add(cycle).is_multiple_of(5)
 }
 
 /// One page: the entries and the next token (empty at the end).
-pub fn page(view: &VolumeView, token: &Token, max: usize, chaos: ListChaos, cycle: u64) -> (Vec<Entry>, String) {
+pub fn page(
+    view: &VolumeView,
+    token: &Token,
+    max: usize,
+    chaos: ListChaos,
+    cycle: u64,
+) -> (Vec<Entry>, String) {
     let (after, may_repeat) = match token {
         Token::Start => (None, false),
         Token::After(id) => (Some(id.as_str()), chaos.duplicates),
@@ -70,7 +84,11 @@ pub fn page(view: &VolumeView, token: &Token, max: usize, chaos: ListChaos, cycl
         entries.push(prev);
         room -= 1;
         if room == 0 {
-            let next = if view.page_after(after, 1).0.is_empty() { String::new() } else { format!("n/{}", after.unwrap_or_default()) };
+            let next = if view.page_after(after, 1).0.is_empty() {
+                String::new()
+            } else {
+                format!("n/{}", after.unwrap_or_default())
+            };
             return (entries, next);
         }
     }

@@ -43,36 +43,55 @@ impl Plugin {
             tokio::time::sleep(decision.delay).await;
         }
         match decision.fail_code {
-            Some(code) => Err(Status::new(tonic::Code::from_i32(code), format!("injected fault for {method}"))),
+            Some(code) => Err(Status::new(
+                tonic::Code::from_i32(code),
+                format!("injected fault for {method}"),
+            )),
             None => Ok(()),
         }
     }
 
     /// The controller view, or UNIMPLEMENTED when this process does not serve the controller.
     pub fn view(&self) -> Result<&Arc<VolumeView>, Status> {
-        self.view.as_ref().ok_or_else(|| Status::unimplemented("the controller service is not served by this process"))
+        self.view.as_ref().ok_or_else(|| {
+            Status::unimplemented("the controller service is not served by this process")
+        })
     }
 }
 
 /// A driver condition as a CSI volume health entry.
 pub fn volume_entry(c: &Condition) -> v1::volume_health::VolumeHealthEntry {
-    v1::volume_health::VolumeHealthEntry { status: c.status, reason: c.reason.clone(), message: c.message.clone() }
+    v1::volume_health::VolumeHealthEntry {
+        status: c.status,
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+    }
 }
 
 /// A volume's conditions as a CSI `VolumeHealth`.
 pub fn volume_health(volume_id: &str, conditions: &[Condition]) -> v1::VolumeHealth {
-    v1::VolumeHealth { volume_id: volume_id.to_string(), health_statuses: conditions.iter().map(volume_entry).collect() }
+    v1::VolumeHealth {
+        volume_id: volume_id.to_string(),
+        health_statuses: conditions.iter().map(volume_entry).collect(),
+    }
 }
 
 /// A driver storage condition as a CSI `StorageBackendHealth`.
-pub fn storage_entry(c: &StorageCondition) -> v1::node_get_storage_health_response::StorageBackendHealth {
-    let volume_capability = (c.access_mode.is_some() || c.volume_mode.is_some()).then(|| v1::VolumeCapability {
-        access_type: c.volume_mode.map(|m| match m {
-            VolumeMode::Filesystem => v1::volume_capability::AccessType::Mount(Default::default()),
-            VolumeMode::Block => v1::volume_capability::AccessType::Block(Default::default()),
-        }),
-        access_mode: c.access_mode.map(|mode| v1::volume_capability::AccessMode { mode }),
-    });
+pub fn storage_entry(
+    c: &StorageCondition,
+) -> v1::node_get_storage_health_response::StorageBackendHealth {
+    let volume_capability =
+        (c.access_mode.is_some() || c.volume_mode.is_some()).then(|| v1::VolumeCapability {
+            access_type: c.volume_mode.map(|m| match m {
+                VolumeMode::Filesystem => {
+                    v1::volume_capability::AccessType::Mount(Default::default())
+                }
+                VolumeMode::Block => v1::volume_capability::AccessType::Block(Default::default()),
+            }),
+            access_mode: c
+                .access_mode
+                .map(|mode| v1::volume_capability::AccessMode { mode }),
+        });
     v1::node_get_storage_health_response::StorageBackendHealth {
         status: c.status,
         reason: c.reason.clone(),

@@ -43,7 +43,9 @@ pub fn volume_id_for(name: &str) -> String {
 pub fn is_valid_volume_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
         && !id.starts_with('.')
 }
 

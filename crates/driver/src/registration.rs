@@ -22,13 +22,19 @@ pub struct RegistrationService {
 impl RegistrationService {
     /// Describes the driver `driver_name` serving CSI at `csi_socket`.
     pub fn new(driver_name: String, csi_socket: PathBuf) -> Self {
-        RegistrationService { driver_name, csi_socket }
+        RegistrationService {
+            driver_name,
+            csi_socket,
+        }
     }
 }
 
 #[tonic::async_trait]
 impl Registration for RegistrationService {
-    async fn get_info(&self, _req: Request<reg::InfoRequest>) -> Result<Response<reg::PluginInfo>, Status> {
+    async fn get_info(
+        &self,
+        _req: Request<reg::InfoRequest>,
+    ) -> Result<Response<reg::PluginInfo>, Status> {
         Ok(Response::new(reg::PluginInfo {
             r#type: reg::CSI_PLUGIN.to_string(),
             name: self.driver_name.clone(),

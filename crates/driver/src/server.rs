@@ -31,15 +31,20 @@ pub fn socket_path(endpoint: &str) -> Result<PathBuf> {
 /// Binds a unix socket, replacing a stale socket file left by an earlier run.
 fn bind(path: &Path) -> Result<tokio::net::UnixListener> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("creating socket directory", parent, e))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io("creating socket directory", parent, e))?;
     }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
-            return Err(Error::Invalid(format!("{} exists and is not a socket", path.display())));
+            return Err(Error::Invalid(format!(
+                "{} exists and is not a socket",
+                path.display()
+            )));
         }
         std::fs::remove_file(path).map_err(|e| Error::io("removing stale socket", path, e))?;
     }
-    let listener = tokio::net::UnixListener::bind(path).map_err(|e| Error::io("listening on", path, e))?;
+    let listener =
+        tokio::net::UnixListener::bind(path).map_err(|e| Error::io("listening on", path, e))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
         .map_err(|e| Error::io("setting permissions of", path, e))?;
     Ok(listener)
@@ -60,7 +65,10 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     let state = StateDir::new(&config.state_dir);
     state.ensure(&config.node_id)?;
     let socket = socket_path(&config.endpoint)?;
-    let limits = SpaceThresholds { low_fraction: config.low_space_fraction, full_bytes: config.full_space_bytes };
+    let limits = SpaceThresholds {
+        low_fraction: config.low_space_fraction,
+        full_bytes: config.full_space_bytes,
+    };
     let view = if config.mode.serves_controller() {
         Some(Arc::new(VolumeView::load(state.clone(), limits)?))
     } else {
@@ -87,34 +95,72 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let refresher = view.map(|v| {
-        tokio::spawn(volume_view::run_refresher(v, config.refresh_interval, config.fsck_interval, stop_rx.clone()))
+        tokio::spawn(volume_view::run_refresher(
+            v,
+            config.refresh_interval,
+            config.fsck_interval,
+            stop_rx.clone(),
+        ))
     });
 
     let router = tonic::transport::Server::builder()
         .add_service(IdentityServer::new(IdentityService::new(plugin.clone())))
-        .add_optional_service(config.mode.serves_controller().then(|| ControllerServer::new(ControllerService::new(plugin.clone()))))
-        .add_optional_service(config.mode.serves_node().then(|| NodeServer::new(NodeService::new(plugin.clone()))));
+        .add_optional_service(
+            config
+                .mode
+                .serves_controller()
+                .then(|| ControllerServer::new(ControllerService::new(plugin.clone()))),
+        )
+        .add_optional_service(
+            config
+                .mode
+                .serves_node()
+                .then(|| NodeServer::new(NodeService::new(plugin.clone()))),
+        );
     let listener = bind(&socket)?;
     tracing::info!(
         endpoint = %socket.display(), driver = %config.driver_name, node = %config.node_id,
         mode = ?config.mode, state_dir = %config.state_dir.display(), "serving CSI"
     );
-    let csi = router.serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()));
-    let reg_socket = config.registration_dir.as_ref().map(|d| registration::socket_path(d, &config.driver_name));
+    let csi = router
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()));
+    let reg_socket = config
+        .registration_dir
+        .as_ref()
+        .map(|d| registration::socket_path(d, &config.driver_name));
     let reg_cleanup = reg_socket.clone();
     let reg = async {
-        let Some(path) = &reg_socket else { return Ok(()) };
-        let listener = bind(path).map_err(|e| Error::Serve { what: "registration", detail: e.to_string() })?;
+        let Some(path) = &reg_socket else {
+            return Ok(());
+        };
+        let listener = bind(path).map_err(|e| Error::Serve {
+            what: "registration",
+            detail: e.to_string(),
+        })?;
         tracing::info!(socket = %path.display(), "serving plugin registration");
         tonic::transport::Server::builder()
-            .add_service(RegistrationServer::new(RegistrationService::new(config.driver_name.clone(), socket.clone())))
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()))
+            .add_service(RegistrationServer::new(RegistrationService::new(
+                config.driver_name.clone(),
+                socket.clone(),
+            )))
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(listener),
+                stopped(stop_rx.clone()),
+            )
             .await
-            .map_err(|e| Error::Serve { what: "registration", detail: e.to_string() })
+            .map_err(|e| Error::Serve {
+                what: "registration",
+                detail: e.to_string(),
+            })
     };
     let servers = async {
         let (a, b) = tokio::join!(
-            async { csi.await.map_err(|e| Error::Serve { what: "CSI", detail: e.to_string() }) },
+            async {
+                csi.await.map_err(|e| Error::Serve {
+                    what: "CSI",
+                    detail: e.to_string(),
+                })
+            },
             reg
         );
         a.and(b)

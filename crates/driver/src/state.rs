@@ -63,7 +63,9 @@ impl StateDir {
 
     /// Stage/publish attempt record of a volume on a node.
     pub fn attempt_path(&self, node_id: &str, volume_id: &str) -> PathBuf {
-        self.node_dir(node_id).join("attempts").join(format!("{volume_id}.json"))
+        self.node_dir(node_id)
+            .join("attempts")
+            .join(format!("{volume_id}.json"))
     }
 
     /// Stand-in content directory for an image volume on a node that may not loop-mount.
@@ -83,7 +85,11 @@ impl StateDir {
 
     /// Creates the directories a driver needs.
     pub fn ensure(&self, node_id: &str) -> Result<()> {
-        for dir in [self.volumes_dir(), self.records_dir(), self.node_dir(node_id).join("attempts")] {
+        for dir in [
+            self.volumes_dir(),
+            self.records_dir(),
+            self.node_dir(node_id).join("attempts"),
+        ] {
             std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating directory", &dir, e))?;
         }
         Ok(())
@@ -95,10 +101,14 @@ impl StateDir {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io("creating directory", dir, e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let mut file = std::fs::File::create(&tmp).map_err(|e| Error::io("creating", &tmp, e))?;
-    file.write_all(bytes).map_err(|e| Error::io("writing", &tmp, e))?;
+    file.write_all(bytes)
+        .map_err(|e| Error::io("writing", &tmp, e))?;
     file.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
     drop(file);
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -112,7 +122,11 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|source| Error::Json { what: "parsing", path: path.to_path_buf(), source }),
+            .map_err(|source| Error::Json {
+                what: "parsing",
+                path: path.to_path_buf(),
+                source,
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("reading", path, e)),
     }
@@ -120,7 +134,10 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
 
 /// Writes a JSON document atomically.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)
-        .map_err(|source| Error::Json { what: "encoding", path: path.to_path_buf(), source })?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        what: "encoding",
+        path: path.to_path_buf(),
+        source,
+    })?;
     write_atomic(path, &bytes)
 }

@@ -1,13 +1,13 @@
 //! The controller's in-memory view of its volumes and their detected health, refreshed in the
 //! background so that health RPCs never touch the disk.
 
+use crate::Result;
 use crate::backend_image::{self, FsckOutcome};
 use crate::condition::Condition;
 use crate::config::BackendKind;
 use crate::detect_controller::{self, Observation, Pool, SpaceThresholds};
 use crate::records::{self, VolumeRecord};
 use crate::state::StateDir;
-use crate::Result;
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -46,13 +46,33 @@ impl VolumeView {
     /// Loads the records of a state dir (health is computed by [`VolumeView::refresh`]).
     pub fn load(state: StateDir, limits: SpaceThresholds) -> Result<Self> {
         let recs = records::load_all(&state)?;
-        let entries = recs.into_iter().map(|(id, record)| (id, Entry { record, detected: Vec::new() })).collect();
+        let entries = recs
+            .into_iter()
+            .map(|(id, record)| {
+                (
+                    id,
+                    Entry {
+                        record,
+                        detected: Vec::new(),
+                    },
+                )
+            })
+            .collect();
         Ok(Self::from_entries(state, limits, entries))
     }
 
     /// A view over given entries (benchmarks and tests build large views without a disk).
-    pub fn from_entries(state: StateDir, limits: SpaceThresholds, entries: BTreeMap<String, Entry>) -> Self {
-        VolumeView { state, limits, entries: RwLock::new(entries), fsck: Mutex::new(HashMap::new()) }
+    pub fn from_entries(
+        state: StateDir,
+        limits: SpaceThresholds,
+        entries: BTreeMap<String, Entry>,
+    ) -> Self {
+        VolumeView {
+            state,
+            limits,
+            entries: RwLock::new(entries),
+            fsck: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The state dir.
@@ -62,7 +82,13 @@ impl VolumeView {
 
     /// Adds or replaces a volume (after CreateVolume).
     pub fn insert(&self, record: VolumeRecord) {
-        write(&self.entries).insert(record.id.clone(), Entry { record, detected: Vec::new() });
+        write(&self.entries).insert(
+            record.id.clone(),
+            Entry {
+                record,
+                detected: Vec::new(),
+            },
+        );
     }
 
     /// Forgets a volume (after DeleteVolume).
@@ -101,7 +127,10 @@ impl VolumeView {
 
     /// Recomputes every volume's detected health from the disk (blocking; run off the RPC path).
     pub fn refresh(&self) {
-        let snapshot: Vec<VolumeRecord> = read(&self.entries).values().map(|e| e.record.clone()).collect();
+        let snapshot: Vec<VolumeRecord> = read(&self.entries)
+            .values()
+            .map(|e| e.record.clone())
+            .collect();
         let fsck = self.fsck.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut unbacked: u64 = 0;
         let mut observed = Vec::with_capacity(snapshot.len());
@@ -119,14 +148,21 @@ impl VolumeView {
             if present {
                 unbacked = unbacked.saturating_add(capacity.saturating_sub(allocated));
             }
-            let obs = Observation { present, fsck: fsck.get(&rec.id).map(|(_, o)| o.clone()) };
+            let obs = Observation {
+                present,
+                fsck: fsck.get(&rec.id).map(|(_, o)| o.clone()),
+            };
             observed.push((rec, path, obs));
         }
-        let pool = Pool { fs: detect_controller::fs_stats(&self.state.volumes_dir()), unbacked_bytes: unbacked };
+        let pool = Pool {
+            fs: detect_controller::fs_stats(&self.state.volumes_dir()),
+            unbacked_bytes: unbacked,
+        };
         let computed: Vec<(String, Vec<Condition>)> = observed
             .into_iter()
             .map(|(rec, path, obs)| {
-                let c = detect_controller::volume_conditions(&rec, &path, &obs, &pool, &self.limits);
+                let c =
+                    detect_controller::volume_conditions(&rec, &path, &obs, &pool, &self.limits);
                 (rec.id, c)
             })
             .collect();
@@ -148,9 +184,16 @@ impl VolumeView {
             .collect();
         let attached = crate::mounts::loop_backing_files();
         for (id, path) in images {
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
             let stamp: ImageStamp = (meta.len(), meta.ino(), meta.mtime(), meta.mtime_nsec());
-            let known = self.fsck.lock().unwrap_or_else(|p| p.into_inner()).get(&id).map(|(s, _)| *s);
+            let known = self
+                .fsck
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&id)
+                .map(|(s, _)| *s);
             if known == Some(stamp) || attached.contains(&path) {
                 continue;
             }
@@ -162,7 +205,10 @@ impl VolumeView {
             if let FsckOutcome::Corrupt { code, summary } = &outcome {
                 tracing::warn!(volume_id = %id, code, summary = %summary, "filesystem check failed");
             }
-            self.fsck.lock().unwrap_or_else(|p| p.into_inner()).insert(id, (stamp, outcome));
+            self.fsck
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, (stamp, outcome));
         }
     }
 }

@@ -28,10 +28,23 @@ async fn directory_deleted_out_of_band_is_inaccessible_in_get_and_list() {
     .await;
     assert_eq!(got, vec![(INACCESSIBLE, "VolumeNotFound".to_string())]);
     let listed = list_all(&mut ctrl, 1).await;
-    let gone = listed.iter().find(|v| v.volume_id == id).expect("deleted volume still listed");
-    assert_eq!(pairs(&gone.health_statuses), vec![(INACCESSIBLE, "VolumeNotFound".to_string())]);
-    assert!(gone.health_statuses[0].message.contains(&id), "message names the path: {}", gone.health_statuses[0].message);
-    let kept = listed.iter().find(|v| v.volume_id == keep).expect("healthy volume listed");
+    let gone = listed
+        .iter()
+        .find(|v| v.volume_id == id)
+        .expect("deleted volume still listed");
+    assert_eq!(
+        pairs(&gone.health_statuses),
+        vec![(INACCESSIBLE, "VolumeNotFound".to_string())]
+    );
+    assert!(
+        gone.health_statuses[0].message.contains(&id),
+        "message names the path: {}",
+        gone.health_statuses[0].message
+    );
+    let kept = listed
+        .iter()
+        .find(|v| v.volume_id == keep)
+        .expect("healthy volume listed");
     assert!(kept.health_statuses.is_empty());
 }
 
@@ -47,12 +60,18 @@ async fn corrupted_image_is_data_loss() {
     assert!(image.is_file(), "image at volumes/<id>.img");
     let meta = std::fs::metadata(&image).unwrap();
     assert_eq!(meta.len(), 32 << 20);
-    assert!(std::os::unix::fs::MetadataExt::blocks(&meta) * 512 < 32 << 20, "image is sparse");
+    assert!(
+        std::os::unix::fs::MetadataExt::blocks(&meta) * 512 < 32 << 20,
+        "image is sparse"
+    );
     assert!(controller_get(&mut ctrl, &id).await.is_empty());
     // Zero the primary superblock.
     {
         use std::io::{Seek, SeekFrom, Write};
-        let mut f = std::fs::OpenOptions::new().write(true).open(&image).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&image)
+            .unwrap();
         f.seek(SeekFrom::Start(1024)).unwrap();
         f.write_all(&[0u8; 1024]).unwrap();
         f.sync_all().unwrap();
@@ -66,20 +85,31 @@ async fn corrupted_image_is_data_loss() {
         }
     })
     .await;
-    assert!(got.contains(&(DATA_LOSS, "FilesystemCorrupt".to_string())), "{got:?}");
+    assert!(
+        got.contains(&(DATA_LOSS, "FilesystemCorrupt".to_string())),
+        "{got:?}"
+    );
     // Deleting the image out of band is VolumeNotFound, as for directories.
     std::fs::remove_file(&image).unwrap();
     eventually("VolumeNotFound for the image", || {
         let mut c = ctrl.clone();
         let id = id.clone();
-        async move { (controller_get(&mut c, &id).await == vec![(INACCESSIBLE, "VolumeNotFound".to_string())]).then_some(()) }
+        async move {
+            (controller_get(&mut c, &id).await
+                == vec![(INACCESSIBLE, "VolumeNotFound".to_string())])
+            .then_some(())
+        }
     })
     .await;
 }
 
 fn fill(path: &std::path::Path, bytes: u64) {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     let chunk = vec![0xabu8; 64 * 1024];
     let mut left = bytes;
     while left > 0 {
@@ -97,13 +127,21 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
     let outer = tempfile::tempdir().unwrap();
     let pool = outer.path().join("pool");
     let size: u64 = 8 << 20;
-    let Some(_tmpfs) = mount_tmpfs(&pool, size) else { return };
+    let Some(_tmpfs) = mount_tmpfs(&pool, size) else {
+        return;
+    };
     let sock_dir = tempfile::tempdir().unwrap();
-    let d = TestDriver::start_with(sock_dir, pool.clone(), |c| c.mode = volhealth_driver::Mode::All).await;
+    let d = TestDriver::start_with(sock_dir, pool.clone(), |c| {
+        c.mode = volhealth_driver::Mode::All
+    })
+    .await;
     let mut ctrl = d.controller().await;
     // 1 GiB promised on an 8 MiB filesystem: over-committed.
     let id = create(&mut ctrl, "pvc-thin", 1 << 30, None).await;
-    assert!(controller_get(&mut ctrl, &id).await.is_empty(), "plenty of free space at first");
+    assert!(
+        controller_get(&mut ctrl, &id).await.is_empty(),
+        "plenty of free space at first"
+    );
     let filler = pool.join("filler");
     fill(&filler, size * 93 / 100);
     let got = eventually("ThinPoolLowSpace", || {
@@ -117,8 +155,18 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
     .await;
     assert_eq!(got, vec![(DEGRADED, "ThinPoolLowSpace".to_string())]);
     let mut node = d.node().await;
-    let storage = node.node_get_storage_health(volhealth_csi::v1::NodeGetStorageHealthRequest::default()).await.unwrap().into_inner().backend_health;
-    assert!(storage.iter().any(|s| s.status == 1 && s.reason == "LowFreeSpace"), "{storage:?}");
+    let storage = node
+        .node_get_storage_health(volhealth_csi::v1::NodeGetStorageHealthRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .backend_health;
+    assert!(
+        storage
+            .iter()
+            .any(|s| s.status == 1 && s.reason == "LowFreeSpace"),
+        "{storage:?}"
+    );
     fill(&filler, size);
     let got = eventually("ThinPoolOutOfDataSpace", || {
         let mut c = ctrl.clone();
@@ -129,9 +177,15 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
         }
     })
     .await;
-    assert_eq!(got, vec![(INACCESSIBLE, "ThinPoolOutOfDataSpace".to_string())]);
+    assert_eq!(
+        got,
+        vec![(INACCESSIBLE, "ThinPoolOutOfDataSpace".to_string())]
+    );
     let msg = ctrl
-        .controller_get_volume_health(volhealth_csi::v1::ControllerGetVolumeHealthRequest { volume_id: id.clone(), ..Default::default() })
+        .controller_get_volume_health(volhealth_csi::v1::ControllerGetVolumeHealthRequest {
+            volume_id: id.clone(),
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()
@@ -160,12 +214,21 @@ async fn fresh_image_checks_clean_and_zeroed_superblock_does_not() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("v.img");
     create(&image, 16 << 20).await.unwrap();
-    assert_eq!(fsck(&image, std::time::Duration::from_secs(60)).await, FsckOutcome::Clean);
+    assert_eq!(
+        fsck(&image, std::time::Duration::from_secs(60)).await,
+        FsckOutcome::Clean
+    );
     {
         use std::io::{Seek, SeekFrom, Write};
-        let mut f = std::fs::OpenOptions::new().write(true).open(&image).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&image)
+            .unwrap();
         f.seek(SeekFrom::Start(1024)).unwrap();
         f.write_all(&[0u8; 1024]).unwrap();
     }
-    assert!(matches!(fsck(&image, std::time::Duration::from_secs(60)).await, FsckOutcome::Corrupt { .. }));
+    assert!(matches!(
+        fsck(&image, std::time::Duration::from_secs(60)).await,
+        FsckOutcome::Corrupt { .. }
+    ));
 }

@@ -10,7 +10,11 @@ use volhealth_csi::v1;
 const INACCESSIBLE: i32 = 2;
 const DEGRADED: i32 = 1;
 
-async fn node_get_paths(node: &mut v1::node_client::NodeClient<tonic::transport::Channel>, id: &str, publish: &Path) -> Vec<(i32, String)> {
+async fn node_get_paths(
+    node: &mut v1::node_client::NodeClient<tonic::transport::Channel>,
+    id: &str,
+    publish: &Path,
+) -> Vec<(i32, String)> {
     let resp = node
         .node_get_volume_health(v1::NodeGetVolumeHealthRequest {
             volume_id: id.into(),
@@ -36,30 +40,51 @@ async fn bind_mounted_volume_is_healthy_until_unmounted_out_of_band() {
     let target = d.dir.path().join("pods").join("target");
     std::fs::create_dir_all(&staging).unwrap();
     let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage");
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage is idempotent");
-    node.node_publish_volume(publish_req(&id, &staging, &target)).await.expect("publish");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage is idempotent");
+    node.node_publish_volume(publish_req(&id, &staging, &target))
+        .await
+        .expect("publish");
     assert!(volhealth_driver::mounts::is_mount_point(&target));
     std::fs::write(target.join("hello"), b"hi").unwrap();
-    assert!(d.state.join("volumes").join(&id).join("hello").is_file(), "writes reach the volume data");
+    assert!(
+        d.state.join("volumes").join(&id).join("hello").is_file(),
+        "writes reach the volume data"
+    );
     assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
     assert!(node_get(&mut node, &id).await.is_empty());
 
     nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH).unwrap();
     let got = node_get_paths(&mut node, &id, &target).await;
-    assert_eq!(got, vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]);
+    assert_eq!(
+        got,
+        vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]
+    );
     std::fs::remove_dir(&target).unwrap();
     let got = node_get_paths(&mut node, &id, &target).await;
     assert_eq!(got, vec![(INACCESSIBLE, "PublishPathMissing".to_string())]);
 
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest { volume_id: id.clone(), target_path: target.display().to_string() })
-        .await
-        .expect("unpublish is idempotent");
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest { volume_id: id.clone(), staging_target_path: staging.display().to_string() })
-        .await
-        .expect("unstage");
+    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
+        volume_id: id.clone(),
+        target_path: target.display().to_string(),
+    })
+    .await
+    .expect("unpublish is idempotent");
+    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
+        volume_id: id.clone(),
+        staging_target_path: staging.display().to_string(),
+    })
+    .await
+    .expect("unstage");
     assert!(!volhealth_driver::mounts::is_mount_point(&staging));
-    assert!(node_get(&mut node, &id).await.is_empty(), "nothing staged, data present: healthy");
+    assert!(
+        node_get(&mut node, &id).await.is_empty(),
+        "nothing staged, data present: healthy"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,7 +92,10 @@ async fn failed_stage_is_reported_by_node_get_volume_health() {
     let d = TestDriver::start(|_| {}).await;
     let mut node = d.node().await;
     let staging = d.dir.path().join("staging");
-    let err = node.node_stage_volume(stage_req("vh-missing", &staging)).await.unwrap_err();
+    let err = node
+        .node_stage_volume(stage_req("vh-missing", &staging))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound);
     let got = node_get(&mut node, "vh-missing").await;
     assert_eq!(got, vec![(INACCESSIBLE, "StageFailed".to_string())]);
@@ -85,11 +113,24 @@ async fn slow_io_probe_is_degraded() {
     let mut node = d.node().await;
     let id = create(&mut ctrl, "pvc-slow", 1 << 20, None).await;
     let staging = d.dir.path().join("staging");
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage");
-    let got = node.node_get_volume_health(v1::NodeGetVolumeHealthRequest { volume_id: id.clone(), ..Default::default() }).await.unwrap().into_inner();
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage");
+    let got = node
+        .node_get_volume_health(v1::NodeGetVolumeHealthRequest {
+            volume_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
     let entries = got.volume_health.unwrap().health_statuses;
     assert_eq!(pairs(&entries), vec![(DEGRADED, "SlowIo".to_string())]);
-    assert!(entries[0].message.contains(" ms"), "message has the time: {}", entries[0].message);
+    assert!(
+        entries[0].message.contains(" ms"),
+        "message has the time: {}",
+        entries[0].message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,13 +146,18 @@ async fn failing_io_probe_is_inaccessible() {
     let target = d.dir.path().join("target");
     std::fs::create_dir_all(&staging).unwrap();
     let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage");
-    node.node_publish_volume(publish_req(&id, &staging, &target)).await.expect("publish");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage");
+    node.node_publish_volume(publish_req(&id, &staging, &target))
+        .await
+        .expect("publish");
     assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
     // Out of band, the published mount turns read-only: writes through it fail.
     use nix::mount::{MsFlags, mount};
     let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-    mount(None::<&str>, &target, None::<&str>, flags, None::<&str>).unwrap_or_else(|e| panic!("remounting {} read-only: {e}", target.display()));
+    mount(None::<&str>, &target, None::<&str>, flags, None::<&str>)
+        .unwrap_or_else(|e| panic!("remounting {} read-only: {e}", target.display()));
     let got = node_get_paths(&mut node, &id, &target).await;
     assert_eq!(got, vec![(INACCESSIBLE, "IoProbeFailed".to_string())]);
 }
@@ -125,20 +171,46 @@ async fn symlink_fallback_keeps_node_checks_meaningful() {
     let staging = d.dir.path().join("staging");
     let target = d.dir.path().join("target");
     std::fs::create_dir_all(&staging).unwrap();
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage");
-    node.node_publish_volume(publish_req(&id, &staging, &target)).await.expect("publish");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage");
+    node.node_publish_volume(publish_req(&id, &staging, &target))
+        .await
+        .expect("publish");
     std::fs::write(target.join("hello"), b"hi").unwrap();
-    assert!(d.state.join("volumes").join(&id).join("hello").is_file(), "writes reach the volume data");
+    assert!(
+        d.state.join("volumes").join(&id).join("hello").is_file(),
+        "writes reach the volume data"
+    );
     assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
     // Someone points the target elsewhere.
     std::fs::remove_file(&target).unwrap();
     std::os::unix::fs::symlink(d.dir.path(), &target).unwrap();
-    assert_eq!(node_get_paths(&mut node, &id, &target).await, vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]);
+    assert_eq!(
+        node_get_paths(&mut node, &id, &target).await,
+        vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]
+    );
     std::fs::remove_file(&target).unwrap();
-    assert_eq!(node_get_paths(&mut node, &id, &target).await, vec![(INACCESSIBLE, "PublishPathMissing".to_string())]);
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest { volume_id: id.clone(), target_path: target.display().to_string() }).await.unwrap();
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest { volume_id: id.clone(), staging_target_path: staging.display().to_string() }).await.unwrap();
-    assert!(staging.is_dir() && !staging.is_symlink(), "the CO's staging directory is given back");
+    assert_eq!(
+        node_get_paths(&mut node, &id, &target).await,
+        vec![(INACCESSIBLE, "PublishPathMissing".to_string())]
+    );
+    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
+        volume_id: id.clone(),
+        target_path: target.display().to_string(),
+    })
+    .await
+    .unwrap();
+    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
+        volume_id: id.clone(),
+        staging_target_path: staging.display().to_string(),
+    })
+    .await
+    .unwrap();
+    assert!(
+        staging.is_dir() && !staging.is_symlink(),
+        "the CO's staging directory is given back"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,10 +220,15 @@ async fn backing_data_deleted_is_inaccessible_on_the_node() {
     let mut node = d.node().await;
     let id = create(&mut ctrl, "pvc-del", 1 << 20, None).await;
     let staging = d.dir.path().join("staging");
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage");
     std::fs::remove_dir_all(d.state.join("volumes").join(&id)).unwrap();
     let got = node_get(&mut node, &id).await;
-    assert!(got.contains(&(INACCESSIBLE, "BackingDataMissing".to_string())), "{got:?}");
+    assert!(
+        got.contains(&(INACCESSIBLE, "BackingDataMissing".to_string())),
+        "{got:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,18 +247,43 @@ async fn image_volume_is_loop_mounted_and_probed() {
     let target = d.dir.path().join("target");
     std::fs::create_dir_all(&staging).unwrap();
     let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging)).await.expect("stage (loop mount)");
-    assert!(staging.join("lost+found").is_dir(), "the ext4 filesystem is mounted");
-    node.node_publish_volume(publish_req(&id, &staging, &target)).await.expect("publish");
+    node.node_stage_volume(stage_req(&id, &staging))
+        .await
+        .expect("stage (loop mount)");
+    assert!(
+        staging.join("lost+found").is_dir(),
+        "the ext4 filesystem is mounted"
+    );
+    node.node_publish_volume(publish_req(&id, &staging, &target))
+        .await
+        .expect("publish");
     assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
     let stats = node
-        .node_get_volume_stats(v1::NodeGetVolumeStatsRequest { volume_id: id.clone(), volume_path: target.display().to_string(), staging_target_path: String::new() })
+        .node_get_volume_stats(v1::NodeGetVolumeStatsRequest {
+            volume_id: id.clone(),
+            volume_path: target.display().to_string(),
+            staging_target_path: String::new(),
+        })
         .await
         .unwrap()
         .into_inner();
-    let bytes = stats.usage.iter().find(|u| u.unit == 1).expect("bytes usage");
+    let bytes = stats
+        .usage
+        .iter()
+        .find(|u| u.unit == 1)
+        .expect("bytes usage");
     assert!(bytes.total > 0 && bytes.total <= 32 << 20, "{bytes:?}");
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest { volume_id: id.clone(), target_path: target.display().to_string() }).await.unwrap();
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest { volume_id: id.clone(), staging_target_path: staging.display().to_string() }).await.unwrap();
+    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
+        volume_id: id.clone(),
+        target_path: target.display().to_string(),
+    })
+    .await
+    .unwrap();
+    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
+        volume_id: id.clone(),
+        staging_target_path: staging.display().to_string(),
+    })
+    .await
+    .unwrap();
     assert!(!volhealth_driver::mounts::is_mount_point(&staging));
 }

@@ -14,7 +14,14 @@ use volhealth_driver::state::StateDir;
 
 fn inject_volume(state: &StateDir, id: &str, side: Side, status: i32, reason: &str) {
     let condition = Condition::new(status, reason, format!("injected {reason}"));
-    injection::update(state, |i| i.add_volume(VolumeInjection { volume_id: id.into(), side, condition })).unwrap();
+    injection::update(state, |i| {
+        i.add_volume(VolumeInjection {
+            volume_id: id.into(),
+            side,
+            condition,
+        })
+    })
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,7 +34,10 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
     inject_volume(&state, &id, Side::Controller, 2, "StorageArrayOffline");
     inject_volume(&state, &id, Side::Controller, 1, "ReplicaRebuilding");
     inject_volume(&state, &id, Side::Node, 3, "BlocksLost");
-    let want = vec![(1, "ReplicaRebuilding".to_string()), (2, "StorageArrayOffline".to_string())];
+    let want = vec![
+        (1, "ReplicaRebuilding".to_string()),
+        (2, "StorageArrayOffline".to_string()),
+    ];
     eventually("both controller injections in Get", || {
         let mut c = ctrl.clone();
         let (id, want) = (id.clone(), want.clone());
@@ -35,15 +45,29 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
     })
     .await;
     let listed = list_all(&mut ctrl, 1).await;
-    assert_eq!(pairs(&listed[0].health_statuses), want, "List carries them too");
-    assert_eq!(node_get(&mut node, &id).await, vec![(3, "BlocksLost".to_string())], "node side separate");
+    assert_eq!(
+        pairs(&listed[0].health_statuses),
+        want,
+        "List carries them too"
+    );
+    assert_eq!(
+        node_get(&mut node, &id).await,
+        vec![(3, "BlocksLost".to_string())],
+        "node side separate"
+    );
 
     // An injection with the same (status, reason) as a detected condition wins.
     std::fs::remove_dir_all(d.state.join("volumes").join(&id)).unwrap();
     eventually("detected VolumeNotFound", || {
         let mut c = ctrl.clone();
         let id = id.clone();
-        async move { controller_get(&mut c, &id).await.iter().any(|(_, r)| r == "VolumeNotFound").then_some(()) }
+        async move {
+            controller_get(&mut c, &id)
+                .await
+                .iter()
+                .any(|(_, r)| r == "VolumeNotFound")
+                .then_some(())
+        }
     })
     .await;
     inject_volume(&state, &id, Side::Controller, 2, "VolumeNotFound");
@@ -52,16 +76,24 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
         let id = id.clone();
         async move {
             let r = c
-                .controller_get_volume_health(v1::ControllerGetVolumeHealthRequest { volume_id: id, ..Default::default() })
+                .controller_get_volume_health(v1::ControllerGetVolumeHealthRequest {
+                    volume_id: id,
+                    ..Default::default()
+                })
                 .await
                 .ok()?
                 .into_inner();
             let e = r.volume_health?.health_statuses;
-            e.iter().any(|e| e.message == "injected VolumeNotFound").then_some(e)
+            e.iter()
+                .any(|e| e.message == "injected VolumeNotFound")
+                .then_some(e)
         }
     })
     .await;
-    let vnf: Vec<_> = entries.iter().filter(|e| e.reason == "VolumeNotFound").collect();
+    let vnf: Vec<_> = entries
+        .iter()
+        .filter(|e| e.reason == "VolumeNotFound")
+        .collect();
     assert_eq!(vnf.len(), 1);
     assert_eq!(vnf[0].message, "injected VolumeNotFound");
 
@@ -69,10 +101,21 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
     eventually("only the detected condition after clear", || {
         let mut c = ctrl.clone();
         let id = id.clone();
-        async move { (controller_get(&mut c, &id).await == vec![(2, "VolumeNotFound".to_string())]).then_some(()) }
+        async move {
+            (controller_get(&mut c, &id).await == vec![(2, "VolumeNotFound".to_string())])
+                .then_some(())
+        }
     })
     .await;
-    assert_eq!(node_get(&mut node, &id).await.iter().filter(|(_, r)| r == "BlocksLost").count(), 1, "node side kept");
+    assert_eq!(
+        node_get(&mut node, &id)
+            .await
+            .iter()
+            .filter(|(_, r)| r == "BlocksLost")
+            .count(),
+        1,
+        "node side kept"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,17 +127,38 @@ async fn unknown_numeric_status_is_sent_raw() {
     let id = create(&mut ctrl, "pvc-raw", 1 << 20, None).await;
     inject_volume(&state, &id, Side::Controller, 42, "FutureCondition");
     inject_volume(&state, &id, Side::Node, 0, "UnknownType");
-    let storage = StorageCondition { status: 9, reason: "FutureStorage".into(), message: "m".into(), access_mode: None, volume_mode: None };
+    let storage = StorageCondition {
+        status: 9,
+        reason: "FutureStorage".into(),
+        message: "m".into(),
+        access_mode: None,
+        volume_mode: None,
+    };
     injection::update(&state, |i| i.add_storage(storage)).unwrap();
     eventually("raw 42", || {
         let mut c = ctrl.clone();
         let id = id.clone();
-        async move { (controller_get(&mut c, &id).await == vec![(42, "FutureCondition".to_string())]).then_some(()) }
+        async move {
+            (controller_get(&mut c, &id).await == vec![(42, "FutureCondition".to_string())])
+                .then_some(())
+        }
     })
     .await;
-    assert_eq!(node_get(&mut node, &id).await, vec![(0, "UnknownType".to_string())]);
-    let s = node.node_get_storage_health(v1::NodeGetStorageHealthRequest::default()).await.unwrap().into_inner().backend_health;
-    assert!(s.iter().any(|e| e.status == 9 && e.reason == "FutureStorage"), "{s:?}");
+    assert_eq!(
+        node_get(&mut node, &id).await,
+        vec![(0, "UnknownType".to_string())]
+    );
+    let s = node
+        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .backend_health;
+    assert!(
+        s.iter()
+            .any(|e| e.status == 9 && e.reason == "FutureStorage"),
+        "{s:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +166,11 @@ async fn storage_injection_carries_access_and_volume_mode() {
     let d = TestDriver::start(|_| {}).await;
     let state = StateDir::new(&d.state);
     let mut node = d.node().await;
-    let healthy = node.node_get_storage_health(v1::NodeGetStorageHealthRequest::default()).await.unwrap().into_inner();
+    let healthy = node
+        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
     assert!(healthy.backend_health.is_empty(), "{healthy:?}");
     let cond = StorageCondition {
         status: 2,
@@ -115,21 +183,35 @@ async fn storage_injection_carries_access_and_volume_mode() {
     let got = eventually("storage injection", || {
         let mut n = node.clone();
         async move {
-            let r = n.node_get_storage_health(v1::NodeGetStorageHealthRequest::default()).await.ok()?.into_inner();
+            let r = n
+                .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+                .await
+                .ok()?
+                .into_inner();
             (!r.backend_health.is_empty()).then_some(r.backend_health)
         }
     })
     .await;
     assert_eq!(got.len(), 1);
-    assert_eq!((got[0].status, got[0].reason.as_str()), (2, "ArrayUnreachable"));
+    assert_eq!(
+        (got[0].status, got[0].reason.as_str()),
+        (2, "ArrayUnreachable")
+    );
     let cap = got[0].volume_capability.clone().expect("capability");
     assert_eq!(cap.access_mode.map(|m| m.mode), Some(1));
-    assert!(matches!(cap.access_type, Some(v1::volume_capability::AccessType::Block(_))));
+    assert!(matches!(
+        cap.access_type,
+        Some(v1::volume_capability::AccessType::Block(_))
+    ));
     injection::update(&state, |i| i.storage.clear()).unwrap();
     eventually("storage cleared", || {
         let mut n = node.clone();
         async move {
-            let r = n.node_get_storage_health(v1::NodeGetStorageHealthRequest::default()).await.ok()?.into_inner();
+            let r = n
+                .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+                .await
+                .ok()?
+                .into_inner();
             r.backend_health.is_empty().then_some(())
         }
     })
@@ -143,35 +225,75 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
     let mut ctrl = d.controller().await;
     let mut node = d.node().await;
     let mut ident = d.identity().await;
-    for (method, code) in [("ControllerListVolumeHealth", 14), ("NodeGetStorageHealth", 4), ("Probe", 13)] {
-        injection::update(&state, |i| i.set_fault(RpcFault { method: method.into(), code, rate: 1.0, delay_ms: 0 })).unwrap();
+    for (method, code) in [
+        ("ControllerListVolumeHealth", 14),
+        ("NodeGetStorageHealth", 4),
+        ("Probe", 13),
+    ] {
+        injection::update(&state, |i| {
+            i.set_fault(RpcFault {
+                method: method.into(),
+                code,
+                rate: 1.0,
+                delay_ms: 0,
+            })
+        })
+        .unwrap();
     }
     eventually("list fails with UNAVAILABLE", || {
         let mut c = ctrl.clone();
         async move {
-            let e = c.controller_list_volume_health(v1::ControllerListVolumeHealthRequest::default()).await.err()?;
+            let e = c
+                .controller_list_volume_health(v1::ControllerListVolumeHealthRequest::default())
+                .await
+                .err()?;
             (e.code() == Code::Unavailable).then_some(())
         }
     })
     .await;
-    let e = node.node_get_storage_health(v1::NodeGetStorageHealthRequest::default()).await.unwrap_err();
+    let e = node
+        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded);
-    assert_eq!(ident.probe(v1::ProbeRequest {}).await.unwrap_err().code(), Code::Internal);
+    assert_eq!(
+        ident.probe(v1::ProbeRequest {}).await.unwrap_err().code(),
+        Code::Internal
+    );
     // Rate 0 never fails.
-    injection::update(&state, |i| i.set_fault(RpcFault { method: "Probe".into(), code: 13, rate: 0.0, delay_ms: 0 })).unwrap();
+    injection::update(&state, |i| {
+        i.set_fault(RpcFault {
+            method: "Probe".into(),
+            code: 13,
+            rate: 0.0,
+            delay_ms: 0,
+        })
+    })
+    .unwrap();
     eventually("probe answers at rate 0", || {
         let mut c = ident.clone();
         async move { c.probe(v1::ProbeRequest {}).await.ok().map(|_| ()) }
     })
     .await;
     // A delay longer than the caller's deadline makes the call time out on the caller's side.
-    injection::update(&state, |i| i.set_fault(RpcFault { method: "NodeGetVolumeHealth".into(), code: 0, rate: 1.0, delay_ms: 60_000 })).unwrap();
+    injection::update(&state, |i| {
+        i.set_fault(RpcFault {
+            method: "NodeGetVolumeHealth".into(),
+            code: 0,
+            rate: 1.0,
+            delay_ms: 60_000,
+        })
+    })
+    .unwrap();
     let id = create(&mut ctrl, "pvc-slow", 1 << 20, None).await;
     eventually("delayed NodeGetVolumeHealth", || {
         let mut n = node.clone();
         let id = id.clone();
         async move {
-            let mut req = tonic::Request::new(v1::NodeGetVolumeHealthRequest { volume_id: id, ..Default::default() });
+            let mut req = tonic::Request::new(v1::NodeGetVolumeHealthRequest {
+                volume_id: id,
+                ..Default::default()
+            });
             req.set_timeout(std::time::Duration::from_millis(300));
             let e = n.node_get_volume_health(req).await.err()?;
             (e.code() == Code::Cancelled || e.code() == Code::DeadlineExceeded).then_some(())
@@ -179,12 +301,22 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
     })
     .await;
     // Other RPCs are unaffected.
-    assert!(ctrl.controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {}).await.is_ok());
+    assert!(
+        ctrl.controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
+            .await
+            .is_ok()
+    );
 }
 
-async fn cycle(ctrl: &mut v1::controller_client::ControllerClient<tonic::transport::Channel>, max: i32) -> (Vec<String>, usize) {
+async fn cycle(
+    ctrl: &mut v1::controller_client::ControllerClient<tonic::transport::Channel>,
+    max: i32,
+) -> (Vec<String>, usize) {
     let pages = list_all(ctrl, max).await;
-    (pages.iter().map(|v| v.volume_id.clone()).collect(), pages.len())
+    (
+        pages.iter().map(|v| v.volume_id.clone()).collect(),
+        pages.len(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -196,7 +328,13 @@ async fn list_chaos_duplicates_repeat_entries_but_paging_ends() {
     for i in 0..4 {
         ids.insert(create(&mut ctrl, &format!("pvc-{i}"), 1 << 20, None).await);
     }
-    injection::update(&state, |i| i.list_chaos = ListChaos { duplicates: true, omissions: false }).unwrap();
+    injection::update(&state, |i| {
+        i.list_chaos = ListChaos {
+            duplicates: true,
+            omissions: false,
+        }
+    })
+    .unwrap();
     for max in [1, 2] {
         let (listed, n) = eventually("duplicates", || {
             let mut c = ctrl.clone();
@@ -221,7 +359,13 @@ async fn list_chaos_omissions_rotate_so_every_volume_comes_back() {
     for i in 0..10 {
         ids.insert(create(&mut ctrl, &format!("pvc-{i}"), 1 << 20, None).await);
     }
-    injection::update(&state, |i| i.list_chaos = ListChaos { duplicates: false, omissions: true }).unwrap();
+    injection::update(&state, |i| {
+        i.list_chaos = ListChaos {
+            duplicates: false,
+            omissions: true,
+        }
+    })
+    .unwrap();
     // Wait until the driver sees the chaos (some cycle misses a volume).
     eventually("omissions", || {
         let mut c = ctrl.clone();
@@ -240,7 +384,10 @@ async fn list_chaos_omissions_rotate_so_every_volume_comes_back() {
     assert!(!missed.is_empty(), "some volumes were omitted");
     for (id, cycles) in &missed {
         assert!(cycles.len() < 10, "{id} must come back");
-        assert!(cycles.windows(2).all(|w| w[1] > w[0] + 1), "{id} omitted in consecutive cycles: {cycles:?}");
+        assert!(
+            cycles.windows(2).all(|w| w[1] > w[0] + 1),
+            "{id} omitted in consecutive cycles: {cycles:?}"
+        );
     }
     injection::update(&state, |i| i.list_chaos = ListChaos::default()).unwrap();
     eventually("chaos off", || {
