@@ -403,12 +403,28 @@ mod tests {
 
     #[test]
     fn anonymous_admin_only_covers_requests_without_credentials() {
-        let t = Tokens::parse("nodetok,system:node:a,2,\"system:nodes\"\n").unwrap().with_anonymous_admin();
+        let t = Tokens::parse("nodetok,system:node:a,2,\"system:nodes\"\n")
+            .unwrap()
+            .with_anonymous_admin();
         let anon = t.authenticate(None).unwrap();
         assert_eq!(anon.node_name(), None);
-        let a = Attributes { verb: "patch", group: "", resource: "persistentvolumeclaims", subresource: "status", namespace: "default", name: "d" };
+        let a = Attributes {
+            verb: "patch",
+            group: "",
+            resource: "persistentvolumeclaims",
+            subresource: "status",
+            namespace: "default",
+            name: "d",
+        };
         assert!(authorize(&anon, &a, None).is_ok());
-        assert_eq!(t.authenticate(Some("Bearer wrong")).unwrap_err().code, 401, "a wrong token is still refused");
-        assert_eq!(t.authenticate(Some("Bearer nodetok")).unwrap().node_name(), Some("a"));
+        assert_eq!(
+            t.authenticate(Some("Bearer wrong")).unwrap_err().code,
+            401,
+            "a wrong token is still refused"
+        );
+        assert_eq!(
+            t.authenticate(Some("Bearer nodetok")).unwrap().node_name(),
+            Some("a")
+        );
     }
 }

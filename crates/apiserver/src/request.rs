@@ -130,7 +130,7 @@ pub fn format(accept: &str, include: Option<&str>) -> Format {
             continue;
         }
         let as_ = params.iter().find_map(|p| p.strip_prefix("as="));
-        let meta = params.iter().any(|p| *p == "g=meta.k8s.io");
+        let meta = params.contains(&"g=meta.k8s.io");
         match as_ {
             Some("Table") if meta => return Format::Table(IncludeObject::parse(include)),
             Some("PartialObjectMetadata" | "PartialObjectMetadataList") if meta => {

@@ -122,26 +122,26 @@ pub struct Call {
 }
 
 impl Call {
-    fn q(&self, k: &str) -> Option<&str> {
+    pub(crate) fn q(&self, k: &str) -> Option<&str> {
         self.query
             .get(k)
             .map(String::as_str)
             .filter(|s| !s.is_empty())
     }
 
-    fn res(&self) -> String {
+    pub(crate) fn res(&self) -> String {
         self.target.def.store_name()
     }
 
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.target.name.as_deref().unwrap_or("")
     }
 
-    fn status_only(&self) -> bool {
+    pub(crate) fn status_only(&self) -> bool {
         self.target.sub.as_deref() == Some("status")
     }
 
-    fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.q("dryRun").is_some()
     }
 }
@@ -180,7 +180,11 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
     let body_name = if c.verb == Verb::Create {
         parse_body(c)
             .ok()
-            .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+            .and_then(|b| {
+                b.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
             .unwrap_or_default()
     } else {
         String::new()
@@ -191,7 +195,11 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
         resource: def.plural,
         subresource: c.target.sub.as_deref().unwrap_or(""),
         namespace: &c.target.ns,
-        name: if c.verb == Verb::Create { &body_name } else { c.name() },
+        name: if c.verb == Verb::Create {
+            &body_name
+        } else {
+            c.name()
+        },
     };
     authz::authorize(user, &attrs, bound.as_deref())
 }
@@ -212,7 +220,7 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     }
 }
 
-fn render_one(def: &ResourceDef, c: &Call, obj: &Value, rv: u64, code: u16) -> Response {
+pub(crate) fn render_one(def: &ResourceDef, c: &Call, obj: &Value, rv: u64, code: u16) -> Response {
     match request::format(&c.accept, c.q("includeObject")) {
         Format::Json => json_response(code, obj),
         Format::Partial => json_response(code, &table::partial_metadata(obj)),
@@ -249,7 +257,12 @@ pub fn select(
     ))
 }
 
-fn list_response(def: &ResourceDef, c: &Call, rv: u64, items: &[Arc<Value>]) -> Response {
+pub(crate) fn list_response(
+    def: &ResourceDef,
+    c: &Call,
+    rv: u64,
+    items: &[Arc<Value>],
+) -> Response {
     match request::format(&c.accept, c.q("includeObject")) {
         Format::Table(inc) => {
             let refs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
@@ -286,8 +299,8 @@ fn write(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         Verb::Create => create(st, c),
         Verb::Update => update(st, c),
         Verb::Patch(pt) => patch_object(st, c, pt),
-        Verb::Delete => delete(st, c),
-        Verb::DeleteCollection => delete_collection(st, c),
+        Verb::Delete => crate::deletion::delete(st, c),
+        Verb::DeleteCollection => crate::deletion::delete_collection(st, c),
         _ => Err(ApiError::internal("not a write")),
     }
 }
@@ -494,125 +507,4 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
     });
     let code = if created { 201 } else { 200 };
     finish(st, def, c, w, code)
-}
-
-fn delete_one(
-    st: &AppState,
-    def: &ResourceDef,
-    ns: &str,
-    name: &str,
-    opts: &Value,
-) -> Result<Option<Arc<Value>>, ApiError> {
-    if def.plural == "namespaces" && def.group.is_empty() {
-        if matches!(name, "default" | "kube-system" | "kube-public") {
-            return Err(ApiError::forbidden(
-                "",
-                "namespaces",
-                name,
-                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-            ));
-        }
-        if st.store.get(&def.store_name(), "", name).is_some() {
-            for r in registry::RESOURCES.iter().filter(|r| r.namespaced) {
-                let (_, items) = st.store.list(&r.store_name(), Some(name));
-                for o in items {
-                    let n = o
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    st.store
-                        .mutate(&r.store_name(), name, &n, |_| Ok(Outcome::Delete))?;
-                }
-            }
-        }
-    }
-    let pre_rv = opts
-        .pointer("/preconditions/resourceVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let pre_uid = opts
-        .pointer("/preconditions/uid")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let w = st.store.mutate(&def.store_name(), ns, name, |old| {
-        let old = old.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
-        if pre_rv
-            .as_deref()
-            .is_some_and(|rv| Some(rv) != objects::resource_version(old))
-            || pre_uid
-                .as_deref()
-                .is_some_and(|u| Some(u) != old.pointer("/metadata/uid").and_then(Value::as_str))
-        {
-            return Err(ApiError::conflict(def.group, def.plural, name));
-        }
-        let has_finalizers = old
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        if has_finalizers {
-            if old.pointer("/metadata/deletionTimestamp").is_some() {
-                return Ok(Outcome::Unchanged);
-            }
-            let mut new = old.clone();
-            let m = objects::metadata_mut(&mut new)?;
-            m.insert("deletionTimestamp".into(), json!(objects::now_rfc3339()));
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            return Ok(Outcome::Put(new));
-        }
-        Ok(Outcome::Delete)
-    })?;
-    Ok(w.new.or(w.deleted))
-}
-
-fn delete_options(c: &Call) -> Result<Value, ApiError> {
-    if c.body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    patch::parse_json(&c.body)
-}
-
-fn delete(st: &AppState, c: &Call) -> Result<Response, ApiError> {
-    let def = c.target.def;
-    let opts = delete_options(c)?;
-    if c.dry_run() {
-        let obj = st
-            .store
-            .get(&c.res(), &c.target.ns, c.name())
-            .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
-        return Ok(json_response(200, &obj));
-    }
-    let obj = delete_one(st, def, &c.target.ns, c.name(), &opts)?
-        .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
-    Ok(render_one(def, c, &obj, st.store.current_rv(), 200))
-}
-
-fn delete_collection(st: &AppState, c: &Call) -> Result<Response, ApiError> {
-    let def = c.target.def;
-    let opts = delete_options(c)?;
-    let (_, items) = select(st, &c.target, &c.query)?;
-    let mut deleted = Vec::new();
-    for o in items {
-        let ns = o
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let name = o
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if c.dry_run() {
-            deleted.push(o);
-            continue;
-        }
-        match delete_one(st, def, &ns, &name, &opts) {
-            Ok(Some(d)) => deleted.push(d),
-            Ok(None) => {}
-            Err(e) if e.code == 404 => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(list_response(def, c, st.store.current_rv(), &deleted))
 }

@@ -1,0 +1,136 @@
+//! Deletion: preconditions, finalizers (terminate instead of delete), namespace contents, and
+//! deletecollection.
+
+use crate::errors::ApiError;
+use crate::objects;
+use crate::patch;
+use crate::registry::{self, ResourceDef};
+use crate::rest::{Call, list_response, render_one, select};
+use crate::server::{AppState, json_response};
+use crate::store::Outcome;
+use axum::response::Response;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn delete_one(
+    st: &AppState,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    opts: &Value,
+) -> Result<Option<Arc<Value>>, ApiError> {
+    if def.plural == "namespaces" && def.group.is_empty() {
+        if matches!(name, "default" | "kube-system" | "kube-public") {
+            return Err(ApiError::forbidden(
+                "",
+                "namespaces",
+                name,
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            ));
+        }
+        if st.store.get(&def.store_name(), "", name).is_some() {
+            for r in registry::RESOURCES.iter().filter(|r| r.namespaced) {
+                let (_, items) = st.store.list(&r.store_name(), Some(name));
+                for o in items {
+                    let n = o
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    st.store
+                        .mutate(&r.store_name(), name, &n, |_| Ok(Outcome::Delete))?;
+                }
+            }
+        }
+    }
+    let pre_rv = opts
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let pre_uid = opts
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let w = st.store.mutate(&def.store_name(), ns, name, |old| {
+        let old = old.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+        if pre_rv
+            .as_deref()
+            .is_some_and(|rv| Some(rv) != objects::resource_version(old))
+            || pre_uid
+                .as_deref()
+                .is_some_and(|u| Some(u) != old.pointer("/metadata/uid").and_then(Value::as_str))
+        {
+            return Err(ApiError::conflict(def.group, def.plural, name));
+        }
+        let has_finalizers = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Outcome::Unchanged);
+            }
+            let mut new = old.clone();
+            let m = objects::metadata_mut(&mut new)?;
+            m.insert("deletionTimestamp".into(), json!(objects::now_rfc3339()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            return Ok(Outcome::Put(new));
+        }
+        Ok(Outcome::Delete)
+    })?;
+    Ok(w.new.or(w.deleted))
+}
+
+fn delete_options(c: &Call) -> Result<Value, ApiError> {
+    if c.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    patch::parse_json(&c.body)
+}
+
+/// DELETE of one object: finalizers make it terminate instead; namespaces take their contents along.
+pub fn delete(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let opts = delete_options(c)?;
+    if c.dry_run() {
+        let obj = st
+            .store
+            .get(&c.res(), &c.target.ns, c.name())
+            .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+        return Ok(json_response(200, &obj));
+    }
+    let obj = delete_one(st, def, &c.target.ns, c.name(), &opts)?
+        .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
+    Ok(render_one(def, c, &obj, st.store.current_rv(), 200))
+}
+
+/// DELETE of a collection, honouring selectors.
+pub fn delete_collection(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    let def = c.target.def;
+    let opts = delete_options(c)?;
+    let (_, items) = select(st, &c.target, &c.query)?;
+    let mut deleted = Vec::new();
+    for o in items {
+        let ns = o
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if c.dry_run() {
+            deleted.push(o);
+            continue;
+        }
+        match delete_one(st, def, &ns, &name, &opts) {
+            Ok(Some(d)) => deleted.push(d),
+            Ok(None) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(list_response(def, c, st.store.current_rv(), &deleted))
+}
