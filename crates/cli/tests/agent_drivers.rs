@@ -1,0 +1,195 @@
+//! End to end: the agent follows drivers that come, go and die, and backs off when the API server drops its writes.
+
+mod agent_world;
+mod support;
+
+use agent_world::*;
+use support::wait_for_async;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_keeps_conditions_when_the_driver_dies() {
+    let mut w = World::start().await;
+    let handle = w.create_volume("vol-web").await;
+    let uid = w.pod_with_volume("web", &handle, NODE).await;
+    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    w.inject(&[
+        "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
+    ]);
+    w.inject(&[
+        "storage",
+        "--status",
+        "StorageDegraded",
+        "--reason",
+        "SlowDisks",
+    ]);
+    let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
+    wait_for_async(WAIT, "Degraded on the pod", || async {
+        (!w.pod_conditions("web").await.is_empty()).then_some(())
+    })
+    .await;
+    wait_for_async(WAIT, "StorageDegraded on the CSINode", || async {
+        w.csinode()
+            .await?
+            .status?
+            .storage_health
+            .filter(|s| !s.is_empty())
+            .map(|_| ())
+    })
+    .await;
+    // A status number this version does not know is never taken for health: Degraded stays.
+    w.inject(&["clear", "volume", &handle, "--side", "node"]);
+    w.inject(&[
+        "volume",
+        &handle,
+        "--side",
+        "node",
+        "--status",
+        "9",
+        "--reason",
+        "FromTheFuture",
+    ]);
+    let unknown = || {
+        metric(
+            &url,
+            &["csi_volume_health_unknown_condition_total{", "status=\"9\""],
+        )
+    };
+    wait_for_async(WAIT, "the unknown status counted", || async {
+        (unknown().await >= 2.0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        w.pod_conditions("web").await,
+        vec![("data".into(), "Degraded".into(), "Slow".into())]
+    );
+    w.driver.kill();
+    let errors = || {
+        metric(
+            &url,
+            &[
+                "csi_volume_health_probe_total{",
+                "method=\"NodeGetVolumeHealth\"",
+                "result=\"error\"",
+            ],
+        )
+    };
+    wait_for_async(WAIT, "failed probes of the dead driver", || async {
+        (errors().await >= 3.0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        w.pod_conditions("web").await,
+        vec![("data".into(), "Degraded".into(), "Slow".into())]
+    );
+    let storage = w
+        .csinode()
+        .await
+        .and_then(|c| c.status?.storage_health)
+        .unwrap_or_default();
+    assert_eq!(
+        storage.len(),
+        1,
+        "a dead driver clears nothing: {storage:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_picks_up_drivers_that_come_and_go() {
+    let mut w = World::start().await;
+    w.driver.kill();
+    let reg_sock = w
+        .root
+        .join("plugins_registry")
+        .join(format!("{DRIVER}-reg.sock"));
+    let _ = std::fs::remove_file(&reg_sock);
+    let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
+    assert!(w.csinode().await.is_none(), "no driver, no CSINode");
+
+    // A driver appears: registered, listed in a new CSINode, probed.
+    let first = format!("unix://{}", w.dir.path().join("csi-1.sock").display());
+    let mut driver = start_driver(w.dir.path(), "driver-1", &first, &w.state, &w.root);
+    w.inject(&[
+        "storage",
+        "--status",
+        "StorageUnreachable",
+        "--reason",
+        "InjectedPartition",
+    ]);
+    wait_for_async(WAIT, "StorageUnreachable from the new driver", || async {
+        let c = w.csinode().await?;
+        c.spec
+            .drivers
+            .iter()
+            .any(|d| d.name == DRIVER)
+            .then_some(())?;
+        c.status?
+            .storage_health
+            .filter(|s| !s.is_empty())
+            .map(|_| ())
+    })
+    .await;
+
+    // It goes away and comes back on a different endpoint: only a new registration can find it.
+    driver.kill();
+    let _ = std::fs::remove_file(&reg_sock);
+    let second = format!("unix://{}", w.dir.path().join("csi-2.sock").display());
+    let _driver = start_driver(w.dir.path(), "driver-2", &second, &w.state, &w.root);
+    w.inject(&["clear", "storage"]);
+    wait_for_async(
+        WAIT,
+        "the storage condition cleared through the re-registered driver",
+        || async {
+            let c = w.csinode().await?;
+            c.status
+                .and_then(|s| s.storage_health)
+                .unwrap_or_default()
+                .is_empty()
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(storage_probes(&url).await >= 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_backs_off_when_the_api_server_drops_health_fields() {
+    let w = World::start_with(&["--feature-gates", "CSIVolumeHealth=false"]).await;
+    let handle = w.create_volume("vol-web").await;
+    let uid = w.pod_with_volume("web", &handle, NODE).await;
+    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    w.inject(&[
+        "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
+    ]);
+    let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
+    let dropped = || {
+        metric(
+            &url,
+            &[
+                "volhealth_agent_status_writes_total{",
+                "resource=\"pods/status\"",
+                "result=\"dropped\"",
+            ],
+        )
+    };
+    wait_for_async(WAIT, "a dropped pod status write", || async {
+        (dropped().await >= 1.0).then_some(())
+    })
+    .await;
+    let before = api_patches(&w.api, "pods", "status").await;
+    wait_cycles(&url, 8.0).await;
+    let added = api_patches(&w.api, "pods", "status").await - before;
+    assert!(
+        added <= 3.0,
+        "{added} pod status writes in 8 cycles: not backed off"
+    );
+    assert!(
+        w.pod_conditions("web").await.is_empty(),
+        "the gated server stored nothing"
+    );
+    let log = std::fs::read_to_string(w.dir.path().join("agent.log")).unwrap();
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("pod default/web") && l.contains("did not store"))
+        .count();
+    assert_eq!(warnings, 1, "logged once:\n{log}");
+}

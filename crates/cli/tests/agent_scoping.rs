@@ -1,0 +1,82 @@
+//! End to end: node scoping. A node's credentials cannot write another node's pods or CSINode, and an agent
+//! whose --node-name does not match its credentials stops loudly instead of writing.
+
+mod agent_world;
+mod support;
+
+use agent_world::*;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_scoping_protects_other_nodes() {
+    let w = World::start().await;
+    let uid_b = w.pod_with_volume("on-b", "vol-b", "node-b").await;
+    let _ = uid_b;
+    let node_a = client_for(&token_kubeconfig(w.dir.path(), &w.api.url, "nodeatok")).await;
+    // node-a may not write the status of a pod bound to node-b ...
+    let patch = json!({"status": {"volumeHealth": [{"name": "data", "healthConditions": [
+        {"status": "Degraded", "reason": "Forged"}]}]}});
+    let err = Api::<Pod>::namespaced(node_a.clone(), "default")
+        .patch_status("on-b", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect_err("node-a patched a pod of node-b");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
+    // ... nor create or write node-b's CSINode.
+    let csinode_b: CSINode =
+        serde_json::from_value(json!({"metadata": {"name": "node-b"}, "spec": {"drivers": []}}))
+            .unwrap();
+    let err = Api::<CSINode>::all(node_a.clone())
+        .create(&PostParams::default(), &csinode_b)
+        .await
+        .expect_err("created");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
+    Api::<CSINode>::all(w.admin.clone())
+        .create(&PostParams::default(), &csinode_b)
+        .await
+        .expect("admin creates");
+    let status = json!({"status": {"storageHealth": null}});
+    let err = Api::<CSINode>::all(node_a)
+        .patch_status("node-b", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect_err("node-a patched node-b's CSINode");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
+    Api::<CSINode>::all(w.admin.clone())
+        .delete("node-b", &Default::default())
+        .await
+        .expect("delete csinode");
+
+    // An agent told it is node-b while holding node-a's token stops at its first write, loudly.
+    let (mut agent, _) = w
+        .start_agent("agent-misconfigured", "nodeatok", "node-b")
+        .await;
+    let code = support::wait_for(WAIT, "the misconfigured agent to exit", || {
+        agent.child.try_wait().ok().flatten()
+    });
+    assert!(!code.success(), "the misconfigured agent must fail");
+    let log = std::fs::read_to_string(w.dir.path().join("agent-misconfigured.log")).unwrap();
+    assert!(
+        log.contains("does not match the node the credentials belong to"),
+        "{log}"
+    );
+    let b = Api::<Pod>::namespaced(w.admin.clone(), "default")
+        .get("on-b")
+        .await
+        .unwrap();
+    assert!(b.status.and_then(|s| s.volume_health).is_none());
+    assert!(
+        w.csinode_named("node-b").await.is_none(),
+        "nothing was written for node-b"
+    );
+}
