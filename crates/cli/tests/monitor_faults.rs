@@ -245,3 +245,40 @@ async fn monitor_two_replicas_with_leader_election_never_both_write() {
     );
     assert_eq!(world.status_patches().await - base, 2.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly() {
+    let world = World::start_with("get", &["--feature-gates", "CSIVolumeHealth=false"]).await;
+    let vol = world.bound_claim("claim-a").await;
+    let base = world.status_patches().await;
+    let monitor = world.start_monitor("monitor", &[]).await;
+    world.inject_condition(&vol, "Degraded", "SlowDisk");
+    wait_for_async(WAIT, "a dropped write to be counted", || async {
+        (monitor
+            .metric("csi_volume_health_writes_dropped_total", &[])
+            .await
+            >= 1.0)
+            .then_some(())
+    })
+    .await;
+    // Five more cycles (of 1s, one Get each): well inside the 10-interval hold, so no new write.
+    monitor.wait_probes(5.0).await;
+    assert_eq!(
+        world.status_patches().await - base,
+        1.0,
+        "held back after a dropped write"
+    );
+    assert_eq!(
+        monitor
+            .metric("csi_volume_health_writes_dropped_total", &[])
+            .await,
+        1.0
+    );
+    assert!(world.conditions("claim-a").await.is_empty());
+    let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
+    assert_eq!(
+        log.matches("retrying such claims slowly").count(),
+        1,
+        "logged once"
+    );
+}

@@ -237,7 +237,7 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
 
     /// Notes a failed RPC (a failed RPC is never a recovery).
     pub(crate) fn note_error(&mut self, e: &ProbeError) {
-        if e.is_connection_loss() {
+        if e.calls_for_reprobe() {
             self.connection_lost = true;
         }
     }

@@ -711,6 +711,24 @@ async fn pending_updates_for_one_claim_coalesce_and_an_unreachable_api_is_retrie
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_recovery_cancels_a_write_still_queued() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
+    r.api.with(|s| s.unavailable = true);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await; // queued, not written
+    r.driver.set("vol-a", vec![]);
+    r.engine.cycle(Instant::now()).await; // absent → confirmed healthy by Get
+    assert_eq!(r.driver.gets(), vec!["vol-a".to_string()]);
+    r.api.with(|s| s.unavailable = false);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        r.api.patches().is_empty(),
+        "the stale condition never lands"
+    );
+    assert_eq!(r.api.stored("vol-a"), None);
+}
+
+#[tokio::test(start_paused = true)]
 async fn dropped_writes_are_counted_and_retried_slowly() {
     let mut r = rig(Mode::Get, &["vol-a"]);
     r.api.with(|s| s.drop_health = true);

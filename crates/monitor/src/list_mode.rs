@@ -9,7 +9,7 @@ use crate::write_loop::lock;
 use futures::StreamExt;
 use std::collections::{BTreeSet, HashSet};
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
-use volhealth_model::{ListVerdict, Report};
+use volhealth_model::{ListVerdict, Report, VolumeHealthStatus};
 
 impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
     /// Runs one list cycle; returns whether it was complete.
@@ -57,14 +57,23 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
                 }
             }
         }
+        // Unhealthy = conditions stored, or about to be (a write still queued): an absence must be
+        // able to cancel a queued write too, or it would land after the volume recovered.
+        let has_conditions = |h: Option<VolumeHealthStatus>| {
+            h.and_then(|h| h.health_conditions)
+                .is_some_and(|cs| !cs.is_empty())
+        };
         let unhealthy: BTreeSet<String> = {
             let mut s = lock(&self.shared.state);
             bound
                 .values()
                 .filter(|c| {
-                    s.effective(&c.key, &c.stored)
-                        .and_then(|h| h.health_conditions)
-                        .is_some_and(|cs| !cs.is_empty())
+                    has_conditions(s.effective(&c.key, &c.stored))
+                        || self
+                            .shared
+                            .queue
+                            .pending(&c.key)
+                            .is_some_and(|p| has_conditions(p.desired))
                 })
                 .map(|c| c.volume_id.clone())
                 .collect()

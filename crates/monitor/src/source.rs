@@ -24,11 +24,14 @@ pub struct ProbeError {
 }
 
 impl ProbeError {
-    /// Whether the error suggests the driver went away (so capabilities are probed again).
-    pub fn is_connection_loss(&self) -> bool {
+    /// Whether the error suggests the driver went away or changed (so capabilities are probed again).
+    pub fn calls_for_reprobe(&self) -> bool {
         matches!(
             self.code,
-            tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+            tonic::Code::Unavailable
+                | tonic::Code::Unknown
+                | tonic::Code::Cancelled
+                | tonic::Code::Unimplemented
         )
     }
 }

@@ -84,8 +84,13 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
 impl World {
     /// Starts the API server and the driver (`--health-capabilities caps`, e.g. "list,get" or "get").
     pub async fn start(caps: &str) -> World {
+        Self::start_with(caps, &[]).await
+    }
+
+    /// Like [`World::start`], with extra API server flags.
+    pub async fn start_with(caps: &str, apiserver_flags: &[&str]) -> World {
         let dir = tempfile::tempdir().expect("tempdir");
-        let api = start_apiserver(dir.path(), &[]);
+        let api = start_apiserver(dir.path(), apiserver_flags);
         let admin = client_for(&api.kubeconfig).await;
         let _ = Api::<Namespace>::all(admin.clone())
             .create(
