@@ -356,7 +356,7 @@ async fn refused_writes_are_retried_slowly() {
         "20 cycles, refused writes backed off to {n} attempts"
     );
     assert!(w.metrics.encode().contains(
-        r#"volhealth_agent_status_writes_total{resource="pods/status",result="rejected"}"#
+        r#"csi_volume_health_status_writes_total{resource="pods/status",result="rejected"}"#
     ));
     // Accepted again: written at the next allowed attempt, then quiet.
     *w.cluster.fail_writes.lock().unwrap() = None;

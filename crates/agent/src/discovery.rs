@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use volhealth_csi::registration;
 
-const CSI_PLUGIN_TYPE: &str = "CSIPlugin";
+const CSI_PLUGIN_TYPE: &str = volhealth_csi::registration::CSI_PLUGIN;
+const REGISTRAR_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Connects to each `--csi-driver` until it answers, then keeps it in `set`.
 pub async fn run_static(
@@ -150,7 +151,8 @@ enum RegisterError {
 
 async fn register(socket: &Path, timeout: Duration) -> Result<drivers::Driver, RegisterError> {
     let socket_s = socket.to_string_lossy().to_string();
-    let channel = volhealth_csi::client::connect(&socket_s, timeout)
+    // A registrar that died leaves its socket behind; do not let it hold up the scan for a full timeout.
+    let channel = volhealth_csi::client::connect(&socket_s, timeout.min(REGISTRAR_CONNECT_TIMEOUT))
         .await
         .map_err(|e| RegisterError::Failed(format!("connecting: {e}")))?;
     let mut client = registration::registration_client::RegistrationClient::new(channel);

@@ -61,7 +61,7 @@ pub struct StorageStatusLabels {
     pub reason: String,
 }
 
-/// Labels of `volhealth_agent_status_writes_total`.
+/// Labels of `csi_volume_health_status_writes_total`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WriteLabels {
     /// `pods/status`, `csinodes/status` or `csinodes`.
@@ -139,7 +139,7 @@ impl Metrics {
             storage_status.clone(),
         );
         registry.register(
-            "volhealth_agent_status_writes",
+            "csi_volume_health_status_writes",
             "Status writes of the agent, by resource and result",
             writes.clone(),
         );

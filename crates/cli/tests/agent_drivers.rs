@@ -165,7 +165,7 @@ async fn agent_backs_off_when_the_api_server_drops_health_fields() {
         metric(
             &url,
             &[
-                "volhealth_agent_status_writes_total{",
+                "csi_volume_health_status_writes_total{",
                 "resource=\"pods/status\"",
                 "result=\"dropped\"",
             ],
