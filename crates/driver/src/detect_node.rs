@@ -257,3 +257,112 @@ impl NodeChecker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn input(attempts: Attempts, data: &Path) -> NodeCheckInput {
+        NodeCheckInput {
+            volume_id: "vh-1".into(),
+            attempts: Some(attempts),
+            data_path: Some(data.to_path_buf()),
+            publish_path: String::new(),
+            staging_path: String::new(),
+            probe_name: ".probe".into(),
+        }
+    }
+
+    #[test]
+    fn bind_attempt_needs_a_mount_point_and_symlink_needs_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let staged = dir.path().join("staged");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::create_dir_all(&staged).unwrap();
+        let stage = PathAttempt {
+            path: staged.display().to_string(),
+            source: data.display().to_string(),
+            method: Some(MountMethod::Bind),
+            readonly: false,
+            error: None,
+        };
+        let a = Attempts {
+            volume_id: "vh-1".into(),
+            stage: Some(stage.clone()),
+            publishes: BTreeMap::new(),
+        };
+        let (c, probe) = check_paths(&input(a.clone(), &data), &HashSet::new());
+        assert_eq!(c[0].reason, "StagingPathNotMounted");
+        assert!(probe.is_none(), "no probe through a path known to be wrong");
+        let mounted: HashSet<PathBuf> = [std::fs::canonicalize(&staged).unwrap()].into();
+        let (c, probe) = check_paths(&input(a, &data), &mounted);
+        assert!(c.is_empty(), "{c:?}");
+        assert_eq!(probe, Some((staged.clone(), false)));
+
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&data, &link).unwrap();
+        let linked = PathAttempt {
+            path: link.display().to_string(),
+            method: Some(MountMethod::Symlink),
+            ..stage
+        };
+        let a = Attempts {
+            volume_id: "vh-1".into(),
+            stage: Some(linked),
+            publishes: BTreeMap::new(),
+        };
+        assert!(
+            check_paths(&input(a.clone(), &data), &HashSet::new())
+                .0
+                .is_empty()
+        );
+        std::fs::remove_dir_all(&data).unwrap();
+        let (c, _) = check_paths(&input(a, &data), &HashSet::new());
+        assert_eq!(c[0].reason, "BackingDataMissing");
+    }
+
+    #[test]
+    fn probe_writes_reads_back_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        io_probe(dir.path(), false, ".probe").unwrap();
+        assert!(!dir.path().join(".probe").exists());
+        assert!(io_probe(&dir.path().join("missing"), false, ".probe").is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hung_probe_times_out_and_is_not_started_twice() {
+        // The probe file is a FIFO: opening it for writing blocks until a reader comes, as I/O
+        // on a hung filesystem would.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join(".probe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let checker = NodeChecker::new(Duration::from_millis(100), Duration::from_secs(1));
+        let input = NodeCheckInput {
+            volume_id: "vh-1".into(),
+            attempts: None,
+            data_path: None,
+            publish_path: dir.path().display().to_string(),
+            staging_path: String::new(),
+            probe_name: ".probe".into(),
+        };
+        let first = checker.check(input.clone()).await;
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].reason, "IoProbeTimedOut");
+        let second = checker.check(input.clone()).await;
+        assert_eq!(second[0].reason, "IoProbeHung");
+        // Release the stuck thread: a reader lets the write finish, then the probe fails on read-back.
+        let reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = std::fs::File::open(&fifo)
+                .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut buf));
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while checker.in_flight.lock().unwrap().contains_key("vh-1") {
+            assert!(Instant::now() < deadline, "the stuck probe never returned");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = reader.join();
+    }
+}

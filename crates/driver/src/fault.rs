@@ -22,3 +22,31 @@ pub fn decide(watch: &InjectionWatch, method: &str, roll: f64) -> Option<Decisio
         fail_code,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::injection::{self, RpcFault};
+    use crate::state::StateDir;
+
+    #[test]
+    fn rate_decides_failure_and_delay_always_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        let fault = RpcFault {
+            method: "Probe".into(),
+            code: 14,
+            rate: 0.25,
+            delay_ms: 30,
+        };
+        injection::update(&state, |i| i.set_fault(fault)).unwrap();
+        let watch = InjectionWatch::new(state);
+        let fail = decide(&watch, "Probe", 0.1).unwrap();
+        assert_eq!(fail.fail_code, Some(14));
+        assert_eq!(fail.delay, Duration::from_millis(30));
+        let pass = decide(&watch, "Probe", 0.9).unwrap();
+        assert_eq!(pass.fail_code, None);
+        assert_eq!(pass.delay, Duration::from_millis(30));
+        assert!(decide(&watch, "NodeGetInfo", 0.0).is_none());
+    }
+}

@@ -5,7 +5,9 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use volhealth_driver::condition::{Condition, StorageCondition};
-use volhealth_driver::injection::{self, ListChaos, NodeStorageInjection, RpcFault, Side, VolumeInjection};
+use volhealth_driver::injection::{
+    self, ListChaos, NodeStorageInjection, RpcFault, Side, VolumeInjection,
+};
 use volhealth_driver::state::StateDir;
 
 /// Flags of `volhealth inject`.
@@ -157,8 +159,14 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
     } else {
         (s, 1.0)
     };
-    let value: f64 = num.trim().parse().with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
-    anyhow::ensure!(value >= 0.0 && value.is_finite(), "delay {s:?} must not be negative");
+    let value: f64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
+    anyhow::ensure!(
+        value >= 0.0 && value.is_finite(),
+        "delay {s:?} must not be negative"
+    );
     Ok((value * scale).round() as u64)
 }
 
@@ -170,40 +178,99 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("either --state-dir or --dir is required"),
     };
     let state = StateDir::new(&state_dir);
-    let up_dir = || args.dir.clone().context("addressing a volume by PVC needs --dir (a running `volhealth up`)");
-    if let (Some(dir), What::Storage { node: Some(node), .. } | What::Clear { what: ClearWhat::Storage { node: Some(node) } }) =
-        (&args.dir, &args.what)
+    let up_dir = || {
+        args.dir
+            .clone()
+            .context("addressing a volume by PVC needs --dir (a running `volhealth up`)")
+    };
+    if let (
+        Some(dir),
+        What::Storage {
+            node: Some(node), ..
+        }
+        | What::Clear {
+            what: ClearWhat::Storage { node: Some(node) },
+        },
+    ) = (&args.dir, &args.what)
     {
         crate::cmd::up::resolve::check_node(dir, node)?;
     }
     let done = match args.what {
-        What::Pvc { claim, side, status, reason, message } => {
+        What::Pvc {
+            claim,
+            side,
+            status,
+            reason,
+            message,
+        } => {
             let status = injection::parse_volume_status(&status)?;
             let volume_id = crate::cmd::up::resolve::volume_handle(&up_dir()?, &claim).await?;
             let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| i.add_volume(VolumeInjection { volume_id: volume_id.clone(), side, condition }))?;
-            format!("injected {side:?} condition status={status} reason={reason} on PVC {claim} (volume {volume_id})")
+            injection::update(&state, |i| {
+                i.add_volume(VolumeInjection {
+                    volume_id: volume_id.clone(),
+                    side,
+                    condition,
+                })
+            })?;
+            format!(
+                "injected {side:?} condition status={status} reason={reason} on PVC {claim} (volume {volume_id})"
+            )
         }
-        What::Volume { volume_id, side, status, reason, message } => {
+        What::Volume {
+            volume_id,
+            side,
+            status,
+            reason,
+            message,
+        } => {
             let status = injection::parse_volume_status(&status)?;
             anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
             let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| i.add_volume(VolumeInjection { volume_id: volume_id.clone(), side, condition }))?;
-            format!("injected {side:?} condition status={status} reason={reason} on volume {volume_id}")
+            injection::update(&state, |i| {
+                i.add_volume(VolumeInjection {
+                    volume_id: volume_id.clone(),
+                    side,
+                    condition,
+                })
+            })?;
+            format!(
+                "injected {side:?} condition status={status} reason={reason} on volume {volume_id}"
+            )
         }
-        What::Storage { node, status, reason, message, access_mode, volume_mode } => {
+        What::Storage {
+            node,
+            status,
+            reason,
+            message,
+            access_mode,
+            volume_mode,
+        } => {
             let cond = StorageCondition {
                 status: injection::parse_storage_status(&status)?,
                 reason: reason.clone(),
                 message,
-                access_mode: access_mode.as_deref().map(injection::parse_access_mode).transpose()?,
-                volume_mode: volume_mode.as_deref().map(injection::parse_volume_mode).transpose()?,
+                access_mode: access_mode
+                    .as_deref()
+                    .map(injection::parse_access_mode)
+                    .transpose()?,
+                volume_mode: volume_mode
+                    .as_deref()
+                    .map(injection::parse_volume_mode)
+                    .transpose()?,
             };
             let status = cond.status;
             match node {
                 Some(node) => {
-                    injection::update(&state, |i| i.add_node_storage(NodeStorageInjection { node: node.clone(), condition: cond }))?;
-                    format!("injected storage condition status={status} reason={reason} on node {node}")
+                    injection::update(&state, |i| {
+                        i.add_node_storage(NodeStorageInjection {
+                            node: node.clone(),
+                            condition: cond,
+                        })
+                    })?;
+                    format!(
+                        "injected storage condition status={status} reason={reason} on node {node}"
+                    )
                 }
                 None => {
                     injection::update(&state, |i| i.add_storage(cond))?;
@@ -233,7 +300,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "cleared injected storage conditions".to_string()
             }
             ClearWhat::Rpc { method } => {
-                injection::update(&state, |i| i.rpc.retain(|f| method.as_ref().is_some_and(|m| m != &f.method)))?;
+                injection::update(&state, |i| {
+                    i.rpc
+                        .retain(|f| method.as_ref().is_some_and(|m| m != &f.method))
+                })?;
                 "cleared injected RPC faults".to_string()
             }
             ClearWhat::All => {
@@ -241,18 +311,49 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "cleared all injections".to_string()
             }
         },
-        What::Rpc { method, code, rate, delay } => {
-            anyhow::ensure!((0.0..=1.0).contains(&rate), "--rate must be within [0, 1], got {rate}");
+        What::Rpc {
+            method,
+            code,
+            rate,
+            delay,
+        } => {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&rate),
+                "--rate must be within [0, 1], got {rate}"
+            );
             let code = injection::parse_grpc_code(&code)?;
-            let delay_ms = delay.as_deref().map(parse_delay_ms).transpose()?.unwrap_or(0);
-            let fault = RpcFault { method: method.clone(), code, rate, delay_ms };
+            let delay_ms = delay
+                .as_deref()
+                .map(parse_delay_ms)
+                .transpose()?
+                .unwrap_or(0);
+            let fault = RpcFault {
+                method: method.clone(),
+                code,
+                rate,
+                delay_ms,
+            };
             injection::update(&state, |i| i.set_fault(fault))?;
             format!("{method}: code {code} at rate {rate}, delay {delay_ms} ms")
         }
-        What::ListChaos { duplicates, omissions, off } => {
-            let chaos = if off { ListChaos::default() } else { ListChaos { duplicates, omissions } };
+        What::ListChaos {
+            duplicates,
+            omissions,
+            off,
+        } => {
+            let chaos = if off {
+                ListChaos::default()
+            } else {
+                ListChaos {
+                    duplicates,
+                    omissions,
+                }
+            };
             injection::update(&state, |i| i.list_chaos = chaos)?;
-            format!("list chaos: duplicates={} omissions={}", chaos.duplicates, chaos.omissions)
+            format!(
+                "list chaos: duplicates={} omissions={}",
+                chaos.duplicates, chaos.omissions
+            )
         }
     };
     println!("{done}");
