@@ -1,0 +1,198 @@
+//! A `volhealth up` run as a user runs it (a child process with --dir in a tempdir), and the ways
+//! the end-to-end tests look at it: `volhealth inject --dir`, `volhealth status -o json` and
+//! the real kubectl.
+#![allow(dead_code)]
+
+use crate::support::{Proc, bin, have_tool, wait_for};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long a condition gets to surface or clear (probe intervals are 1 s).
+pub const SURFACE: Duration = Duration::from_secs(40);
+
+/// A running `volhealth up`.
+pub struct Cluster {
+    /// Holds everything; removed on drop.
+    pub tmp: tempfile::TempDir,
+    /// The `--dir`.
+    pub dir: PathBuf,
+    /// `<dir>/kubeconfig`.
+    pub kubeconfig: PathBuf,
+    /// Whether kubectl checks run.
+    pub kubectl: bool,
+    proc: Option<Proc>,
+}
+
+impl Cluster {
+    /// Starts `volhealth up --nodes N` on a free port with 1 s probe intervals and waits until it
+    /// says it is running.
+    pub fn start(nodes: u16) -> Cluster {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("state");
+        let mut cluster =
+            Cluster { kubeconfig: dir.join("kubeconfig"), dir, tmp, kubectl: have_tool("kubectl", &["version", "--client"]), proc: None };
+        cluster.launch(nodes);
+        cluster
+    }
+
+    /// Path of up's own output.
+    pub fn up_log(&self) -> PathBuf {
+        self.tmp.path().join("up.log")
+    }
+
+    /// Starts `up` (again) on this dir and waits for "Press Ctrl-C".
+    pub fn launch(&mut self, nodes: u16) {
+        let nodes = nodes.to_string();
+        let dir = self.dir.to_string_lossy().to_string();
+        let args = [
+            "up", "--dir", &dir, "--nodes", &nodes, "--listen", "127.0.0.1:0", "--monitor-interval", "1s", "--agent-interval", "1s",
+        ];
+        let mut proc = Proc::start("up", self.tmp.path(), &args);
+        let log = self.up_log();
+        wait_for(Duration::from_secs(120), "volhealth up to be running", || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("Press Ctrl-C") {
+                return Some(());
+            }
+            if !proc.is_running() {
+                panic!("volhealth up exited early:\n{text}\n{}", self.component_logs());
+            }
+            None
+        });
+        self.proc = Some(proc);
+    }
+
+    /// Every component log, for failure messages.
+    pub fn component_logs(&self) -> String {
+        let mut out = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.dir.join("logs")) {
+            for e in entries.flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(15).collect();
+                out.push_str(&format!("--- {}\n", e.path().display()));
+                for l in tail.into_iter().rev() {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs `volhealth ARGS` and returns (success, stdout, stderr).
+    pub fn volhealth(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(bin()).args(args).output().expect("run volhealth");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    /// `volhealth inject --dir <dir> ARGS`, which must succeed.
+    pub fn inject(&self, args: &[&str]) {
+        let dir = self.dir.to_string_lossy().to_string();
+        let mut all = vec!["inject", "--dir", dir.as_str()];
+        all.extend_from_slice(args);
+        let (ok, out, err) = self.volhealth(&all);
+        assert!(ok, "volhealth {} failed:\n{out}{err}", all.join(" "));
+    }
+
+    /// `volhealth status -A -o json` parsed.
+    pub fn status_json(&self) -> serde_json::Value {
+        let kc = self.kubeconfig.to_string_lossy().to_string();
+        let (ok, out, err) = self.volhealth(&["status", "--kubeconfig", &kc, "-A", "-o", "json"]);
+        assert!(ok, "volhealth status failed: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("status -o json is not JSON ({e}):\n{out}"))
+    }
+
+    /// Statuses `volhealth status` shows for (kind, name, source).
+    pub fn status_of(&self, kind: &str, name: &str, source: &str) -> Vec<String> {
+        let doc = self.status_json();
+        let mut found: Vec<String> = doc["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["kind"] == kind && i["name"] == name && i["source"] == source)
+            .filter_map(|i| i["status"].as_str().map(str::to_string))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// `kubectl --kubeconfig <dir>/kubeconfig ARGS` (None when kubectl is not installed).
+    pub fn kubectl(&self, args: &[&str]) -> Option<String> {
+        if !self.kubectl {
+            return None;
+        }
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.tmp.path().join("kubectl-cache"))
+            .args(args)
+            .output()
+            .expect("run kubectl");
+        assert!(out.status.success(), "kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Waits until `check` holds, with the component logs in the failure message.
+    pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = Instant::now() + SURFACE;
+        loop {
+            if check() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out after {SURFACE:?} waiting for {what}\n{}", self.component_logs());
+            }
+            std::thread::park_timeout(Duration::from_millis(250));
+        }
+    }
+
+    /// The up process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.proc.as_ref().map(|p| p.child.id())
+    }
+
+    /// Sends SIGINT (Ctrl-C) and waits for `up` to exit; returns its exit code.
+    pub fn interrupt(&mut self) -> Option<i32> {
+        let mut proc = self.proc.take()?;
+        let _ = kill(Pid::from_raw(proc.child.id() as i32), Signal::SIGINT);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = proc.child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                proc.kill();
+                panic!("volhealth up did not stop within 30s of SIGINT");
+            }
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
+    }
+
+    /// Component pids recorded in up.json.
+    pub fn recorded_pids(&self) -> Vec<u32> {
+        let text = std::fs::read_to_string(self.dir.join("up.json")).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        v["pids"].as_object().into_iter().flatten().filter_map(|(_, p)| p.as_u64().map(|p| p as u32)).collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let pids = self.recorded_pids();
+        if self.proc.is_some() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.interrupt()));
+        }
+        // Whatever survived (up killed before it could stop them) is ours: stop it by pid.
+        for pid in pids {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let marker = self.dir.to_string_lossy().as_bytes().to_vec();
+            if cmdline.windows(marker.len().max(1)).any(|w| w == marker.as_slice()) {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+        }
+    }
+}
