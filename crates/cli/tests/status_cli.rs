@@ -1,0 +1,223 @@
+//! `volhealth status` against the real embedded API server: every unhealthy condition of the three
+//! fields appears once with its source; the output formats; a clear failure when the API is not
+//! there; `--watch`; and the `kubectl volhealth` plugin through the real kubectl.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::{ApiServer, bin, have_tool, start_apiserver};
+
+const DRIVER: &str = "hostpath.volhealth.io";
+
+async fn send(method: reqwest::Method, url: String, body: Value, content_type: &str) {
+    let resp = reqwest::Client::new()
+        .request(method.clone(), &url)
+        .header("content-type", content_type)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status();
+    assert!(status.is_success(), "{method} {url}: {status} {}", resp.text().await.unwrap_or_default());
+}
+
+async fn create(api: &ApiServer, collection: &str, body: Value) {
+    send(reqwest::Method::POST, format!("{}{collection}", api.url), body, "application/json").await;
+}
+
+async fn patch_status(api: &ApiServer, object: &str, status: Value) {
+    let url = format!("{}{object}/status", api.url);
+    send(reqwest::Method::PATCH, url, json!({ "status": status }), "application/merge-patch+json").await;
+}
+
+/// A PVC, a pod and a CSINode, healthy.
+async fn seed(api: &ApiServer) {
+    create(api, "/api/v1/namespaces", json!({"metadata": {"name": "other"}})).await;
+    create(api, "/api/v1/persistentvolumes", json!({"metadata": {"name": "pv-1"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "csi": {"driver": DRIVER, "volumeHandle": "vh-1"}}}))
+    .await;
+    create(api, "/api/v1/namespaces/default/persistentvolumeclaims", json!({"metadata": {"name": "data-1"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeName": "pv-1"}}))
+    .await;
+    create(api, "/api/v1/namespaces/default/pods", json!({"metadata": {"name": "web-1"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-1"}}]}}))
+    .await;
+    create(api, "/apis/storage.k8s.io/v1/csinodes", json!({"metadata": {"name": "node-1"},
+        "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-1"}]}}))
+    .await;
+}
+
+/// Makes all three objects unhealthy.
+async fn break_all(api: &ApiServer) {
+    patch_status(api, "/api/v1/namespaces/default/persistentvolumeclaims/data-1", json!({"healthStatus": {
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "healthConditions": [{"status": "Inaccessible", "reason": "VolumeNotFound", "message": "gone"}]}}))
+    .await;
+    patch_status(api, "/api/v1/namespaces/default/pods/web-1", json!({"volumeHealth": [{"name": "data",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "healthConditions": [{"status": "Degraded", "reason": "SlowIo", "message": "slow"}]}]}))
+    .await;
+    patch_status(api, "/apis/storage.k8s.io/v1/csinodes/node-1", json!({"storageHealth": [{"name": DRIVER,
+        "healthConditions": [{"status": "StorageUnreachable", "reason": "BackendDown", "accessMode": "ReadWriteOnce",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}))
+    .await;
+}
+
+fn status(kubeconfig: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin()).arg("status").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("run status");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_shows_every_unhealthy_condition_with_its_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+
+    let (code, out, err) = status(&api.kubeconfig, &["-A", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = json_of(&out);
+    assert_eq!(doc["healthy"], true);
+    assert_eq!(doc["items"], json!([]));
+    let (_, out, _) = status(&api.kubeconfig, &[]);
+    assert!(out.starts_with("No volume health conditions in namespace default"), "{out}");
+
+    break_all(&api).await;
+    let (code, out, err) = status(&api.kubeconfig, &["-A", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = json_of(&out);
+    assert_eq!(doc["apiVersion"], "volhealth.io/v1alpha1");
+    assert_eq!(doc["kind"], "HealthReport");
+    assert_eq!(doc["healthy"], false);
+    let items = doc["items"].as_array().unwrap();
+    let summary: Vec<(String, String, String, String)> = items
+        .iter()
+        .map(|i| {
+            let s = |k: &str| i[k].as_str().unwrap_or_default().to_string();
+            (s("kind"), s("name"), s("source"), s("status"))
+        })
+        .collect();
+    assert_eq!(summary, [
+        ("PersistentVolumeClaim".into(), "data-1".into(), "controller".into(), "Inaccessible".into()),
+        ("Pod".into(), "web-1".into(), "node".into(), "Degraded".into()),
+        ("CSINode".into(), "node-1".into(), "backend".into(), "StorageUnreachable".into()),
+    ]);
+    assert_eq!(items[0]["driver"], DRIVER, "the PVC's driver comes from its PV");
+    assert_eq!(items[1]["claim"], "data-1");
+    assert_eq!(items[1]["node"], "node-1");
+    assert_eq!(items[1]["podVolume"], "data");
+    assert_eq!(items[2]["accessMode"], "ReadWriteOnce");
+    assert_eq!(items[2]["namespace"], Value::Null);
+
+    // A table for people; piped, so no colour.
+    let (_, table, _) = status(&api.kubeconfig, &["-A"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].starts_with("NAMESPACE") && lines[0].contains("SOURCE") && lines[0].ends_with("MESSAGE"));
+    assert!(lines[1].contains("pvc/data-1") && lines[1].contains("controller") && lines[1].contains("VolumeNotFound"));
+    assert!(!table.contains('\x1b'), "no colour when piped");
+    let (_, coloured, _) = status(&api.kubeconfig, &["-A", "--color", "always"]);
+    assert!(coloured.contains("\x1b[31mInaccessible"), "{coloured}");
+    let (_, wide, _) = status(&api.kubeconfig, &["-A", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().contains("NODE") && wide.contains("node-1"));
+    let (_, yaml, _) = status(&api.kubeconfig, &["-A", "-o", "yaml"]);
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(yaml["items"][1]["status"], "Degraded");
+
+    // -n limits PVCs and pods; CSINodes are cluster-scoped and always shown.
+    let (_, out, _) = status(&api.kubeconfig, &["-n", "other", "-o", "json"]);
+    let doc = json_of(&out);
+    assert_eq!(doc["namespace"], "other");
+    assert_eq!(doc["items"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["items"][0]["kind"], "CSINode");
+}
+
+#[test]
+fn status_fails_clearly_when_the_api_cannot_be_reached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let kc = tmp.path().join("kubeconfig");
+    std::fs::write(&kc, volhealth_apiserver::kubeconfig::render(&format!("http://127.0.0.1:{port}"), None)).unwrap();
+    let (code, out, err) = status(&kc, &["-A"]);
+    assert_ne!(code, 0, "unreachable API must fail: {out}");
+    assert!(err.contains(&format!("cannot reach the API server at http://127.0.0.1:{port}")), "{err}");
+    assert!(out.is_empty());
+    let (code, _, err) = status(&tmp.path().join("missing"), &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("reading kubeconfig"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_prints_a_new_document_when_health_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+    let mut child = Command::new(bin())
+        .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
+        .arg(&api.kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = json_of(&rx.recv_timeout(Duration::from_secs(30)).expect("first document"));
+    assert_eq!(first["healthy"], true);
+    break_all(&api).await;
+    // Each change may arrive as its own document; wait for the one with all three.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let doc = json_of(&rx.recv_timeout(left).expect("a document after the change"));
+        if doc["items"].as_array().map(Vec::len) == Some(3) {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_volhealth_runs_status() {
+    if !have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+    break_all(&api).await;
+    let plugins = tmp.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::os::unix::fs::symlink(bin(), plugins.join("kubectl-volhealth")).unwrap();
+    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("kubectl")
+        .args(["volhealth", "-A", "-o", "json"])
+        .env("PATH", &path)
+        .env("KUBECONFIG", &api.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "kubectl volhealth failed: {}", String::from_utf8_lossy(&out.stderr));
+    let doc = json_of(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(doc["items"].as_array().unwrap().len(), 3);
+    let listed = Command::new("kubectl").args(["plugin", "list"]).env("PATH", &path).output().unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("kubectl-volhealth"));
+}
