@@ -18,6 +18,8 @@
 //!   [`status_writer::StatusWriter`] ([`kube_writer`]), [`clock::Clock`].
 //! - [`leader`] (Lease election), [`http`] (`/metrics`, `/healthz`, `/readyz`), [`metrics`],
 //!   [`config`] ([`MonitorConfig`]), [`duration`] (the `1m30s` flag syntax).
+//! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
+//!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
 
 pub mod claims;
 pub mod clock;
@@ -43,7 +45,13 @@ pub mod write_queue;
 pub mod write_state;
 
 #[cfg(test)]
-mod engine_tests;
+mod cycle_fakes;
+#[cfg(test)]
+mod get_mode_tests;
+#[cfg(test)]
+mod list_mode_tests;
+#[cfg(test)]
+mod write_tests;
 
 pub use config::{LeaderElection, MonitorConfig, SecretRef};
 pub use controller::run;

@@ -1,0 +1,255 @@
+//! List-mode cycles against the fakes: detection, the recovery rule, failed and inconsistent pages.
+
+use crate::cycle_fakes::*;
+
+#[test]
+fn mode_follows_the_advertised_capabilities() {
+    assert_eq!(
+        Mode::from_capabilities(&ControllerHealthMode::List { get: true }),
+        Mode::List { get: true }
+    );
+    assert_eq!(
+        Mode::from_capabilities(&ControllerHealthMode::List { get: false }),
+        Mode::List { get: false }
+    );
+    assert_eq!(
+        Mode::from_capabilities(&ControllerHealthMode::Get),
+        Mode::Get
+    );
+    assert_eq!(
+        Mode::from_capabilities(&ControllerHealthMode::None),
+        Mode::Off
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_mode_lists_with_the_page_size_and_never_gets_for_detection() {
+    let mut r = rig_with(
+        Mode::List { get: true },
+        &["vol-a", "vol-b", "vol-c"],
+        2,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in ["vol-a", "vol-b", "vol-c"] {
+        r.driver.set(v, degraded("Slow"));
+    }
+    r.cycle().await;
+    assert_eq!(r.driver.with(|s| s.list_max_entries.clone()), vec![2, 2]);
+    assert!(r.driver.gets().is_empty());
+    assert_eq!(r.api.patches().len(), 3);
+    assert_eq!(
+        reasons(&r.api.stored("vol-b")),
+        vec![("Degraded".into(), "Slow".into())]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn off_mode_probes_nothing() {
+    let mut r = rig(Mode::Off, &["vol-a"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    assert_eq!(r.driver.with(|s| s.list_pages), 0);
+    assert!(r.driver.gets().is_empty());
+    assert!(r.api.patches().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn detection_writes_once_then_steady_state_writes_nothing() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a", "vol-b"]);
+    r.driver
+        .set("vol-a", vec![entry(INACCESSIBLE, "NoPath", "gone")]);
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 1);
+    assert_eq!(r.api.event_reasons(), vec![REASON_DEGRADED]);
+    let stored = r.api.stored("vol-a");
+    for _ in 0..3 {
+        tokio::time::advance(INTERVAL).await;
+        r.cycle().await;
+    }
+    assert_eq!(r.api.patches().len(), 1, "no write while nothing changes");
+    assert_eq!(r.api.stored("vol-a"), stored, "lastTransitionTime kept");
+    assert!(r.metrics().contains(r#"csi_controller_volume_health_status{namespace="ns",persistentvolumeclaim="pvc-a",status="Inaccessible",reason="NoPath"} 1"#));
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_without_get_clears_only_after_two_complete_cycles() {
+    let mut r = rig(Mode::List { get: false }, &["vol-a"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    r.driver.set("vol-a", vec![]);
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 1, "one absence is not a recovery");
+    assert!(r.api.stored("vol-a").is_some());
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 2);
+    assert_eq!(r.api.stored("vol-a"), None);
+    assert_eq!(
+        r.api.event_reasons(),
+        vec![REASON_DEGRADED, REASON_RECOVERED]
+    );
+    assert!(
+        !r.metrics().contains("persistentvolumeclaim=\"pvc-a\""),
+        "series removed on recovery"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_with_get_confirms_a_recovery_at_once() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a", "vol-b"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.driver.set("vol-b", degraded("Slow"));
+    r.cycle().await;
+    r.driver.set("vol-a", vec![]);
+    r.cycle().await;
+    assert_eq!(
+        r.driver.gets(),
+        vec!["vol-a".to_string()],
+        "only the absent one is confirmed"
+    );
+    assert_eq!(r.api.stored("vol-a"), None);
+    assert!(r.api.stored("vol-b").is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_confirming_get_keeps_the_conditions() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    r.driver.set("vol-a", vec![]);
+    r.driver.with(|s| s.fail_get = Some(tonic::Code::Internal));
+    r.cycle().await;
+    assert!(r.api.stored("vol-a").is_some());
+    assert_eq!(r.api.patches().len(), 1);
+    assert!(r.metrics().contains(r#"csi_volume_health_probe_total{driver_name="fake.csi.example.com",method="ControllerGetVolumeHealth",result="error"} 1"#));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_confirming_get_that_still_reports_keeps_the_conditions() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    r.driver.with(|s| s.omit.insert("vol-a".into()));
+    r.cycle().await;
+    r.cycle().await;
+    assert_eq!(r.driver.gets().len(), 2);
+    assert_eq!(
+        r.api.patches().len(),
+        1,
+        "Get says it is still degraded: nothing changes"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
+    let vols = ["vol-a", "vol-b", "vol-c"];
+    let mut r = rig_with(
+        Mode::List { get: false },
+        &vols,
+        1,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in vols {
+        r.driver.set(v, degraded("Slow"));
+    }
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 3);
+    for v in vols {
+        r.driver.set(v, vec![]);
+    }
+    // Everything recovered, but the page fails: nothing may be cleared or counted.
+    let next_page = r.driver.with(|s| s.list_pages);
+    r.driver.with(|s| s.fail_list_page = Some(next_page));
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 3);
+    r.cycle().await; // first complete absence
+    assert_eq!(
+        r.api.patches().len(),
+        3,
+        "the failed cycle did not count as an absence"
+    );
+    r.cycle().await; // second complete absence
+    assert_eq!(r.api.patches().len(), 6);
+    assert!(
+        r.metrics()
+            .contains(r#"method="ControllerListVolumeHealth",result="error"} 1"#)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_is_per_page_not_per_pass() {
+    let vols = ["vol-a", "vol-b", "vol-c"];
+    let mut r = rig_with(
+        Mode::List { get: false },
+        &vols,
+        1,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in vols {
+        r.driver.set(v, degraded("Slow"));
+    }
+    // Three pages of 10s each: 30s in all, more than the 15s timeout, and still complete.
+    r.driver.with(|s| s.list_delay = Duration::from_secs(10));
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 3);
+    // A page that never answers ends the cycle after one timeout.
+    let next_page = r.driver.with(|s| s.list_pages) + 1;
+    r.driver.with(|s| {
+        s.hang_list_page = Some(next_page);
+        s.list_delay = Duration::ZERO;
+    });
+    let start = Instant::now();
+    r.engine.cycle(Instant::now()).await;
+    assert_eq!(start.elapsed(), TIMEOUT);
+    assert!(
+        r.metrics()
+            .contains(r#"method="ControllerListVolumeHealth",result="error"} 1"#)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn duplicates_and_omissions_cause_no_false_clear() {
+    let vols = ["vol-a", "vol-b", "vol-c", "vol-d"];
+    let mut r = rig_with(
+        Mode::List { get: false },
+        &vols,
+        1,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in vols {
+        r.driver.set(v, degraded("Slow"));
+    }
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 4);
+    // Stale duplicates with empty statuses on every page: nothing clears.
+    r.driver.with(|s| s.stale_empty_duplicates = true);
+    for _ in 0..3 {
+        r.cycle().await;
+    }
+    assert_eq!(r.api.patches().len(), 4);
+    // One volume omitted in one cycle, then back: nothing clears.
+    r.driver.with(|s| s.omit.insert("vol-b".into()));
+    r.cycle().await;
+    r.driver.with(|s| s.omit.clear());
+    r.cycle().await;
+    r.driver.with(|s| s.omit.insert("vol-b".into()));
+    r.cycle().await;
+    r.driver.with(|s| s.omit.clear());
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 4);
+    for v in vols {
+        assert!(r.api.stored(v).is_some(), "{v} kept");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn volumes_without_a_bound_pv_are_counted_not_errors() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
+    r.driver.set("vol-orphan", degraded("Slow"));
+    r.cycle().await;
+    assert!(r.api.patches().is_empty());
+    assert!(r.metrics().contains("csi_volume_health_unmapped_volumes 1"));
+}

@@ -1,0 +1,217 @@
+//! The writer and the loop against the fakes: coalescing, backoff, dropped writes, restarts, unknown values, leadership.
+
+use crate::cycle_fakes::*;
+
+#[tokio::test(start_paused = true)]
+async fn pending_updates_for_one_claim_coalesce_and_an_unreachable_api_is_retried() {
+    let mut r = rig(Mode::Get, &["vol-a"]);
+    r.api.with(|s| s.unavailable = true);
+    r.driver.set("vol-a", degraded("First"));
+    r.cycle().await; // the write fails; the writer backs off
+    r.driver.set("vol-a", degraded("Second"));
+    r.engine.cycle(Instant::now()).await;
+    r.driver.set("vol-a", degraded("Third"));
+    r.engine.cycle(Instant::now()).await;
+    r.api.with(|s| s.unavailable = false);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let patches = r.api.patches();
+    assert_eq!(patches.len(), 1, "only the latest is written");
+    assert_eq!(
+        reasons(&patches[0].1),
+        vec![("Degraded".into(), "Third".into())]
+    );
+    assert!(
+        r.metrics()
+            .contains(r#"csi_volume_health_status_writes_total{result="error"} 1"#)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_recovery_cancels_a_write_still_queued() {
+    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
+    r.api.with(|s| s.unavailable = true);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await; // queued, not written
+    r.driver.set("vol-a", vec![]);
+    r.engine.cycle(Instant::now()).await; // absent → confirmed healthy by Get
+    assert_eq!(r.driver.gets(), vec!["vol-a".to_string()]);
+    r.api.with(|s| s.unavailable = false);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        r.api.patches().is_empty(),
+        "the stale condition never lands"
+    );
+    assert_eq!(r.api.stored("vol-a"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropped_writes_are_counted_and_retried_slowly() {
+    let mut r = rig(Mode::Get, &["vol-a"]);
+    r.api.with(|s| s.drop_health = true);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 1);
+    for _ in 0..9 {
+        tokio::time::advance(INTERVAL).await;
+        r.cycle().await;
+    }
+    assert_eq!(r.api.patches().len(), 1, "held back for 10 intervals");
+    tokio::time::advance(INTERVAL).await;
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 2, "retried after 10 intervals");
+    assert!(
+        r.metrics()
+            .contains("csi_volume_health_writes_dropped_total 2")
+    );
+    assert_eq!(
+        r.api.event_reasons(),
+        vec![REASON_DEGRADED],
+        "one Event, not one per attempt"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_with_unchanged_health_writes_nothing() {
+    for mode in [
+        Mode::List { get: true },
+        Mode::List { get: false },
+        Mode::Get,
+    ] {
+        let api = Arc::new(FakeApi::default());
+        api.add_claim("vol-a", Some(stored_status("Slow", "slow")));
+        api.add_claim("vol-b", None);
+        let mut r = rig_with(mode, &["vol-a", "vol-b"], 500, 10, api);
+        r.driver.set("vol-a", degraded("Slow"));
+        for _ in 0..3 {
+            r.cycle().await;
+            tokio::time::advance(INTERVAL).await;
+        }
+        assert!(
+            r.api.patches().is_empty(),
+            "{mode:?}: the stored value is the starting state"
+        );
+        assert!(r.api.event_reasons().is_empty());
+        assert!(
+            r.metrics()
+                .contains(r#"persistentvolumeclaim="pvc-a",status="Degraded",reason="Slow"} 1"#)
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_restart_a_stored_condition_absent_from_the_list_is_not_cleared_at_once() {
+    let api = Arc::new(FakeApi::default());
+    api.add_claim("vol-a", Some(stored_status("Slow", "slow")));
+    let mut r = rig_with(Mode::List { get: false }, &["vol-a"], 500, 10, api);
+    r.cycle().await;
+    assert!(r.api.patches().is_empty());
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 1);
+    assert_eq!(r.api.stored("vol-a"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_values_raise_one_warning_per_transition_and_never_clear() {
+    let api = Arc::new(FakeApi::default());
+    api.add_claim("vol-a", Some(stored_status("Slow", "slow")));
+    let mut r = rig_with(Mode::Get, &["vol-a"], 500, 10, api);
+    r.driver.set("vol-a", vec![entry(9, "Future", "new kind")]);
+    for _ in 0..3 {
+        r.cycle().await;
+    }
+    assert!(
+        r.api.patches().is_empty(),
+        "unknown values are not written and clear nothing"
+    );
+    assert_eq!(r.api.event_reasons(), vec![REASON_UNKNOWN]);
+    assert!(
+        r.metrics()
+            .contains(r#"csi_volume_health_unknown_condition_total{status="9"} 1"#)
+    );
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    r.driver.set("vol-a", vec![entry(9, "Future", "new kind")]);
+    r.cycle().await;
+    assert_eq!(
+        r.api.event_reasons(),
+        vec![REASON_UNKNOWN, REASON_UNKNOWN],
+        "a new transition warns again"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lagging_cache_never_causes_a_second_write() {
+    let api = Arc::new(FakeApi::default());
+    api.with(|s| s.cache_lag = true);
+    let mut r = rig_with(Mode::Get, &["vol-a"], 500, 10, api);
+    r.driver.set("vol-a", degraded("Slow"));
+    for _ in 0..4 {
+        r.cycle().await;
+    }
+    assert_eq!(r.api.patches().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_writes_nothing() {
+    let mut r = rig(Mode::Get, &["vol-a"]);
+    r.leader.send_replace(false);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    assert!(r.api.patches().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_loop_runs_only_while_leading_and_reprobes_after_connection_loss() {
+    let r = rig(Mode::List { get: true }, &["vol-a"]);
+    let caps = Arc::new(FakeCaps {
+        answers: Mutex::new(vec![Ok(DriverInfo {
+            driver_name: DRIVER.into(),
+            mode: Mode::Get,
+            violations: vec![],
+        })]),
+        calls: Mutex::new(0),
+    });
+    let (leader_tx, leader_rx) = watch::channel(false);
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let driver = r.driver.clone();
+    driver.with(|s| s.fail_list_page = Some(0));
+    let c = caps.clone();
+    let task = tokio::spawn(async move {
+        r.engine
+            .run(c.as_ref(), leader_rx, async move {
+                let _ = stop_rx.wait_for(|v| *v).await;
+            })
+            .await;
+    });
+    tokio::time::sleep(INTERVAL * 3).await;
+    assert_eq!(
+        driver.with(|s| s.list_pages),
+        0,
+        "a follower does not probe"
+    );
+    leader_tx.send_replace(true);
+    settle().await;
+    assert_eq!(
+        driver.with(|s| s.list_pages),
+        1,
+        "the leader probes at once"
+    );
+    tokio::time::sleep(INTERVAL).await;
+    assert_eq!(
+        *caps.calls.lock().unwrap(),
+        1,
+        "connection loss → capabilities probed again"
+    );
+    assert_eq!(driver.gets(), vec!["vol-a".to_string()], "now in Get mode");
+    leader_tx.send_replace(false);
+    settle().await;
+    let gets = driver.gets().len();
+    tokio::time::sleep(INTERVAL * 3).await;
+    assert_eq!(
+        driver.gets().len(),
+        gets,
+        "probing stops when the lease is lost"
+    );
+    stop_tx.send_replace(true);
+    task.await.unwrap();
+}
