@@ -351,9 +351,10 @@ async fn health_capabilities_flag_limits_what_is_advertised() {
     let types: Vec<i32> = caps
         .capabilities
         .iter()
-        .filter_map(|c| match &c.r#type {
-            Some(v1::controller_service_capability::Type::Rpc(r)) => Some(r.r#type),
-            None => None,
+        .filter_map(|c| {
+            c.r#type
+                .as_ref()
+                .map(|v1::controller_service_capability::Type::Rpc(r)| r.r#type)
         })
         .collect();
     assert!(types.contains(&17) && !types.contains(&16), "{types:?}");
