@@ -50,10 +50,12 @@ impl Cluster {
         let args = [
             "up", "--dir", &dir, "--nodes", &nodes, "--listen", "127.0.0.1:0", "--monitor-interval", "1s", "--agent-interval", "1s",
         ];
-        let mut proc = Proc::start("up", self.tmp.path(), &args);
         let log = self.up_log();
+        // The log is appended to across runs: only what this run writes counts.
+        let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
+        let mut proc = Proc::start("up", self.tmp.path(), &args);
         wait_for(Duration::from_secs(120), "volhealth up to be running", || {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let text = std::fs::read_to_string(&log).unwrap_or_default().get(before..).unwrap_or_default().to_string();
             if text.contains("Press Ctrl-C") {
                 return Some(());
             }
