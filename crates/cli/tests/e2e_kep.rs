@@ -18,11 +18,21 @@ const VOLUME_CASES: [(&str, &str, &str, &str); 3] = [
 ];
 
 /// (node, storage status, reason).
-const STORAGE_CASES: [(&str, &str, &str); 2] =
-    [("node-1", "StorageUnreachable", "BackendDown"), ("node-2", "StorageDegraded", "ReplicaMissing")];
+const STORAGE_CASES: [(&str, &str, &str); 2] = [
+    ("node-1", "StorageUnreachable", "BackendDown"),
+    ("node-2", "StorageDegraded", "ReplicaMissing"),
+];
 
 fn pvc_statuses_kubectl(c: &Cluster, claim: &str) -> Option<String> {
-    c.kubectl(&["get", "pvc", claim, "-n", "default", "-o", "jsonpath={.status.healthStatus.healthConditions[*].status}"])
+    c.kubectl(&[
+        "get",
+        "pvc",
+        claim,
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.status.healthStatus.healthConditions[*].status}",
+    ])
 }
 
 fn pod_statuses_kubectl(c: &Cluster, pod: &str) -> Option<String> {
@@ -38,14 +48,24 @@ fn pod_statuses_kubectl(c: &Cluster, pod: &str) -> Option<String> {
 }
 
 fn csinode_statuses_kubectl(c: &Cluster, node: &str) -> Option<String> {
-    c.kubectl(&["get", "csinode", node, "-o", "jsonpath={.status.storageHealth[*].healthConditions[*].status}"])
+    c.kubectl(&[
+        "get",
+        "csinode",
+        node,
+        "-o",
+        "jsonpath={.status.storageHealth[*].healthConditions[*].status}",
+    ])
 }
 
 /// The volume id the driver gave a PV, from the driver's own records (`<state>/records/*.json`).
 fn volume_id_of(c: &Cluster, pv: &str) -> String {
     let records = c.dir.join("driver").join("records");
-    for entry in std::fs::read_dir(&records).expect("read driver records").flatten() {
-        let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+    for entry in std::fs::read_dir(&records)
+        .expect("read driver records")
+        .flatten()
+    {
+        let rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
         if rec["name"] == pv {
             return rec["id"].as_str().unwrap().to_string();
         }
@@ -57,7 +77,9 @@ fn volume_id_of(c: &Cluster, pv: &str) -> String {
 fn kep_e2e_plan_against_volhealth_up() {
     let mut c = Cluster::start(2);
     if !c.kubectl {
-        eprintln!("SKIPPED (kubectl part only): kubectl is not installed; checking with volhealth status alone");
+        eprintln!(
+            "SKIPPED (kubectl part only): kubectl is not installed; checking with volhealth status alone"
+        );
     }
     let doc = c.status_json();
     assert_eq!(doc["healthy"], true, "a fresh cluster is healthy: {doc}");
@@ -66,7 +88,18 @@ fn kep_e2e_plan_against_volhealth_up() {
     for (claim, _, status, reason) in VOLUME_CASES {
         for side in ["controller", "node"] {
             let target = format!("default/{claim}");
-            c.inject(&["pvc", &target, "--side", side, "--status", status, "--reason", reason, "--message", "injected by e2e"]);
+            c.inject(&[
+                "pvc",
+                &target,
+                "--side",
+                side,
+                "--status",
+                status,
+                "--reason",
+                reason,
+                "--message",
+                "injected by e2e",
+            ]);
         }
     }
     for (claim, pod, status, _) in VOLUME_CASES {
@@ -82,17 +115,27 @@ fn kep_e2e_plan_against_volhealth_up() {
         }
     }
     // The untouched volume stays healthy on both sides.
-    assert!(c.status_of("PersistentVolumeClaim", "data-4", "controller").is_empty());
+    assert!(
+        c.status_of("PersistentVolumeClaim", "data-4", "controller")
+            .is_empty()
+    );
     assert!(c.status_of("Pod", "web-4", "node").is_empty());
 
     // Storage health, each node its own.
     for (node, status, reason) in STORAGE_CASES {
-        c.inject(&["storage", "--node", node, "--status", status, "--reason", reason]);
+        c.inject(&[
+            "storage", "--node", node, "--status", status, "--reason", reason,
+        ]);
     }
     for (node, status, _) in STORAGE_CASES {
-        c.eventually(&format!("{status} on csinode {node}"), || c.status_of("CSINode", node, "backend") == [status]);
+        c.eventually(&format!("{status} on csinode {node}"), || {
+            c.status_of("CSINode", node, "backend") == [status]
+        });
         if let Some(s) = csinode_statuses_kubectl(&c, node) {
-            assert_eq!(s, status, "kubectl sees csinode.status.storageHealth of {node}");
+            assert_eq!(
+                s, status,
+                "kubectl sees csinode.status.storageHealth of {node}"
+            );
         }
     }
 
@@ -101,7 +144,9 @@ fn kep_e2e_plan_against_volhealth_up() {
         c.inject(&["clear", "pvc", &format!("default/{claim}")]);
     }
     c.inject(&["clear", "storage"]);
-    c.eventually("every injected condition to clear", || c.status_json()["healthy"] == true);
+    c.eventually("every injected condition to clear", || {
+        c.status_json()["healthy"] == true
+    });
     for (claim, pod, _, _) in VOLUME_CASES {
         if let Some(s) = pvc_statuses_kubectl(&c, claim) {
             assert_eq!(s, "", "pvc {claim} cleared");
@@ -119,23 +164,35 @@ fn kep_e2e_plan_against_volhealth_up() {
     // A real fault, not injected: the volume's data disappears.
     let id = volume_id_of(&c, "pv-data-4");
     let data = c.dir.join("driver").join("volumes").join(&id);
-    assert!(data.is_dir(), "the driver keeps directory volumes at {}", data.display());
+    assert!(
+        data.is_dir(),
+        "the driver keeps directory volumes at {}",
+        data.display()
+    );
     std::fs::remove_dir_all(&data).unwrap();
-    c.eventually("Inaccessible on pvc data-4 and pod web-4 after its data was deleted", || {
-        c.status_of("PersistentVolumeClaim", "data-4", "controller") == ["Inaccessible"]
-            && c.status_of("Pod", "web-4", "node") == ["Inaccessible"]
-    });
+    c.eventually(
+        "Inaccessible on pvc data-4 and pod web-4 after its data was deleted",
+        || {
+            c.status_of("PersistentVolumeClaim", "data-4", "controller") == ["Inaccessible"]
+                && c.status_of("Pod", "web-4", "node") == ["Inaccessible"]
+        },
+    );
     if let Some(s) = pvc_statuses_kubectl(&c, "data-4") {
         assert_eq!(s, "Inaccessible");
     }
     std::fs::create_dir(&data).unwrap();
-    c.eventually("data-4 to recover once its data is back", || c.status_json()["healthy"] == true);
+    c.eventually("data-4 to recover once its data is back", || {
+        c.status_json()["healthy"] == true
+    });
 
     // Ctrl-C stops everything cleanly.
     let pids = c.recorded_pids();
     assert!(!pids.is_empty(), "up.json records the components");
     assert_eq!(c.interrupt(), Some(0), "up exits 0 on Ctrl-C");
     for pid in pids {
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "component pid {pid} is still running after up stopped");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "component pid {pid} is still running after up stopped"
+        );
     }
 }

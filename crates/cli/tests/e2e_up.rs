@@ -12,7 +12,12 @@ use support::bin;
 
 /// Runs `volhealth ARGS`, failing the test if it has not finished within `limit`.
 fn run_within(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + limit;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -33,16 +38,38 @@ fn stderr(o: &Output) -> String {
 fn names(kubeconfig: &std::path::Path, path: &str) -> Vec<String> {
     use std::io::{Read, Write};
     let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let server = text.lines().find_map(|l| l.trim().strip_prefix("server:")).unwrap().trim().to_string();
-    let host = server.strip_prefix("http://").unwrap().trim_end_matches('/').to_string();
-    let mut s = std::net::TcpStream::connect(&host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n").unwrap();
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let host = server
+        .strip_prefix("http://")
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let mut s =
+        std::net::TcpStream::connect(&host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
-    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
-    let list: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}:\n{raw}"));
-    let mut names: Vec<String> =
-        list["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect();
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    let list: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}:\n{raw}"));
+    let mut names: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
     names.sort();
     names
 }
@@ -53,9 +80,24 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     let dir = c.dir.to_string_lossy().to_string();
 
     // While it runs, a second `up` on the same dir is refused at once.
-    let second = run_within(&["up", "--dir", &dir, "--nodes", "1", "--listen", "127.0.0.1:0"], Duration::from_secs(30));
+    let second = run_within(
+        &[
+            "up",
+            "--dir",
+            &dir,
+            "--nodes",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        Duration::from_secs(30),
+    );
     assert!(!second.status.success());
-    assert!(stderr(&second).contains("already running"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("already running"),
+        "{}",
+        stderr(&second)
+    );
 
     let pvcs = names(&c.kubeconfig, "/api/v1/persistentvolumeclaims");
     let pods = names(&c.kubeconfig, "/api/v1/pods");
@@ -64,11 +106,22 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     assert_eq!(pods, ["web-1", "web-2"]);
     assert_eq!(pvs, ["pv-data-1", "pv-data-2"]);
 
-    c.inject(&["pvc", "default/data-1", "--side", "controller", "--status", "Degraded", "--reason", "SlowReplica"]);
+    c.inject(&[
+        "pvc",
+        "default/data-1",
+        "--side",
+        "controller",
+        "--status",
+        "Degraded",
+        "--reason",
+        "SlowReplica",
+    ]);
     let mut since = None;
     c.eventually("Degraded on data-1", || {
         let doc = c.status_json();
-        since = doc["items"][0]["lastTransitionTime"].as_str().map(str::to_string);
+        since = doc["items"][0]["lastTransitionTime"]
+            .as_str()
+            .map(str::to_string);
         doc["items"][0]["status"] == "Degraded"
     });
     assert_eq!(c.interrupt(), Some(0));
@@ -83,7 +136,12 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     // The injected condition is still there, with its first lastTransitionTime.
     let doc = c.status_json();
     assert_eq!(doc["items"][0]["status"], "Degraded");
-    assert_eq!(doc["items"][0]["lastTransitionTime"].as_str().map(str::to_string), since);
+    assert_eq!(
+        doc["items"][0]["lastTransitionTime"]
+            .as_str()
+            .map(str::to_string),
+        since
+    );
 }
 
 #[test]
@@ -93,10 +151,16 @@ fn a_port_in_use_is_a_clear_error_not_a_hang() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state").to_string_lossy().to_string();
     let listen = format!("127.0.0.1:{port}");
-    let out = run_within(&["up", "--dir", &dir, "--listen", &listen], Duration::from_secs(30));
+    let out = run_within(
+        &["up", "--dir", &dir, "--listen", &listen],
+        Duration::from_secs(30),
+    );
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains(&format!("--listen {listen} is already in use")), "{err}");
+    assert!(
+        err.contains(&format!("--listen {listen} is already in use")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -104,21 +168,63 @@ fn a_broken_dir_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
-    let out = run_within(&["up", "--dir", &file.to_string_lossy(), "--listen", "127.0.0.1:0"], Duration::from_secs(30));
+    let out = run_within(
+        &[
+            "up",
+            "--dir",
+            &file.to_string_lossy(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        Duration::from_secs(30),
+    );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("is not a directory"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a directory"),
+        "{}",
+        stderr(&out)
+    );
 
     let dir = tmp.path().join("garbled");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("up.json"), "{not json").unwrap();
-    let out = run_within(&["up", "--dir", &dir.to_string_lossy(), "--listen", "127.0.0.1:0"], Duration::from_secs(30));
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("is not a volhealth run record"), "{}", stderr(&out));
-
     let out = run_within(
-        &["inject", "--dir", &tmp.path().to_string_lossy(), "pvc", "default/data-1", "--side", "node", "--status", "Degraded", "--reason", "X"],
+        &[
+            "up",
+            "--dir",
+            &dir.to_string_lossy(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
         Duration::from_secs(30),
     );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("holds no `volhealth up` state"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a volhealth run record"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = run_within(
+        &[
+            "inject",
+            "--dir",
+            &tmp.path().to_string_lossy(),
+            "pvc",
+            "default/data-1",
+            "--side",
+            "node",
+            "--status",
+            "Degraded",
+            "--reason",
+            "X",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("holds no `volhealth up` state"),
+        "{}",
+        stderr(&out)
+    );
 }

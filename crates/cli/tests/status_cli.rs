@@ -21,34 +21,67 @@ async fn send(method: reqwest::Method, url: String, body: Value, content_type: &
         .await
         .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
     let status = resp.status();
-    assert!(status.is_success(), "{method} {url}: {status} {}", resp.text().await.unwrap_or_default());
+    assert!(
+        status.is_success(),
+        "{method} {url}: {status} {}",
+        resp.text().await.unwrap_or_default()
+    );
 }
 
 async fn create(api: &ApiServer, collection: &str, body: Value) {
-    send(reqwest::Method::POST, format!("{}{collection}", api.url), body, "application/json").await;
+    send(
+        reqwest::Method::POST,
+        format!("{}{collection}", api.url),
+        body,
+        "application/json",
+    )
+    .await;
 }
 
 async fn patch_status(api: &ApiServer, object: &str, status: Value) {
     let url = format!("{}{object}/status", api.url);
-    send(reqwest::Method::PATCH, url, json!({ "status": status }), "application/merge-patch+json").await;
+    send(
+        reqwest::Method::PATCH,
+        url,
+        json!({ "status": status }),
+        "application/merge-patch+json",
+    )
+    .await;
 }
 
 /// A PVC, a pod and a CSINode, healthy.
 async fn seed(api: &ApiServer) {
-    create(api, "/api/v1/namespaces", json!({"metadata": {"name": "other"}})).await;
-    create(api, "/api/v1/persistentvolumes", json!({"metadata": {"name": "pv-1"},
+    create(
+        api,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "other"}}),
+    )
+    .await;
+    create(
+        api,
+        "/api/v1/persistentvolumes",
+        json!({"metadata": {"name": "pv-1"},
         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                 "csi": {"driver": DRIVER, "volumeHandle": "vh-1"}}}))
+                 "csi": {"driver": DRIVER, "volumeHandle": "vh-1"}}}),
+    )
     .await;
     create(api, "/api/v1/namespaces/default/persistentvolumeclaims", json!({"metadata": {"name": "data-1"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeName": "pv-1"}}))
     .await;
-    create(api, "/api/v1/namespaces/default/pods", json!({"metadata": {"name": "web-1"},
+    create(
+        api,
+        "/api/v1/namespaces/default/pods",
+        json!({"metadata": {"name": "web-1"},
         "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}],
-                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-1"}}]}}))
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-1"}}]}}),
+    )
     .await;
-    create(api, "/apis/storage.k8s.io/v1/csinodes", json!({"metadata": {"name": "node-1"},
-        "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-1"}]}}))
+    create(
+        api,
+        "/apis/storage.k8s.io/v1/csinodes",
+        json!({"metadata": {"name": "node-1"},
+        "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-1"}]}}),
+    )
     .await;
 }
 
@@ -58,9 +91,13 @@ async fn break_all(api: &ApiServer) {
         "lastTransitionTime": "2026-01-01T00:00:00Z",
         "healthConditions": [{"status": "Inaccessible", "reason": "VolumeNotFound", "message": "gone"}]}}))
     .await;
-    patch_status(api, "/api/v1/namespaces/default/pods/web-1", json!({"volumeHealth": [{"name": "data",
+    patch_status(
+        api,
+        "/api/v1/namespaces/default/pods/web-1",
+        json!({"volumeHealth": [{"name": "data",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "healthConditions": [{"status": "Degraded", "reason": "SlowIo", "message": "slow"}]}]}))
+        "healthConditions": [{"status": "Degraded", "reason": "SlowIo", "message": "slow"}]}]}),
+    )
     .await;
     patch_status(api, "/apis/storage.k8s.io/v1/csinodes/node-1", json!({"storageHealth": [{"name": DRIVER,
         "healthConditions": [{"status": "StorageUnreachable", "reason": "BackendDown", "accessMode": "ReadWriteOnce",
@@ -69,8 +106,18 @@ async fn break_all(api: &ApiServer) {
 }
 
 fn status(kubeconfig: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin()).arg("status").arg("--kubeconfig").arg(kubeconfig).args(args).output().expect("run status");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(bin())
+        .arg("status")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .expect("run status");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn json_of(text: &str) -> Value {
@@ -89,7 +136,10 @@ async fn status_shows_every_unhealthy_condition_with_its_source() {
     assert_eq!(doc["healthy"], true);
     assert_eq!(doc["items"], json!([]));
     let (_, out, _) = status(&api.kubeconfig, &[]);
-    assert!(out.starts_with("No volume health conditions in namespace default"), "{out}");
+    assert!(
+        out.starts_with("No volume health conditions in namespace default"),
+        "{out}"
+    );
 
     break_all(&api).await;
     let (code, out, err) = status(&api.kubeconfig, &["-A", "-o", "json"]);
@@ -106,12 +156,33 @@ async fn status_shows_every_unhealthy_condition_with_its_source() {
             (s("kind"), s("name"), s("source"), s("status"))
         })
         .collect();
-    assert_eq!(summary, [
-        ("PersistentVolumeClaim".into(), "data-1".into(), "controller".into(), "Inaccessible".into()),
-        ("Pod".into(), "web-1".into(), "node".into(), "Degraded".into()),
-        ("CSINode".into(), "node-1".into(), "backend".into(), "StorageUnreachable".into()),
-    ]);
-    assert_eq!(items[0]["driver"], DRIVER, "the PVC's driver comes from its PV");
+    assert_eq!(
+        summary,
+        [
+            (
+                "PersistentVolumeClaim".into(),
+                "data-1".into(),
+                "controller".into(),
+                "Inaccessible".into()
+            ),
+            (
+                "Pod".into(),
+                "web-1".into(),
+                "node".into(),
+                "Degraded".into()
+            ),
+            (
+                "CSINode".into(),
+                "node-1".into(),
+                "backend".into(),
+                "StorageUnreachable".into()
+            ),
+        ]
+    );
+    assert_eq!(
+        items[0]["driver"], DRIVER,
+        "the PVC's driver comes from its PV"
+    );
     assert_eq!(items[1]["claim"], "data-1");
     assert_eq!(items[1]["node"], "node-1");
     assert_eq!(items[1]["podVolume"], "data");
@@ -122,8 +193,16 @@ async fn status_shows_every_unhealthy_condition_with_its_source() {
     let (_, table, _) = status(&api.kubeconfig, &["-A"]);
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "{table}");
-    assert!(lines[0].starts_with("NAMESPACE") && lines[0].contains("SOURCE") && lines[0].ends_with("MESSAGE"));
-    assert!(lines[1].contains("pvc/data-1") && lines[1].contains("controller") && lines[1].contains("VolumeNotFound"));
+    assert!(
+        lines[0].starts_with("NAMESPACE")
+            && lines[0].contains("SOURCE")
+            && lines[0].ends_with("MESSAGE")
+    );
+    assert!(
+        lines[1].contains("pvc/data-1")
+            && lines[1].contains("controller")
+            && lines[1].contains("VolumeNotFound")
+    );
     assert!(!table.contains('\x1b'), "no colour when piped");
     let (_, coloured, _) = status(&api.kubeconfig, &["-A", "--color", "always"]);
     assert!(coloured.contains("\x1b[31mInaccessible"), "{coloured}");
@@ -149,10 +228,19 @@ fn status_fails_clearly_when_the_api_cannot_be_reached() {
         l.local_addr().unwrap().port()
     };
     let kc = tmp.path().join("kubeconfig");
-    std::fs::write(&kc, volhealth_apiserver::kubeconfig::render(&format!("http://127.0.0.1:{port}"), None)).unwrap();
+    std::fs::write(
+        &kc,
+        volhealth_apiserver::kubeconfig::render(&format!("http://127.0.0.1:{port}"), None),
+    )
+    .unwrap();
     let (code, out, err) = status(&kc, &["-A"]);
     assert_ne!(code, 0, "unreachable API must fail: {out}");
-    assert!(err.contains(&format!("cannot reach the API server at http://127.0.0.1:{port}")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot reach the API server at http://127.0.0.1:{port}"
+        )),
+        "{err}"
+    );
     assert!(out.is_empty());
     let (code, _, err) = status(&tmp.path().join("missing"), &[]);
     assert_ne!(code, 0);
@@ -180,7 +268,10 @@ async fn watch_prints_a_new_document_when_health_changes() {
             }
         }
     });
-    let first = json_of(&rx.recv_timeout(Duration::from_secs(30)).expect("first document"));
+    let first = json_of(
+        &rx.recv_timeout(Duration::from_secs(30))
+            .expect("first document"),
+    );
     assert_eq!(first["healthy"], true);
     break_all(&api).await;
     // Each change may arrive as its own document; wait for the one with all three.
@@ -208,16 +299,28 @@ async fn kubectl_volhealth_runs_status() {
     let plugins = tmp.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     std::os::unix::fs::symlink(bin(), plugins.join("kubectl-volhealth")).unwrap();
-    let path = format!("{}:{}", plugins.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        plugins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = Command::new("kubectl")
         .args(["volhealth", "-A", "-o", "json"])
         .env("PATH", &path)
         .env("KUBECONFIG", &api.kubeconfig)
         .output()
         .unwrap();
-    assert!(out.status.success(), "kubectl volhealth failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl volhealth failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json_of(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(doc["items"].as_array().unwrap().len(), 3);
-    let listed = Command::new("kubectl").args(["plugin", "list"]).env("PATH", &path).output().unwrap();
+    let listed = Command::new("kubectl")
+        .args(["plugin", "list"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("kubectl-volhealth"));
 }

@@ -47,7 +47,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let tokens = if args.anonymous_admin { tokens.map(Tokens::with_anonymous_admin) } else { tokens };
+    let tokens = if args.anonymous_admin {
+        tokens.map(Tokens::with_anonymous_admin)
+    } else {
+        tokens
+    };
     let mut config = ServerConfig::new(&args.data_dir);
     config.gates = gates;
     config.tokens = tokens;

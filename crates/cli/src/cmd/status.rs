@@ -99,18 +99,37 @@ impl Scope {
 /// Reads everything `status` shows, once.
 pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow::Result<Snapshot> {
     let lp = ListParams::default();
-    let where_ = scope.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
-    let (pvc_api, pod_api) = (scope.api::<PersistentVolumeClaim>(&conn.client), scope.api::<Pod>(&conn.client));
+    let where_ = scope
+        .namespace
+        .as_deref()
+        .map(|n| format!(" in namespace {n}"))
+        .unwrap_or_default();
+    let (pvc_api, pod_api) = (
+        scope.api::<PersistentVolumeClaim>(&conn.client),
+        scope.api::<Pod>(&conn.client),
+    );
     let csinode_api = Api::<CSINode>::all(conn.client.clone());
     let pv_api = Api::<PersistentVolume>::all(conn.client.clone());
-    let (pvcs, pods, csinodes, pvs) = (pvc_api.list(&lp), pod_api.list(&lp), csinode_api.list(&lp), pv_api.list(&lp));
+    let (pvcs, pods, csinodes, pvs) = (
+        pvc_api.list(&lp),
+        pod_api.list(&lp),
+        csinode_api.list(&lp),
+        pv_api.list(&lp),
+    );
     let (pvcs, pods, csinodes, pvs) = futures::join!(pvcs, pods, csinodes, pvs);
-    let pvcs = pvcs.map_err(|e| kubeconfig::explain(&e, &format!("listing PersistentVolumeClaims{where_}"), conn))?;
+    let pvcs = pvcs.map_err(|e| {
+        kubeconfig::explain(&e, &format!("listing PersistentVolumeClaims{where_}"), conn)
+    })?;
     let pods = pods.map_err(|e| kubeconfig::explain(&e, &format!("listing Pods{where_}"), conn))?;
     let csinodes = csinodes.map_err(|e| kubeconfig::explain(&e, "listing CSINodes", conn))?;
     // PVs only name the driver of a volume; an identity that may not list them still gets the rest.
     let pvs = pvs.map(|l| l.items).unwrap_or_default();
-    Ok(Snapshot { pvcs: pvcs.items, pods: pods.items, csinodes: csinodes.items, pvs })
+    Ok(Snapshot {
+        pvcs: pvcs.items,
+        pods: pods.items,
+        csinodes: csinodes.items,
+        pvs,
+    })
 }
 
 /// How one frame is drawn.
@@ -123,12 +142,30 @@ pub(crate) struct Style {
 }
 
 /// Renders one frame of output for `findings` (`stream`: one JSON document per line).
-pub(crate) fn frame(findings: &[findings::Finding], scope: &Scope, style: Style, stream: bool) -> anyhow::Result<String> {
+pub(crate) fn frame(
+    findings: &[findings::Finding],
+    scope: &Scope,
+    style: Style,
+    stream: bool,
+) -> anyhow::Result<String> {
     let now = jiff::Timestamp::now();
     match style.format {
-        Format::Json | Format::Yaml => render::document(findings, scope.namespace.as_deref(), now, style.format, stream),
-        Format::Table | Format::Wide if findings.is_empty() => Ok(render::all_healthy(scope.namespace.as_deref())),
-        Format::Table | Format::Wide => Ok(render::table(findings, now, style.format == Format::Wide, style.colour)),
+        Format::Json | Format::Yaml => render::document(
+            findings,
+            scope.namespace.as_deref(),
+            now,
+            style.format,
+            stream,
+        ),
+        Format::Table | Format::Wide if findings.is_empty() => {
+            Ok(render::all_healthy(scope.namespace.as_deref()))
+        }
+        Format::Table | Format::Wide => Ok(render::table(
+            findings,
+            now,
+            style.format == Format::Wide,
+            style.colour,
+        )),
     }
 }
 
@@ -136,32 +173,54 @@ fn use_colour(choice: Colour) -> bool {
     match choice {
         Colour::Always => true,
         Colour::Never => false,
-        Colour::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        Colour::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     }
 }
 
 /// Runs `volhealth status`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let conn = kubeconfig::connect(args.kubeconfig.as_deref(), args.context.as_deref(), args.request_timeout, false).await?;
+    let conn = kubeconfig::connect(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.request_timeout,
+        false,
+    )
+    .await?;
     let scope = Scope {
         namespace: if args.all_namespaces {
             None
         } else {
-            Some(args.namespace.clone().unwrap_or_else(|| conn.default_namespace.clone()))
+            Some(
+                args.namespace
+                    .clone()
+                    .unwrap_or_else(|| conn.default_namespace.clone()),
+            )
         },
     };
-    let style = Style { format: args.output, colour: use_colour(args.color) };
+    let style = Style {
+        format: args.output,
+        colour: use_colour(args.color),
+    };
     let snapshot = read(&conn, &scope).await?;
     let found = findings::collect(&snapshot);
     if args.watch {
-        let streaming =
-            kubeconfig::connect(args.kubeconfig.as_deref(), args.context.as_deref(), args.request_timeout, true).await?;
+        let streaming = kubeconfig::connect(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+            args.request_timeout,
+            true,
+        )
+        .await?;
         watch::run(streaming, scope, style, found).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let text = frame(&found, &scope, style, false)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).context("writing to stdout")?;
+    out.write_all(text.as_bytes())
+        .context("writing to stdout")?;
     out.flush().context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -173,14 +232,22 @@ mod tests {
     #[test]
     fn plugin_name_means_status() {
         let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
-        assert_eq!(plugin_argv(argv(&["/usr/local/bin/kubectl-volhealth", "-A"])), argv(&[
-            "/usr/local/bin/kubectl-volhealth",
-            "status",
-            "-A"
-        ]));
-        assert_eq!(plugin_argv(argv(&["kubectl-volhealth"])), argv(&["kubectl-volhealth", "status"]));
-        assert_eq!(plugin_argv(argv(&["/bin/volhealth", "up"])), argv(&["/bin/volhealth", "up"]));
-        assert_eq!(plugin_argv(argv(&["kubectl-volhealth-x", "up"])), argv(&["kubectl-volhealth-x", "up"]));
+        assert_eq!(
+            plugin_argv(argv(&["/usr/local/bin/kubectl-volhealth", "-A"])),
+            argv(&["/usr/local/bin/kubectl-volhealth", "status", "-A"])
+        );
+        assert_eq!(
+            plugin_argv(argv(&["kubectl-volhealth"])),
+            argv(&["kubectl-volhealth", "status"])
+        );
+        assert_eq!(
+            plugin_argv(argv(&["/bin/volhealth", "up"])),
+            argv(&["/bin/volhealth", "up"])
+        );
+        assert_eq!(
+            plugin_argv(argv(&["kubectl-volhealth-x", "up"])),
+            argv(&["kubectl-volhealth-x", "up"])
+        );
         assert!(plugin_argv(Vec::new()).is_empty());
     }
 }

@@ -72,7 +72,9 @@ impl Running {
     }
 
     fn last_mut(&mut self) -> anyhow::Result<&mut Component> {
-        self.components.last_mut().context("no component was started")
+        self.components
+            .last_mut()
+            .context("no component was started")
     }
 
     /// The first component that has exited, described.
@@ -87,7 +89,10 @@ impl Running {
     }
 
     fn pids(&self) -> std::collections::BTreeMap<String, u32> {
-        self.components.iter().filter_map(|c| Some((c.name.clone(), c.pid()?))).collect()
+        self.components
+            .iter()
+            .filter_map(|c| Some((c.name.clone(), c.pid()?)))
+            .collect()
     }
 }
 
@@ -107,7 +112,11 @@ async fn until_ready<T>(
         }
         if tokio::time::Instant::now() > deadline {
             let c = running.last_mut()?;
-            anyhow::bail!("{what} was not ready after {READY_TIMEOUT:?}; see {}:\n{}", c.log.display(), children::tail(&c.log, 12));
+            anyhow::bail!(
+                "{what} was not ready after {READY_TIMEOUT:?}; see {}:\n{}",
+                c.log.display(),
+                children::tail(&c.log, 12)
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -129,16 +138,27 @@ fn check_listen(listen: &str) -> anyhow::Result<()> {
 
 fn server_from_kubeconfig(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|l| l.trim().strip_prefix("server:").map(|s| s.trim().trim_matches('"').to_string()))
+    text.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("server:")
+            .map(|s| s.trim().trim_matches('"').to_string())
+    })
 }
 
 /// How to spell this binary in the commands printed for the user.
 fn self_command() -> String {
-    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else { return "volhealth".into() };
+    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "volhealth".into();
+    };
     let on_path = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join("volhealth").canonicalize().is_ok_and(|p| p == exe))
+        std::env::split_paths(&paths)
+            .any(|dir| dir.join("volhealth").canonicalize().is_ok_and(|p| p == exe))
     });
-    if on_path { "volhealth".into() } else { exe.display().to_string() }
+    if on_path {
+        "volhealth".into()
+    } else {
+        exe.display().to_string()
+    }
 }
 
 /// Runs `volhealth up` until Ctrl-C or SIGTERM.
@@ -146,12 +166,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.dir)?;
     let _lock = layout::prepare(&layout)?;
     let previous = RunRecord::load(&layout)?;
-    let nodes: Vec<String> = (1..=usize::from(args.nodes)).map(layout::node_name).collect();
-    println!("volhealth up: {} node(s), state in {}", nodes.len(), layout.root().display());
+    let nodes: Vec<String> = (1..=usize::from(args.nodes))
+        .map(layout::node_name)
+        .collect();
+    println!(
+        "volhealth up: {} node(s), state in {}",
+        nodes.len(),
+        layout.root().display()
+    );
     if let Some(prev) = &previous {
         let stopped = children::stop_leftovers(&prev.pids, layout.root()).await;
         if !stopped.is_empty() {
-            println!("  stopped leftovers of an earlier run that did not shut down: {}", stopped.join(", "));
+            println!(
+                "  stopped leftovers of an earlier run that did not shut down: {}",
+                stopped.join(", ")
+            );
         }
         println!("  resuming the cluster kept in {}", layout.root().display());
     }
@@ -192,18 +221,31 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     println!("\nstopping…");
     running.stop_all().await;
-    let stopped = RunRecord { pids: Default::default(), ..record };
+    let stopped = RunRecord {
+        pids: Default::default(),
+        ..record
+    };
     stopped.store(&layout)?;
     match outcome {
         None => {
-            println!("stopped; run `volhealth up --dir {}` again to resume", args.dir.display());
+            println!(
+                "stopped; run `volhealth up --dir {}` again to resume",
+                args.dir.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
-        Some(why) => anyhow::bail!("a component stopped unexpectedly, so everything was stopped: {why}"),
+        Some(why) => {
+            anyhow::bail!("a component stopped unexpectedly, so everything was stopped: {why}")
+        }
     }
 }
 
-async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Running) -> anyhow::Result<RunRecord> {
+async fn start(
+    args: &Args,
+    layout: &Layout,
+    nodes: &[String],
+    running: &mut Running,
+) -> anyhow::Result<RunRecord> {
     let p = Progress;
     let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
     let tokens = layout::Tokens::load_or_create(layout, nodes)?;
@@ -214,7 +256,9 @@ async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Run
     match std::fs::remove_file(&kubeconfig) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("removing the old {}", kubeconfig.display())),
+        Err(e) => {
+            return Err(e).with_context(|| format!("removing the old {}", kubeconfig.display()));
+        }
     }
     running.start(
         "apiserver",
@@ -233,14 +277,30 @@ async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Run
             dir(kubeconfig.clone()),
         ],
     )?;
-    let server = until_ready(running, "the API server", async || server_from_kubeconfig(&kubeconfig)).await?;
-    let conn = crate::cmd::status::kubeconfig::connect(Some(&kubeconfig), None, Duration::from_secs(10), false).await?;
+    let server = until_ready(running, "the API server", async || {
+        server_from_kubeconfig(&kubeconfig)
+    })
+    .await?;
+    let conn = crate::cmd::status::kubeconfig::connect(
+        Some(&kubeconfig),
+        None,
+        Duration::from_secs(10),
+        false,
+    )
+    .await?;
     let client = conn.client.clone();
-    until_ready(running, "the API server", async || client.apiserver_version().await.ok()).await?;
+    until_ready(running, "the API server", async || {
+        client.apiserver_version().await.ok()
+    })
+    .await?;
     p.done(&format!("ok ({server})"));
 
-    volhealth_apiserver::kubeconfig::write(&layout.monitor_kubeconfig(), &server, Some(&tokens.monitor))
-        .context("writing the monitor's kubeconfig")?;
+    volhealth_apiserver::kubeconfig::write(
+        &layout.monitor_kubeconfig(),
+        &server,
+        Some(&tokens.monitor),
+    )
+    .context("writing the monitor's kubeconfig")?;
     for (node, token) in &tokens.nodes {
         volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
             .with_context(|| format!("writing the kubeconfig of {node}"))?;
@@ -265,7 +325,9 @@ async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Run
         ],
     )?;
     until_ready(running, "the controller plugin", async || {
-        volhealth_csi::client::connect(&controller, Duration::from_millis(200)).await.ok()
+        volhealth_csi::client::connect(&controller, Duration::from_millis(200))
+            .await
+            .ok()
     })
     .await?;
     p.done("ok");
@@ -292,7 +354,9 @@ async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Run
             ],
         )?;
         until_ready(running, &format!("the node plugin of {node}"), async || {
-            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200)).await.ok()
+            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
+                .await
+                .ok()
         })
         .await?;
     }
@@ -303,12 +367,22 @@ async fn start(args: &Args, layout: &Layout, nodes: &[String], running: &mut Run
     p.done("ok");
 
     let samples = workload::samples(nodes);
-    p.step(&format!("creating {} volumes, claims and pods, staged and published on their nodes", samples.len()));
+    p.step(&format!(
+        "creating {} volumes, claims and pods, staged and published on their nodes",
+        samples.len()
+    ));
     for s in &samples {
         let volume_id = workload::create_volume(&controller, &s.volume).await?;
         let pod_uid = workload::ensure_objects(&client, &driver, s, &volume_id).await?;
-        workload::stage_and_publish(&layout.node_endpoint(&s.node), &layout.kubelet_root(&s.node), &driver, s, &volume_id, &pod_uid)
-            .await?;
+        workload::stage_and_publish(
+            &layout.node_endpoint(&s.node),
+            &layout.kubelet_root(&s.node),
+            &driver,
+            s,
+            &volume_id,
+            &pod_uid,
+        )
+        .await?;
     }
     p.done("ok");
 
@@ -373,13 +447,27 @@ fn print_summary(args: &Args, layout: &Layout, record: &RunRecord, running: &Run
     let dir = args.dir.display();
     let kubeconfig = Path::new(&args.dir).join("kubeconfig");
     let kc = kubeconfig.display();
-    println!("\nRunning (logs in {}):", layout.root().join("logs").display());
+    println!(
+        "\nRunning (logs in {}):",
+        layout.root().join("logs").display()
+    );
     for c in &running.components {
-        println!("  {:<22} pid {}", c.name, c.pid().map(|p| p.to_string()).unwrap_or_else(|| "-".into()));
+        println!(
+            "  {:<22} pid {}",
+            c.name,
+            c.pid().map(|p| p.to_string()).unwrap_or_else(|| "-".into())
+        );
     }
     println!("  API server             {}", record.server);
-    println!("  CSI driver             {} (controller + {} node plugins)", record.driver, record.nodes.len());
-    println!("  sample workload        namespace {}: pods web-N using PVCs data-N", workload::NAMESPACE);
+    println!(
+        "  CSI driver             {} (controller + {} node plugins)",
+        record.driver,
+        record.nodes.len()
+    );
+    println!(
+        "  sample workload        namespace {}: pods web-N using PVCs data-N",
+        workload::NAMESPACE
+    );
     println!("\nTry, in another terminal:");
     println!(
         "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",

@@ -32,8 +32,13 @@ impl Cluster {
     pub fn start(nodes: u16) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("state");
-        let mut cluster =
-            Cluster { kubeconfig: dir.join("kubeconfig"), dir, tmp, kubectl: have_tool("kubectl", &["version", "--client"]), proc: None };
+        let mut cluster = Cluster {
+            kubeconfig: dir.join("kubeconfig"),
+            dir,
+            tmp,
+            kubectl: have_tool("kubectl", &["version", "--client"]),
+            proc: None,
+        };
         cluster.launch(nodes);
         cluster
     }
@@ -48,22 +53,43 @@ impl Cluster {
         let nodes = nodes.to_string();
         let dir = self.dir.to_string_lossy().to_string();
         let args = [
-            "up", "--dir", &dir, "--nodes", &nodes, "--listen", "127.0.0.1:0", "--monitor-interval", "1s", "--agent-interval", "1s",
+            "up",
+            "--dir",
+            &dir,
+            "--nodes",
+            &nodes,
+            "--listen",
+            "127.0.0.1:0",
+            "--monitor-interval",
+            "1s",
+            "--agent-interval",
+            "1s",
         ];
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.
         let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
         let mut proc = Proc::start("up", self.tmp.path(), &args);
-        wait_for(Duration::from_secs(120), "volhealth up to be running", || {
-            let text = std::fs::read_to_string(&log).unwrap_or_default().get(before..).unwrap_or_default().to_string();
-            if text.contains("Press Ctrl-C") {
-                return Some(());
-            }
-            if !proc.is_running() {
-                panic!("volhealth up exited early:\n{text}\n{}", self.component_logs());
-            }
-            None
-        });
+        wait_for(
+            Duration::from_secs(120),
+            "volhealth up to be running",
+            || {
+                let text = std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .get(before..)
+                    .unwrap_or_default()
+                    .to_string();
+                if text.contains("Press Ctrl-C") {
+                    return Some(());
+                }
+                if !proc.is_running() {
+                    panic!(
+                        "volhealth up exited early:\n{text}\n{}",
+                        self.component_logs()
+                    );
+                }
+                None
+            },
+        );
         self.proc = Some(proc);
     }
 
@@ -86,8 +112,15 @@ impl Cluster {
 
     /// Runs `volhealth ARGS` and returns (success, stdout, stderr).
     pub fn volhealth(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(bin()).args(args).output().expect("run volhealth");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        let out = Command::new(bin())
+            .args(args)
+            .output()
+            .expect("run volhealth");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     }
 
     /// `volhealth inject --dir <dir> ARGS`, which must succeed.
@@ -104,7 +137,8 @@ impl Cluster {
         let kc = self.kubeconfig.to_string_lossy().to_string();
         let (ok, out, err) = self.volhealth(&["status", "--kubeconfig", &kc, "-A", "-o", "json"]);
         assert!(ok, "volhealth status failed: {err}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("status -o json is not JSON ({e}):\n{out}"))
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("status -o json is not JSON ({e}):\n{out}"))
     }
 
     /// Statuses `volhealth status` shows for (kind, name, source).
@@ -134,7 +168,12 @@ impl Cluster {
             .args(args)
             .output()
             .expect("run kubectl");
-        assert!(out.status.success(), "kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
         Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
@@ -146,7 +185,10 @@ impl Cluster {
                 return;
             }
             if Instant::now() > deadline {
-                panic!("timed out after {SURFACE:?} waiting for {what}\n{}", self.component_logs());
+                panic!(
+                    "timed out after {SURFACE:?} waiting for {what}\n{}",
+                    self.component_logs()
+                );
             }
             std::thread::park_timeout(Duration::from_millis(250));
         }
@@ -178,7 +220,12 @@ impl Cluster {
     pub fn recorded_pids(&self) -> Vec<u32> {
         let text = std::fs::read_to_string(self.dir.join("up.json")).unwrap_or_default();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        v["pids"].as_object().into_iter().flatten().filter_map(|(_, p)| p.as_u64().map(|p| p as u32)).collect()
+        v["pids"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, p)| p.as_u64().map(|p| p as u32))
+            .collect()
     }
 }
 
@@ -192,7 +239,10 @@ impl Drop for Cluster {
         for pid in pids {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let marker = self.dir.to_string_lossy().as_bytes().to_vec();
-            if cmdline.windows(marker.len().max(1)).any(|w| w == marker.as_slice()) {
+            if cmdline
+                .windows(marker.len().max(1))
+                .any(|w| w == marker.as_slice())
+            {
                 let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
             }
         }

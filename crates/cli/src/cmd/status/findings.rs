@@ -2,7 +2,9 @@
 //! every output format is rendered from.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, VolumeHealthCondition};
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, Pod, VolumeHealthCondition,
+};
 use k8s_openapi::api::storage::v1::CSINode;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -82,11 +84,23 @@ impl Finding {
 
     /// When the condition last changed, parsed.
     pub fn since(&self) -> Option<Timestamp> {
-        self.last_transition_time.as_deref().and_then(|t| t.parse().ok())
+        self.last_transition_time
+            .as_deref()
+            .and_then(|t| t.parse().ok())
     }
 
     /// Namespaced objects first (by namespace), cluster-scoped CSINodes last.
-    fn sort_key(&self) -> (bool, Option<String>, Source, String, Option<String>, String, String) {
+    fn sort_key(
+        &self,
+    ) -> (
+        bool,
+        Option<String>,
+        Source,
+        String,
+        Option<String>,
+        String,
+        String,
+    ) {
         (
             self.namespace.is_none(),
             self.namespace.clone(),
@@ -144,7 +158,9 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
 
     let mut out = Vec::new();
     for pvc in &snap.pvcs {
-        let Some(health) = pvc.status.as_ref().and_then(|s| s.health_status.as_ref()) else { continue };
+        let Some(health) = pvc.status.as_ref().and_then(|s| s.health_status.as_ref()) else {
+            continue;
+        };
         let name = pvc.metadata.name.clone().unwrap_or_default();
         let pv = pvc.spec.as_ref().and_then(|s| s.volume_name.clone());
         for c in volume_conditions(health.health_conditions.as_ref()) {
@@ -158,7 +174,10 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
                 message: c.message.clone().unwrap_or_default(),
                 last_transition_time: time(health.last_transition_time.as_ref()),
                 node: None,
-                driver: pv.as_deref().and_then(|p| pv_driver.get(p)).map(|d| d.to_string()),
+                driver: pv
+                    .as_deref()
+                    .and_then(|p| pv_driver.get(p))
+                    .map(|d| d.to_string()),
                 pod_volume: None,
                 claim: Some(name.clone()),
                 persistent_volume: pv.clone(),
@@ -169,13 +188,19 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
     }
 
     for pod in &snap.pods {
-        let Some(entries) = pod.status.as_ref().and_then(|s| s.volume_health.as_ref()) else { continue };
+        let Some(entries) = pod.status.as_ref().and_then(|s| s.volume_health.as_ref()) else {
+            continue;
+        };
         let ns = pod.metadata.namespace.clone();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let spec = pod.spec.as_ref();
         for entry in entries {
-            let spec_volume = spec.and_then(|s| s.volumes.as_ref()).and_then(|v| v.iter().find(|v| v.name == entry.name));
-            let claim = spec_volume.and_then(|v| v.persistent_volume_claim.as_ref()).map(|c| c.claim_name.clone());
+            let spec_volume = spec
+                .and_then(|s| s.volumes.as_ref())
+                .and_then(|v| v.iter().find(|v| v.name == entry.name));
+            let claim = spec_volume
+                .and_then(|v| v.persistent_volume_claim.as_ref())
+                .map(|c| c.claim_name.clone());
             let pv = claim
                 .as_deref()
                 .and_then(|c| claim_pv.get(&(ns.as_deref().unwrap_or_default(), c)))
@@ -184,7 +209,11 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
                 .as_deref()
                 .and_then(|p| pv_driver.get(p))
                 .map(|d| d.to_string())
-                .or_else(|| spec_volume.and_then(|v| v.csi.as_ref()).map(|c| c.driver.clone()));
+                .or_else(|| {
+                    spec_volume
+                        .and_then(|v| v.csi.as_ref())
+                        .map(|c| c.driver.clone())
+                });
             for c in volume_conditions(entry.health_conditions.as_ref()) {
                 out.push(Finding {
                     namespace: ns.clone(),
@@ -208,7 +237,13 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
     }
 
     for csinode in &snap.csinodes {
-        let Some(drivers) = csinode.status.as_ref().and_then(|s| s.storage_health.as_ref()) else { continue };
+        let Some(drivers) = csinode
+            .status
+            .as_ref()
+            .and_then(|s| s.storage_health.as_ref())
+        else {
+            continue;
+        };
         let name = csinode.metadata.name.clone().unwrap_or_default();
         for driver in drivers {
             for c in driver.health_conditions.iter().flatten() {
@@ -248,12 +283,18 @@ mod tests {
     fn snapshot() -> Snapshot {
         Snapshot {
             pvcs: vec![
-                from(json!({"metadata": {"name": "data-1", "namespace": "default"}, "spec": {"volumeName": "pv-1"},
+                from(
+                    json!({"metadata": {"name": "data-1", "namespace": "default"}, "spec": {"volumeName": "pv-1"},
                     "status": {"healthStatus": {"lastTransitionTime": "2026-01-01T00:00:00Z",
-                        "healthConditions": [{"status": "Inaccessible", "reason": "VolumeNotFound", "message": "gone"}]}}})),
-                from(json!({"metadata": {"name": "ok", "namespace": "default"}, "spec": {"volumeName": "pv-2"}, "status": {}})),
-                from(json!({"metadata": {"name": "empty", "namespace": "default"},
-                    "status": {"healthStatus": {"healthConditions": []}}})),
+                        "healthConditions": [{"status": "Inaccessible", "reason": "VolumeNotFound", "message": "gone"}]}}}),
+                ),
+                from(
+                    json!({"metadata": {"name": "ok", "namespace": "default"}, "spec": {"volumeName": "pv-2"}, "status": {}}),
+                ),
+                from(
+                    json!({"metadata": {"name": "empty", "namespace": "default"},
+                    "status": {"healthStatus": {"healthConditions": []}}}),
+                ),
             ],
             pods: vec![from(json!({
                 "metadata": {"name": "web-1", "namespace": "default"},
@@ -290,7 +331,10 @@ mod tests {
         assert_eq!(s.source, Source::Backend);
         assert_eq!(s.access_mode.as_deref(), Some("ReadWriteOnce"));
         assert_eq!(s.volume_mode, None);
-        assert_eq!(s.since().map(|t| t.to_string()).as_deref(), Some("2026-01-01T00:00:09Z"));
+        assert_eq!(
+            s.since().map(|t| t.to_string()).as_deref(),
+            Some("2026-01-01T00:00:09Z")
+        );
     }
 
     #[test]

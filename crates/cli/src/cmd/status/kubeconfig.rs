@@ -26,33 +26,56 @@ pub async fn connect(
     timeout: Duration,
     streaming: bool,
 ) -> anyhow::Result<Connection> {
-    let options = KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
     let (mut config, origin) = match kubeconfig {
         Some(path) => {
-            let file = Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let file = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             let config = kube::Config::from_custom_kubeconfig(file, &options)
                 .await
                 .with_context(|| format!("using kubeconfig {}", path.display()))?;
             (config, format!("kubeconfig {}", path.display()))
         }
         None if context.is_some() => {
-            let config = kube::Config::from_kubeconfig(&options).await.context("reading the kubeconfig (KUBECONFIG or ~/.kube/config)")?;
-            (config, "kubeconfig from KUBECONFIG or ~/.kube/config".to_string())
+            let config = kube::Config::from_kubeconfig(&options)
+                .await
+                .context("reading the kubeconfig (KUBECONFIG or ~/.kube/config)")?;
+            (
+                config,
+                "kubeconfig from KUBECONFIG or ~/.kube/config".to_string(),
+            )
         }
         None => {
             let config = kube::Config::infer().await.context(
                 "finding a kubeconfig (tried --kubeconfig, KUBECONFIG, ~/.kube/config and the in-cluster service account)",
             )?;
-            (config, "kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster service account".to_string())
+            (
+                config,
+                "kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster service account"
+                    .to_string(),
+            )
         }
     };
     config.connect_timeout = Some(timeout);
     config.read_timeout = if streaming { None } else { Some(timeout) };
     config.write_timeout = Some(timeout);
-    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
     let default_namespace = config.default_namespace.clone();
-    let client = kube::Client::try_from(config).with_context(|| format!("building a client for {server}"))?;
-    Ok(Connection { client, server, default_namespace, origin })
+    let client = kube::Client::try_from(config)
+        .with_context(|| format!("building a client for {server}"))?;
+    Ok(Connection {
+        client,
+        server,
+        default_namespace,
+        origin,
+    })
 }
 
 /// Explains a failed API call: unreachable, refused credentials, or another API error.
@@ -70,7 +93,12 @@ pub fn explain(err: &kube::Error, what: &str, conn: &Connection) -> anyhow::Erro
             conn.origin
         ),
         kube::Error::Api(status) => {
-            anyhow::anyhow!("{what}: the API server at {} answered {}: {}", conn.server, status.code, status.message)
+            anyhow::anyhow!(
+                "{what}: the API server at {} answered {}: {}",
+                conn.server,
+                status.code,
+                status.message
+            )
         }
         other => anyhow::anyhow!(
             "{what}: cannot reach the API server at {} (from the {}): {}",

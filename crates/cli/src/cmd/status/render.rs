@@ -57,9 +57,14 @@ pub fn document(
         items: findings,
     };
     Ok(match format {
-        Format::Yaml => serde_yaml::to_string(&report).map_err(|e| anyhow::anyhow!("encoding the report as YAML: {e}"))?,
+        Format::Yaml => serde_yaml::to_string(&report)
+            .map_err(|e| anyhow::anyhow!("encoding the report as YAML: {e}"))?,
         _ => {
-            let encoded = if one_line { serde_json::to_string(&report) } else { serde_json::to_string_pretty(&report) };
+            let encoded = if one_line {
+                serde_json::to_string(&report)
+            } else {
+                serde_json::to_string_pretty(&report)
+            };
             let mut s = encoded.map_err(|e| anyhow::anyhow!("encoding the report as JSON: {e}"))?;
             s.push('\n');
             s
@@ -69,7 +74,9 @@ pub fn document(
 
 /// Age in kubectl's style: `45s`, `3m12s`, `17m`, `5h3m`, `30h`, `3d4h`, `12d`.
 pub fn age(since: Option<Timestamp>, now: Timestamp) -> String {
-    let Some(since) = since else { return "<unknown>".into() };
+    let Some(since) = since else {
+        return "<unknown>".into();
+    };
     let secs = now.as_second().saturating_sub(since.as_second()).max(0);
     let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
     if secs < 120 {
@@ -144,7 +151,11 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
             if wide {
                 let modes = match (&f.access_mode, &f.volume_mode) {
                     (None, None) => None,
-                    (a, v) => Some(format!("{}/{}", a.as_deref().unwrap_or("*"), v.as_deref().unwrap_or("*"))),
+                    (a, v) => Some(format!(
+                        "{}/{}",
+                        a.as_deref().unwrap_or("*"),
+                        v.as_deref().unwrap_or("*")
+                    )),
                 };
                 row.extend([
                     dash(f.node.as_deref()),
@@ -155,7 +166,11 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
                 ]);
             }
             let msg = one_line(&f.message);
-            row.push(if wide { msg } else { shorten(&msg, SHORT_MESSAGE) });
+            row.push(if wide {
+                msg
+            } else {
+                shorten(&msg, SHORT_MESSAGE)
+            });
             row
         })
         .collect();
@@ -170,7 +185,11 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
     let line = |cells: Vec<String>, is_header: bool, out: &mut String| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            let pad = if i == last { 0 } else { widths[i] - cell.chars().count() + 3 };
+            let pad = if i == last {
+                0
+            } else {
+                widths[i] - cell.chars().count() + 3
+            };
             let painted = match (colour_on, is_header, i == status_col) {
                 (true, true, _) => format!("{BOLD}{cell}{RESET}"),
                 (true, false, true) => format!("{}{cell}{RESET}", colour(cell)),
@@ -182,7 +201,11 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(header.iter().map(|h| h.to_string()).collect(), true, &mut out);
+    line(
+        header.iter().map(|h| h.to_string()).collect(),
+        true,
+        &mut out,
+    );
     for row in rows {
         line(row, false, &mut out);
     }
@@ -192,7 +215,9 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
 /// The line printed instead of an empty table.
 pub fn all_healthy(namespace: Option<&str>) -> String {
     match namespace {
-        Some(ns) => format!("No volume health conditions in namespace {ns} and no storage health conditions on any node.\n"),
+        Some(ns) => format!(
+            "No volume health conditions in namespace {ns} and no storage health conditions on any node.\n"
+        ),
         None => "No volume or storage health conditions in the cluster.\n".to_string(),
     }
 }
@@ -229,7 +254,12 @@ mod tests {
     #[test]
     fn ages_read_like_kubectl() {
         let t0 = ts("2026-01-01T00:00:00Z");
-        let at = |secs: i64| age(Some(t0), Timestamp::from_second(t0.as_second() + secs).unwrap());
+        let at = |secs: i64| {
+            age(
+                Some(t0),
+                Timestamp::from_second(t0.as_second() + secs).unwrap(),
+            )
+        };
         assert_eq!(at(0), "0s");
         assert_eq!(at(119), "119s");
         assert_eq!(at(192), "3m12s");
@@ -238,7 +268,11 @@ mod tests {
         assert_eq!(at(30 * 3600), "30h");
         assert_eq!(at(3 * 86400 + 4 * 3600), "3d4h");
         assert_eq!(at(12 * 86400), "12d");
-        assert_eq!(at(-5), "0s", "a clock behind the writer's is not a negative age");
+        assert_eq!(
+            at(-5),
+            "0s",
+            "a clock behind the writer's is not a negative age"
+        );
         assert_eq!(age(None, t0), "<unknown>");
     }
 
@@ -250,8 +284,15 @@ mod tests {
         let t = table(&f, now, false, false);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("NAMESPACE   OBJECT       SOURCE       STATUS"), "{t}");
-        assert!(lines[1].contains("pvc/data-1") && lines[1].contains("60s") && lines[1].ends_with("gone"));
+        assert!(
+            lines[0].starts_with("NAMESPACE   OBJECT       SOURCE       STATUS"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("pvc/data-1")
+                && lines[1].contains("60s")
+                && lines[1].ends_with("gone")
+        );
         assert!(lines[2].ends_with('…'));
         assert_eq!(lines[1].find("controller"), lines[0].find("SOURCE"));
         assert!(!t.contains('\x1b'), "no colour when asked for none");
@@ -268,7 +309,12 @@ mod tests {
         let coloured = table(&f, now, false, true);
         assert!(coloured.contains("\x1b[31mInaccessible\x1b[0m"));
         assert!(coloured.contains("\x1b[33mDegraded\x1b[0m"));
-        let strip = |s: &str| s.replace("\x1b[31m", "").replace("\x1b[33m", "").replace("\x1b[1m", "").replace("\x1b[0m", "");
+        let strip = |s: &str| {
+            s.replace("\x1b[31m", "")
+                .replace("\x1b[33m", "")
+                .replace("\x1b[1m", "")
+                .replace("\x1b[0m", "")
+        };
         assert_eq!(strip(&coloured), plain);
     }
 
@@ -276,23 +322,42 @@ mod tests {
     fn document_has_the_documented_shape() {
         let f = vec![finding("Inaccessible", "gone")];
         let now = ts("2026-01-01T00:01:00Z");
-        let doc: serde_json::Value = serde_json::from_str(&document(&f, None, now, Format::Json, false).unwrap()).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&document(&f, None, now, Format::Json, false).unwrap()).unwrap();
         assert_eq!(doc["apiVersion"], REPORT_API_VERSION);
         assert_eq!(doc["kind"], REPORT_KIND);
         assert_eq!(doc["namespace"], serde_json::Value::Null);
         assert_eq!(doc["healthy"], false);
         let item = &doc["items"][0];
         for key in [
-            "namespace", "kind", "name", "source", "status", "reason", "message", "lastTransitionTime", "node",
-            "driver", "podVolume", "claim", "persistentVolume", "accessMode", "volumeMode",
+            "namespace",
+            "kind",
+            "name",
+            "source",
+            "status",
+            "reason",
+            "message",
+            "lastTransitionTime",
+            "node",
+            "driver",
+            "podVolume",
+            "claim",
+            "persistentVolume",
+            "accessMode",
+            "volumeMode",
         ] {
             assert!(item.get(key).is_some(), "items[] lacks {key}: {item}");
         }
         assert_eq!(item["source"], "controller");
         let line = document(&f, None, now, Format::Json, true).unwrap();
         assert_eq!(line.lines().count(), 1, "one document per line for streams");
-        assert!(line.starts_with("{\"apiVersion\""), "field order is the documented one: {line}");
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&document(&f, Some("default"), now, Format::Yaml, false).unwrap()).unwrap();
+        assert!(
+            line.starts_with("{\"apiVersion\""),
+            "field order is the documented one: {line}"
+        );
+        let yaml: serde_yaml::Value =
+            serde_yaml::from_str(&document(&f, Some("default"), now, Format::Yaml, false).unwrap())
+                .unwrap();
         assert_eq!(yaml["items"][0]["status"], "Inaccessible");
         assert_eq!(yaml["namespace"], "default");
     }

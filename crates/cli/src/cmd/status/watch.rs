@@ -47,7 +47,13 @@ type Changes = Pin<Box<dyn Stream<Item = Result<(), String>> + Send>>;
 
 fn watch_into<K>(api: Api<K>, what: &'static str) -> (Store<K>, Changes)
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: kube::Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (store, writer) = reflector::store();
@@ -61,12 +67,16 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if in_place {
         // Clear the screen and home the cursor, then a header line like `watch` prints.
-        write!(out, "\x1b[2J\x1b[H{}\n\n{text}", jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC"))
+        write!(
+            out,
+            "\x1b[2J\x1b[H{}\n\n{text}",
+            jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC")
+        )
     } else {
         match format {
             Format::Json => write!(out, "{text}"),
             Format::Yaml => write!(out, "---\n{text}"),
-            Format::Table | Format::Wide => write!(out, "{text}\n"),
+            Format::Table | Format::Wide => writeln!(out, "{text}"),
         }
     }
     .and_then(|()| out.flush())
@@ -74,16 +84,33 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
 }
 
 /// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
-pub async fn run(conn: Connection, scope: Scope, style: Style, first: Vec<Finding>) -> anyhow::Result<()> {
-    let in_place = std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
+pub async fn run(
+    conn: Connection,
+    scope: Scope,
+    style: Style,
+    first: Vec<Finding>,
+) -> anyhow::Result<()> {
+    let in_place =
+        std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
     draw(&frame(&first, &scope, style, true)?, in_place, style.format)?;
     let mut last: Vec<Finding> = first;
 
-    let (pvcs, s1) = watch_into(scope.api::<PersistentVolumeClaim>(&conn.client), "PersistentVolumeClaims");
+    let (pvcs, s1) = watch_into(
+        scope.api::<PersistentVolumeClaim>(&conn.client),
+        "PersistentVolumeClaims",
+    );
     let (pods, s2) = watch_into(scope.api::<Pod>(&conn.client), "Pods");
     let (csinodes, s3) = watch_into(Api::<CSINode>::all(conn.client.clone()), "CSINodes");
-    let (pvs, s4) = watch_into(Api::<PersistentVolume>::all(conn.client.clone()), "PersistentVolumes");
-    let stores = Stores { pvcs, pods, csinodes, pvs };
+    let (pvs, s4) = watch_into(
+        Api::<PersistentVolume>::all(conn.client.clone()),
+        "PersistentVolumes",
+    );
+    let stores = Stores {
+        pvcs,
+        pods,
+        csinodes,
+        pvs,
+    };
     let mut changes = futures::stream::select_all([s1, s2, s3, s4]);
 
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -123,7 +150,11 @@ pub async fn run(conn: Connection, scope: Scope, style: Style, first: Vec<Findin
         if let Some((Ok(()), Ok(()), Ok(()))) = futures::FutureExt::now_or_never(ready) {
             let now_found = findings::collect(&stores.snapshot());
             if force || now_found != last {
-                draw(&frame(&now_found, &scope, style, true)?, in_place, style.format)?;
+                draw(
+                    &frame(&now_found, &scope, style, true)?,
+                    in_place,
+                    style.format,
+                )?;
                 last = now_found;
             }
         }

@@ -34,7 +34,9 @@ impl Component {
             .append(true)
             .open(log)
             .with_context(|| format!("opening {}", log.display()))?;
-        let err = out.try_clone().with_context(|| format!("opening {}", log.display()))?;
+        let err = out
+            .try_clone()
+            .with_context(|| format!("opening {}", log.display()))?;
         let child = Command::new(&exe)
             .args(args)
             .stdin(Stdio::null())
@@ -44,7 +46,11 @@ impl Component {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting {name} ({} {})", exe.display(), args.join(" ")))?;
-        Ok(Component { name: name.to_string(), log: log.to_path_buf(), child })
+        Ok(Component {
+            name: name.to_string(),
+            log: log.to_path_buf(),
+            child,
+        })
     }
 
     /// The process id (None once reaped).
@@ -55,7 +61,12 @@ impl Component {
     /// `Some(message)` when the process has exited, with the end of its log.
     pub fn exited(&mut self) -> Option<String> {
         match self.child.try_wait() {
-            Ok(Some(status)) => Some(format!("{} exited ({status}); last lines of {}:\n{}", self.name, self.log.display(), tail(&self.log, 12))),
+            Ok(Some(status)) => Some(format!(
+                "{} exited ({status}); last lines of {}:\n{}",
+                self.name,
+                self.log.display(),
+                tail(&self.log, 12)
+            )),
             Ok(None) => None,
             Err(e) => Some(format!("{}: cannot check the process: {e}", self.name)),
         }
@@ -65,7 +76,10 @@ impl Component {
     pub async fn stop(&mut self) {
         if let Some(pid) = self.child.id() {
             let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
-            if tokio::time::timeout(STOP_GRACE, self.child.wait()).await.is_ok() {
+            if tokio::time::timeout(STOP_GRACE, self.child.wait())
+                .await
+                .is_ok()
+            {
                 return;
             }
             let _ = self.child.kill().await;
@@ -92,24 +106,36 @@ pub fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
-    lines[start..].iter().map(|l| format!("    {l}\n")).collect()
+    lines[start..]
+        .iter()
+        .map(|l| format!("    {l}\n"))
+        .collect()
 }
 
 /// Stops leftovers of an earlier `up` on this dir that was killed before it could clean up:
 /// only recorded pids whose command line is this binary running with a path inside `dir`.
-pub async fn stop_leftovers(pids: &std::collections::BTreeMap<String, u32>, dir: &Path) -> Vec<String> {
+pub async fn stop_leftovers(
+    pids: &std::collections::BTreeMap<String, u32>,
+    dir: &Path,
+) -> Vec<String> {
     let mut stopped = Vec::new();
     let marker = dir.as_os_str().as_encoded_bytes().to_vec();
     for (name, pid) in pids {
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
-        let ours = cmdline.windows(marker.len()).any(|w| w == marker.as_slice());
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let ours = cmdline
+            .windows(marker.len())
+            .any(|w| w == marker.as_slice());
         if !ours {
             continue;
         }
         let target = Pid::from_raw(*pid as i32);
         let _ = kill(target, Signal::SIGTERM);
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        while std::path::Path::new(&format!("/proc/{pid}")).exists() && tokio::time::Instant::now() < deadline {
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if std::path::Path::new(&format!("/proc/{pid}")).exists() {

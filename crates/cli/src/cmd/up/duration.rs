@@ -15,19 +15,27 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     let mut total = 0.0_f64;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         let number: f64 = rest[..digits]
             .parse()
             .map_err(|_| format!("{text:?} is not a duration; expected e.g. 5s, 500ms, 1m30s"))?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "h" => 3600.0,
             "m" => 60.0,
             "s" => 1.0,
             "ms" => 0.001,
             "" => return Err(format!("{text:?} lacks a unit; write e.g. {number}s")),
-            other => return Err(format!("{text:?}: unknown unit {other:?}; use h, m, s or ms")),
+            other => {
+                return Err(format!(
+                    "{text:?}: unknown unit {other:?}; use h, m, s or ms"
+                ));
+            }
         };
         rest = &rest[unit_len..];
         total += number * scale;

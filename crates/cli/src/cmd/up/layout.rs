@@ -34,7 +34,9 @@ impl Layout {
         let root = if dir.is_absolute() {
             dir.to_path_buf()
         } else {
-            std::env::current_dir().context("finding the current directory")?.join(dir)
+            std::env::current_dir()
+                .context("finding the current directory")?
+                .join(dir)
         };
         let local = root.join("run");
         let longest = local.join("controller.sock").as_os_str().len() + 32;
@@ -107,7 +109,10 @@ impl Layout {
     }
     /// A node plugin's endpoint.
     pub fn node_endpoint(&self, node: &str) -> String {
-        format!("unix://{}", self.sockets.join(format!("{node}.sock")).display())
+        format!(
+            "unix://{}",
+            self.sockets.join(format!("{node}.sock")).display()
+        )
     }
     /// Log file of one component.
     pub fn log(&self, component: &str) -> PathBuf {
@@ -148,7 +153,10 @@ impl RunRecord {
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let rec: RunRecord = serde_json::from_slice(&bytes).with_context(|| {
-                    format!("{} is not a volhealth run record; is --dir pointing at something else?", path.display())
+                    format!(
+                        "{} is not a volhealth run record; is --dir pointing at something else?",
+                        path.display()
+                    )
                 })?;
                 anyhow::ensure!(
                     rec.version == RECORD_VERSION,
@@ -184,10 +192,19 @@ pub struct DirLock {
 pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
     let root = layout.root();
     if let Ok(meta) = std::fs::metadata(root) {
-        anyhow::ensure!(meta.is_dir(), "--dir {} exists and is not a directory", root.display());
+        anyhow::ensure!(
+            meta.is_dir(),
+            "--dir {} exists and is not a directory",
+            root.display()
+        );
     }
-    for dir in [root.to_path_buf(), root.join("logs"), layout.sockets().to_path_buf()] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {} (is --dir writable?)", dir.display()))?;
+    for dir in [
+        root.to_path_buf(),
+        root.join("logs"),
+        layout.sockets().to_path_buf(),
+    ] {
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {} (is --dir writable?)", dir.display()))?;
     }
     let path = layout.lock();
     let file = std::fs::OpenOptions::new()
@@ -240,7 +257,10 @@ impl Tokens {
         for line in existing.lines().filter(|l| !l.trim().is_empty()) {
             let mut fields = line.splitn(3, ',');
             let (Some(token), Some(user)) = (fields.next(), fields.next()) else {
-                anyhow::bail!("{} has a malformed line; delete the file to start over", path.display());
+                anyhow::bail!(
+                    "{} has a malformed line; delete the file to start over",
+                    path.display()
+                );
             };
             by_user.insert(user.to_string(), token.to_string());
         }
@@ -248,14 +268,19 @@ impl Tokens {
         let tokens = Tokens {
             admin: take("volhealth-admin"),
             monitor: take("system:serviceaccount:kube-system:csi-external-health-monitor"),
-            nodes: nodes.iter().map(|n| (n.clone(), take(&format!("system:node:{n}")))).collect(),
+            nodes: nodes
+                .iter()
+                .map(|n| (n.clone(), take(&format!("system:node:{n}"))))
+                .collect(),
         };
         let mut text = format!(
             "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},system:serviceaccount:kube-system:csi-external-health-monitor,csi-external-health-monitor,\"system:serviceaccounts\"\n",
             tokens.admin, tokens.monitor
         );
         for (node, token) in &tokens.nodes {
-            text.push_str(&format!("{token},system:node:{node},{node},\"system:nodes\"\n"));
+            text.push_str(&format!(
+                "{token},system:node:{node},{node},\"system:nodes\"\n"
+            ));
         }
         write_private(&path, &text)?;
         Ok(tokens)
@@ -289,7 +314,10 @@ mod tests {
         assert_eq!(first.nodes[0], second.nodes[0]);
         assert_ne!(second.nodes[1].1, second.nodes[0].1);
         let text = std::fs::read_to_string(layout.tokens()).unwrap();
-        assert!(text.starts_with(&format!("{},volhealth-admin,", first.admin)), "admin first: its token goes into the kubeconfig");
+        assert!(
+            text.starts_with(&format!("{},volhealth-admin,", first.admin)),
+            "admin first: its token goes into the kubeconfig"
+        );
         assert!(text.contains(",system:node:node-2,node-2,\"system:nodes\""));
     }
 
@@ -307,7 +335,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
         std::fs::write(&file, "x").unwrap();
-        let err = prepare(&Layout::new(&file).unwrap()).err().unwrap().to_string();
+        let err = prepare(&Layout::new(&file).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("not a directory"), "{err}");
     }
 

@@ -11,7 +11,11 @@ use std::time::Duration;
 pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     let layout = Layout::new(dir)?;
     RunRecord::load(&layout)?.with_context(|| {
-        format!("{} holds no `volhealth up` state (no up.json); start one with `volhealth up --dir {}`", dir.display(), dir.display())
+        format!(
+            "{} holds no `volhealth up` state (no up.json); start one with `volhealth up --dir {}`",
+            dir.display(),
+            dir.display()
+        )
     })?;
     Ok(layout.driver_state())
 }
@@ -19,7 +23,8 @@ pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
 /// Checks that `node` is one of the `up`'s nodes.
 pub fn check_node(dir: &Path, node: &str) -> anyhow::Result<()> {
     let layout = Layout::new(dir)?;
-    let record = RunRecord::load(&layout)?.with_context(|| format!("{} holds no `volhealth up` state", dir.display()))?;
+    let record = RunRecord::load(&layout)?
+        .with_context(|| format!("{} holds no `volhealth up` state", dir.display()))?;
     anyhow::ensure!(
         record.nodes.iter().any(|n| n == node),
         "{node} is not a node of this cluster; its nodes are {}",
@@ -31,7 +36,10 @@ pub fn check_node(dir: &Path, node: &str) -> anyhow::Result<()> {
 /// Splits `NAMESPACE/NAME` (a bare `NAME` means namespace `default`).
 pub fn split_claim(target: &str) -> anyhow::Result<(String, String)> {
     let (ns, name) = target.split_once('/').unwrap_or(("default", target));
-    anyhow::ensure!(!ns.is_empty() && !name.is_empty() && !name.contains('/'), "expected NAMESPACE/NAME, got {target:?}");
+    anyhow::ensure!(
+        !ns.is_empty() && !name.is_empty() && !name.contains('/'),
+        "expected NAMESPACE/NAME, got {target:?}"
+    );
     Ok((ns.to_string(), name.to_string()))
 }
 
@@ -47,11 +55,23 @@ pub async fn volume_handle(dir: &Path, target: &str) -> anyhow::Result<String> {
         kubeconfig.display(),
         dir.display()
     );
-    let conn = crate::cmd::status::kubeconfig::connect(Some(&kubeconfig), None, Duration::from_secs(10), false).await?;
+    let conn = crate::cmd::status::kubeconfig::connect(
+        Some(&kubeconfig),
+        None,
+        Duration::from_secs(10),
+        false,
+    )
+    .await?;
     let pvc = Api::<PersistentVolumeClaim>::namespaced(conn.client.clone(), &ns)
         .get(&name)
         .await
-        .map_err(|e| crate::cmd::status::kubeconfig::explain(&e, &format!("reading PersistentVolumeClaim {ns}/{name}"), &conn))?;
+        .map_err(|e| {
+            crate::cmd::status::kubeconfig::explain(
+                &e,
+                &format!("reading PersistentVolumeClaim {ns}/{name}"),
+                &conn,
+            )
+        })?;
     let pv_name = pvc
         .spec
         .and_then(|s| s.volume_name)
@@ -60,7 +80,13 @@ pub async fn volume_handle(dir: &Path, target: &str) -> anyhow::Result<String> {
     let pv = Api::<PersistentVolume>::all(conn.client.clone())
         .get(&pv_name)
         .await
-        .map_err(|e| crate::cmd::status::kubeconfig::explain(&e, &format!("reading PersistentVolume {pv_name}"), &conn))?;
+        .map_err(|e| {
+            crate::cmd::status::kubeconfig::explain(
+                &e,
+                &format!("reading PersistentVolume {pv_name}"),
+                &conn,
+            )
+        })?;
     pv.spec
         .and_then(|s| s.csi)
         .map(|c| c.volume_handle)
@@ -73,8 +99,14 @@ mod tests {
 
     #[test]
     fn claims_are_namespace_slash_name() {
-        assert_eq!(split_claim("default/data-1").unwrap(), ("default".into(), "data-1".into()));
-        assert_eq!(split_claim("data-1").unwrap(), ("default".into(), "data-1".into()));
+        assert_eq!(
+            split_claim("default/data-1").unwrap(),
+            ("default".into(), "data-1".into())
+        );
+        assert_eq!(
+            split_claim("data-1").unwrap(),
+            ("default".into(), "data-1".into())
+        );
         for bad in ["/x", "ns/", "a/b/c", ""] {
             assert!(split_claim(bad).is_err(), "{bad:?}");
         }

@@ -48,7 +48,10 @@ pub fn samples(nodes: &[String]) -> Vec<Sample> {
         .collect()
 }
 
-fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> anyhow::Result<T> {
+fn typed<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    what: &str,
+) -> anyhow::Result<T> {
     serde_json::from_value(value).with_context(|| format!("building the {what} object"))
 }
 
@@ -60,29 +63,46 @@ where
     let name = obj.meta().name.clone().unwrap_or_default();
     match api.create(&PostParams::default(), &obj).await {
         Ok(created) => Ok(created),
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            api.get(&name).await.with_context(|| format!("reading the existing {what} {name}"))
-        }
+        Err(kube::Error::Api(status)) if status.code == 409 => api
+            .get(&name)
+            .await
+            .with_context(|| format!("reading the existing {what} {name}")),
         Err(e) => Err(e).with_context(|| format!("creating {what} {name}")),
     }
 }
 
-async fn patch_status<K>(api: &Api<K>, name: &str, status: serde_json::Value, what: &str) -> anyhow::Result<()>
+async fn patch_status<K>(
+    api: &Api<K>,
+    name: &str,
+    status: serde_json::Value,
+    what: &str,
+) -> anyhow::Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({ "status": status })))
-        .await
-        .with_context(|| format!("setting the status of {what} {name}"))?;
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .with_context(|| format!("setting the status of {what} {name}"))?;
     Ok(())
 }
 
 /// Registers the nodes, their CSINodes, the CSIDriver and the StorageClass.
-pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[String]) -> anyhow::Result<()> {
+pub async fn register_cluster(
+    client: &kube::Client,
+    driver: &str,
+    nodes: &[String],
+) -> anyhow::Result<()> {
     let node_api: Api<Node> = Api::all(client.clone());
     let csinode_api: Api<CSINode> = Api::all(client.clone());
     for node in nodes {
-        let obj = typed(json!({"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}), "Node")?;
+        let obj = typed(
+            json!({"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}),
+            "Node",
+        )?;
         ensure(&node_api, obj, "Node").await?;
         let now = jiff::Timestamp::now().to_string();
         let ready = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "VolhealthUp",
@@ -95,12 +115,17 @@ pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[Stri
         let stored = ensure(&csinode_api, obj, "CSINode").await?;
         let has_driver = stored.spec.drivers.iter().any(|d| d.name == driver);
         if !has_driver {
-            let mut drivers = serde_json::to_value(&stored.spec.drivers).context("encoding CSINode drivers")?;
+            let mut drivers =
+                serde_json::to_value(&stored.spec.drivers).context("encoding CSINode drivers")?;
             if let Some(list) = drivers.as_array_mut() {
                 list.push(json!({"name": driver, "nodeID": node, "topologyKeys": []}));
             }
             csinode_api
-                .patch(node, &PatchParams::default(), &Patch::Merge(json!({"spec": {"drivers": drivers}})))
+                .patch(
+                    node,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"drivers": drivers}})),
+                )
                 .await
                 .with_context(|| format!("adding {driver} to CSINode {node}"))?;
         }
@@ -116,13 +141,20 @@ pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[Stri
             "volumeBindingMode": "Immediate"}),
         "StorageClass",
     )?;
-    ensure(&Api::<StorageClass>::all(client.clone()), obj, "StorageClass").await?;
+    ensure(
+        &Api::<StorageClass>::all(client.clone()),
+        obj,
+        "StorageClass",
+    )
+    .await?;
     Ok(())
 }
 
 fn mount_capability() -> v1::VolumeCapability {
     v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(v1::volume_capability::MountVolume::default())),
+        access_type: Some(v1::volume_capability::AccessType::Mount(
+            v1::volume_capability::MountVolume::default(),
+        )),
         access_mode: Some(v1::volume_capability::AccessMode {
             mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
         }),
@@ -137,19 +169,33 @@ pub async fn create_volume(controller: &str, name: &str) -> anyhow::Result<Strin
     let mut client = v1::controller_client::ControllerClient::new(channel);
     let mut req = tonic::Request::new(v1::CreateVolumeRequest {
         name: name.to_string(),
-        capacity_range: Some(v1::CapacityRange { required_bytes: VOLUME_BYTES, limit_bytes: 0 }),
+        capacity_range: Some(v1::CapacityRange {
+            required_bytes: VOLUME_BYTES,
+            limit_bytes: 0,
+        }),
         volume_capabilities: vec![mount_capability()],
         ..Default::default()
     });
     req.set_timeout(CSI_TIMEOUT);
-    let resp = client.create_volume(req).await.with_context(|| format!("CreateVolume {name}"))?.into_inner();
-    let volume = resp.volume.with_context(|| format!("CreateVolume {name} answered without a volume"))?;
+    let resp = client
+        .create_volume(req)
+        .await
+        .with_context(|| format!("CreateVolume {name}"))?
+        .into_inner();
+    let volume = resp
+        .volume
+        .with_context(|| format!("CreateVolume {name} answered without a volume"))?;
     Ok(volume.volume_id)
 }
 
 /// Ensures the PVC, PV and pod of one sample exist and are bound and running.
 /// Returns the pod's UID.
-pub async fn ensure_objects(client: &kube::Client, driver: &str, sample: &Sample, volume_id: &str) -> anyhow::Result<String> {
+pub async fn ensure_objects(
+    client: &kube::Client,
+    driver: &str,
+    sample: &Sample,
+    volume_id: &str,
+) -> anyhow::Result<String> {
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
@@ -172,7 +218,13 @@ pub async fn ensure_objects(client: &kube::Client, driver: &str, sample: &Sample
         "PersistentVolume",
     )?;
     ensure(&pvs, pv, "PersistentVolume").await?;
-    patch_status(&pvs, &sample.volume, json!({"phase": "Bound"}), "PersistentVolume").await?;
+    patch_status(
+        &pvs,
+        &sample.volume,
+        json!({"phase": "Bound"}),
+        "PersistentVolume",
+    )
+    .await?;
     patch_status(
         &pvcs,
         &sample.claim,
@@ -197,19 +249,31 @@ pub async fn ensure_objects(client: &kube::Client, driver: &str, sample: &Sample
         "Pod",
     )
     .await?;
-    pod.metadata.uid.with_context(|| format!("pod {} has no uid", sample.pod))
+    pod.metadata
+        .uid
+        .with_context(|| format!("pod {} has no uid", sample.pod))
 }
 
 /// Where the kubelet would stage a volume: `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount`.
 pub fn staging_dir(kubelet_root: &Path, driver: &str, volume_id: &str) -> std::path::PathBuf {
     use sha2::Digest;
     let digest = hex::encode(sha2::Sha256::digest(volume_id.as_bytes()));
-    kubelet_root.join("plugins").join("kubernetes.io").join("csi").join(driver).join(digest)
+    kubelet_root
+        .join("plugins")
+        .join("kubernetes.io")
+        .join("csi")
+        .join(driver)
+        .join(digest)
 }
 
 /// Where the kubelet would publish a pod's PV: `<root>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount`.
 pub fn publish_dir(kubelet_root: &Path, pod_uid: &str, pv: &str) -> std::path::PathBuf {
-    kubelet_root.join("pods").join(pod_uid).join("volumes").join("kubernetes.io~csi").join(pv)
+    kubelet_root
+        .join("pods")
+        .join(pod_uid)
+        .join("volumes")
+        .join("kubernetes.io~csi")
+        .join(pv)
 }
 
 /// Stages and publishes the volume on its node's plugin, and writes the `vol_data.json` files
@@ -224,12 +288,19 @@ pub async fn stage_and_publish(
 ) -> anyhow::Result<()> {
     let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
         .await
-        .with_context(|| format!("connecting to the node plugin of {} at {node_endpoint}", sample.node))?;
+        .with_context(|| {
+            format!(
+                "connecting to the node plugin of {} at {node_endpoint}",
+                sample.node
+            )
+        })?;
     let mut client = v1::node_client::NodeClient::new(channel);
     let stage_dir = staging_dir(kubelet_root, driver, volume_id);
     let staging = stage_dir.join("globalmount");
-    std::fs::create_dir_all(&stage_dir).with_context(|| format!("creating {}", stage_dir.display()))?;
-    let vol_data = json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume});
+    std::fs::create_dir_all(&stage_dir)
+        .with_context(|| format!("creating {}", stage_dir.display()))?;
+    let vol_data =
+        json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume});
     std::fs::write(stage_dir.join("vol_data.json"), vol_data.to_string())
         .with_context(|| format!("writing {}", stage_dir.join("vol_data.json").display()))?;
     let mut req = tonic::Request::new(v1::NodeStageVolumeRequest {
@@ -259,10 +330,12 @@ pub async fn stage_and_publish(
         ..Default::default()
     });
     req.set_timeout(CSI_TIMEOUT);
-    client
-        .node_publish_volume(req)
-        .await
-        .with_context(|| format!("NodePublishVolume {volume_id} for pod {} on {}", sample.pod, sample.node))?;
+    client.node_publish_volume(req).await.with_context(|| {
+        format!(
+            "NodePublishVolume {volume_id} for pod {} on {}",
+            sample.pod, sample.node
+        )
+    })?;
     Ok(())
 }
 
@@ -275,7 +348,15 @@ mod tests {
         let nodes = vec!["node-1".to_string(), "node-2".to_string()];
         let s = samples(&nodes);
         assert_eq!(s.len(), 4);
-        assert_eq!(s[0], Sample { claim: "data-1".into(), volume: "pv-data-1".into(), pod: "web-1".into(), node: "node-1".into() });
+        assert_eq!(
+            s[0],
+            Sample {
+                claim: "data-1".into(),
+                volume: "pv-data-1".into(),
+                pod: "web-1".into(),
+                node: "node-1".into()
+            }
+        );
         assert_eq!(s[1].node, "node-2");
         assert_eq!(s[2].node, "node-1");
     }
@@ -286,6 +367,9 @@ mod tests {
         let st = staging_dir(root, "d", "vol-1");
         assert!(st.starts_with("/k/plugins/kubernetes.io/csi/d"));
         assert_eq!(st.file_name().unwrap().len(), 64);
-        assert_eq!(publish_dir(root, "uid", "pv"), Path::new("/k/pods/uid/volumes/kubernetes.io~csi/pv"));
+        assert_eq!(
+            publish_dir(root, "uid", "pv"),
+            Path::new("/k/pods/uid/volumes/kubernetes.io~csi/pv")
+        );
     }
 }
