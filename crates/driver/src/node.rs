@@ -387,14 +387,45 @@ impl v1::node_server::Node for NodeService {
         let req = req.into_inner();
         required(&req.volume_id, "volume_id")?;
         let id = req.volume_id.clone();
-        let rec = records::load(&self.plugin.state, &id).map_err(internal)?;
-        let att = attempts::load(&self.plugin.state, self.node_id(), &id).map_err(internal)?;
         let injected: Vec<_> = self
             .plugin
             .injections
             .current()
             .volume_conditions(&id, Side::Node)
             .collect();
+        // The records live in the state dir, which may hang like any storage: read them off
+        // the async threads and under the same deadline as the probe.
+        let (state, node, vid) = (
+            self.plugin.state.clone(),
+            self.node_id().to_string(),
+            id.clone(),
+        );
+        let deadline = self.plugin.config.io_probe_timeout;
+        let read = tokio::task::spawn_blocking(move || {
+            Ok::<_, crate::Error>((
+                records::load(&state, &vid)?,
+                attempts::load(&state, &node, &vid)?,
+            ))
+        });
+        let (rec, att) = match tokio::time::timeout(deadline, read).await {
+            Ok(Ok(loaded)) => loaded.map_err(internal)?,
+            Ok(Err(e)) => return Err(Status::internal(format!("reading records of {id}: {e}"))),
+            Err(_) => {
+                let c = crate::condition::Condition::new(
+                    crate::condition::volume_status::INACCESSIBLE,
+                    "IoProbeTimedOut",
+                    format!(
+                        "reading the driver's records in {} took longer than {} ms",
+                        self.plugin.state.root().display(),
+                        deadline.as_millis()
+                    ),
+                );
+                let conditions = merge(vec![c], injected);
+                return Ok(Response::new(v1::NodeGetVolumeHealthResponse {
+                    volume_health: Some(volume_health(&id, &conditions)),
+                }));
+            }
+        };
         if rec.is_none() && att.is_none() && injected.is_empty() {
             return Err(Status::not_found(format!(
                 "volume {id} is unknown on node {}",
