@@ -188,3 +188,38 @@ async fn agent_probes_only_attempted_volumes_and_reports_failed_stage() {
         "{volume_probes} volume probes in {cycles} cycles"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_with_the_gate_off_makes_no_calls_and_no_writes() {
+    let w = World::start().await;
+    let handle = w.create_volume("vol-web").await;
+    let uid = w.pod_with_volume("web", &handle, NODE).await;
+    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    w.inject(&[
+        "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
+    ]);
+    let gate = ["--feature-gates", "CSIVolumeHealth=false"];
+    let (_off, off_url) = w
+        .start_agent_with("agent-off", "nodeatok", NODE, &gate)
+        .await;
+    let ready = off_url.replace("/metrics", "/readyz");
+    wait_for_async(WAIT, "the gated agent ready", || async {
+        let r = reqwest::get(&ready).await.ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await;
+    // A witness with the gate on: by the time it has run several cycles, the gated agent would have too.
+    let (_on, on_url) = w.start_agent("agent-on", "nodeatok", NODE).await;
+    wait_cycles(&on_url, 3.0).await;
+    let text = reqwest::get(&off_url).await.unwrap().text().await.unwrap();
+    assert!(
+        !text.contains("csi_volume_health_probe_total{"),
+        "the gated agent called a driver:\n{text}"
+    );
+    assert!(
+        !text.contains("csi_volume_health_status_writes_total{"),
+        "the gated agent wrote:\n{text}"
+    );
+    let log = std::fs::read_to_string(w.dir.path().join("agent-off.log")).unwrap();
+    assert!(log.contains("CSIVolumeHealth is off"), "{log}");
+}

@@ -225,29 +225,41 @@ impl World {
 
     /// Starts the agent with `token` for `node_name`; returns it and its /metrics URL.
     pub async fn start_agent(&self, name: &str, token: &str, node_name: &str) -> (Proc, String) {
+        self.start_agent_with(name, token, node_name, &[]).await
+    }
+
+    /// Like [`World::start_agent`], with extra flags.
+    pub async fn start_agent_with(
+        &self,
+        name: &str,
+        token: &str,
+        node_name: &str,
+        extra: &[&str],
+    ) -> (Proc, String) {
         let kc = token_kubeconfig(self.dir.path(), &self.api.url, token);
-        let mut agent = Proc::start(
-            name,
-            self.dir.path(),
-            &[
-                "agent",
-                "--node-name",
-                node_name,
-                "--kubeconfig",
-                kc.to_str().unwrap(),
-                "--kubelet-root-dir",
-                self.root.to_str().unwrap(),
-                "--interval",
-                "1s",
-                "--timeout",
-                "5s",
-                "--http-endpoint",
-                "127.0.0.1:0",
-            ],
-        );
+        let mut args = vec![
+            "agent",
+            "--node-name",
+            node_name,
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--kubelet-root-dir",
+            self.root.to_str().unwrap(),
+            "--interval",
+            "1s",
+            "--timeout",
+            "5s",
+            "--http-endpoint",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        let mut agent = Proc::start(name, self.dir.path(), &args);
         let log = self.dir.path().join(format!("{name}.log"));
         let url = crate::support::wait_for(WAIT, "the agent's HTTP endpoint", || {
             let text = std::fs::read_to_string(&log).ok()?;
+            if !text.contains("http://127.0.0.1:") && !agent.is_running() {
+                panic!("agent {name} exited before serving HTTP:\n{text}");
+            }
             let at = text.find("http://127.0.0.1:")?;
             let addr: String = text[at..]
                 .chars()
