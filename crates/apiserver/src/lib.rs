@@ -3,6 +3,7 @@
 //! validation, node-scoped authorization, watch with resume, and `kubectl` tables.
 
 pub mod authz;
+pub mod convert;
 pub mod deletion;
 pub mod discovery;
 pub mod errors;

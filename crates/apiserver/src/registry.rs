@@ -69,9 +69,10 @@ impl ResourceDef {
         }
     }
 
-    /// The storage name of the resource, unique across groups.
+    /// The storage name of the resource, unique across groups; events.k8s.io events share the
+    /// core events' storage (see `convert`).
     pub fn store_name(&self) -> String {
-        if self.group.is_empty() {
+        if self.group.is_empty() || self.printer == Printer::EventV1 {
             self.plural.to_string()
         } else {
             format!("{}.{}", self.plural, self.group)

@@ -2,6 +2,7 @@
 //! deletecollection; watch is in `watch`.
 
 use crate::authz::{self, Attributes, User};
+use crate::convert;
 use crate::errors::ApiError;
 use crate::objects;
 use crate::patch::{self, PatchType};
@@ -221,6 +222,7 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
 }
 
 pub(crate) fn render_one(def: &ResourceDef, c: &Call, obj: &Value, rv: u64, code: u16) -> Response {
+    let obj = &*convert::from_storage(def, obj);
     match request::format(&c.accept, c.q("includeObject")) {
         Format::Json => json_response(code, obj),
         Format::Partial => json_response(code, &table::partial_metadata(obj)),
@@ -252,7 +254,10 @@ pub fn select(
         rv,
         items
             .into_iter()
-            .filter(|o| label.matches(o) && field.matches(o))
+            .filter(|o| {
+                let view = convert::from_storage(t.def, o);
+                label.matches(&view) && field.matches(&view)
+            })
             .collect(),
     ))
 }
@@ -263,6 +268,10 @@ pub(crate) fn list_response(
     rv: u64,
     items: &[Arc<Value>],
 ) -> Response {
+    let items: Vec<std::borrow::Cow<'_, Value>> = items
+        .iter()
+        .map(|o| convert::from_storage(def, o))
+        .collect();
     match request::format(&c.accept, c.q("includeObject")) {
         Format::Table(inc) => {
             let refs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
@@ -346,7 +355,10 @@ fn namespace_must_exist(st: &AppState, def: &ResourceDef, ns: &str) -> Result<()
 }
 
 fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<Response, ApiError> {
-    let def = c.target.def;
+    let api_def = c.target.def;
+    objects::check_type(api_def, &mut obj)?;
+    let mut obj = convert::to_storage(api_def, obj);
+    let def = convert::storage_def(api_def);
     let ns = c.target.ns.clone();
     namespace_must_exist(st, def, &ns)?;
     let name = objects::prepare_create(def, &mut obj, &ns)?;
@@ -363,7 +375,7 @@ fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<R
     let new = w
         .new
         .ok_or_else(|| ApiError::internal("create stored nothing"))?;
-    Ok(render_one(def, c, &new, st.store.current_rv(), code))
+    Ok(render_one(api_def, c, &new, st.store.current_rv(), code))
 }
 
 fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
@@ -405,9 +417,12 @@ fn save(
 }
 
 fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
-    let def = c.target.def;
-    let proposed = parse_body(c)?;
+    let api_def = c.target.def;
+    let def = convert::storage_def(api_def);
+    let mut proposed = parse_body(c)?;
     check_name(c, &proposed)?;
+    objects::check_type(api_def, &mut proposed)?;
+    let proposed = convert::to_storage(api_def, proposed);
     let name = c.name().to_string();
     let status_only = c.status_only();
     let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
@@ -423,7 +438,7 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         }
         save(st, old, new, def)
     });
-    finish(st, def, c, w, 200)
+    finish(st, api_def, c, w, 200)
 }
 
 fn dry_run_answer(obj: Value) -> ApiError {
@@ -459,7 +474,8 @@ fn finish(
 }
 
 fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiError> {
-    let def = c.target.def;
+    let api_def = c.target.def;
+    let def = convert::storage_def(api_def);
     let name = c.name().to_string();
     if pt == PatchType::Apply && c.q("fieldManager").is_none() {
         return Err(ApiError::invalid(
@@ -482,6 +498,8 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             }
             let mut obj = patch::parse_yaml(&c.body)?;
             check_name(c, &obj)?;
+            objects::check_type(api_def, &mut obj)?;
+            let mut obj = convert::to_storage(api_def, obj);
             objects::metadata_mut(&mut obj)?.insert("name".into(), json!(name));
             namespace_must_exist(st, def, &c.target.ns)?;
             objects::prepare_create(def, &mut obj, &c.target.ns)?;
@@ -492,7 +510,8 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             }
             return Ok(Outcome::Put(obj));
         };
-        let patched = patch::apply(def, pt, old, &c.body)?;
+        let view = convert::from_storage(api_def, old);
+        let patched = convert::to_storage(api_def, patch::apply(api_def, pt, &view, &c.body)?);
         if let Some(rv) = objects::resource_version(&patched)
             && Some(rv) != objects::resource_version(old)
         {
@@ -506,5 +525,5 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
         save(st, old, new, def)
     });
     let code = if created { 201 } else { 200 };
-    finish(st, def, c, w, code)
+    finish(st, api_def, c, w, code)
 }

@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, mpsc};
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 struct Filter {
+    def: &'static ResourceDef,
     ns: Option<String>,
     label: LabelSelector,
     field: FieldSelector,
@@ -28,9 +29,10 @@ struct Filter {
 
 impl Filter {
     fn matches(&self, ns: &str, obj: &Value) -> bool {
+        let view = crate::convert::from_storage(self.def, obj);
         self.ns.as_deref().is_none_or(|n| n == ns)
-            && self.label.matches(obj)
-            && self.field.matches(obj)
+            && self.label.matches(&view)
+            && self.field.matches(&view)
     }
 
     /// The event a change becomes for this watcher, following objects into and out of the selection.
@@ -57,6 +59,7 @@ struct Emitter {
 
 impl Emitter {
     async fn send(&mut self, ty: &str, obj: &Value) -> bool {
+        let obj = &*crate::convert::from_storage(self.def, obj);
         let object = match self.format {
             Format::Json => obj.clone(),
             Format::Partial => table::partial_metadata(obj),
@@ -132,6 +135,7 @@ pub fn start(
     let plan = Plan {
         res: t.def.store_name(),
         filter: Filter {
+            def: t.def,
             ns: (t.def.namespaced && !t.ns.is_empty()).then(|| t.ns.clone()),
             label,
             field,

@@ -177,3 +177,27 @@ async fn discovery_version_openapi_tables_and_metrics() {
     assert!(m.text.contains("apiserver_request_total{verb=\"PATCH\",resource=\"persistentvolumeclaims\",subresource=\"status\",code=\"200\"}"), "{}", m.text);
     assert!(m.text.contains("apiserver_request_duration_seconds_bucket"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_one_store_behind_both_apis() {
+    let (_d, _s, api) = start(&[]);
+    let v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let sent = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "d.17a"},
+        "eventTime": "2026-11-30T04:33:11.123456Z", "action": "Probe", "reason": "VolumeUnhealthy", "type": "Warning",
+        "note": "volume not found", "reportingController": "volhealth-monitor", "reportingInstance": "m-1",
+        "regarding": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "d", "uid": "u-1"}});
+    let created = api.post(v1, &sent).await;
+    assert_eq!(created.code, 201, "{}", created.text);
+    assert_eq!(created.json["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(created.json["regarding"]["name"], "d");
+    let core = api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dd,involvedObject.uid%3Du-1").await;
+    let item = &core.json["items"][0];
+    assert_eq!((item["apiVersion"].as_str(), item["message"].as_str()), (Some("v1"), Some("volume not found")));
+    assert_eq!(item["reportingComponent"], "volhealth-monitor");
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2026-11-30T04:34:11.000000Z"}});
+    let patched = api.patch(&format!("{v1}/d.17a"), MERGE, &series).await;
+    assert_eq!((patched.code, patched.json["series"]["count"].as_i64()), (200, Some(2)), "{}", patched.text);
+    let listed = api.get(&format!("{v1}?fieldSelector=regarding.name%3Dd")).await;
+    assert_eq!(listed.json["items"].as_array().map(Vec::len), Some(1), "{}", listed.text);
+    assert_eq!(listed.json["items"][0]["note"], "volume not found");
+}
