@@ -65,6 +65,14 @@ impl InjectionWatch {
         }
         match injection::load(&self.state) {
             Ok(value) => {
+                tracing::info!(
+                    volume_conditions = value.volumes.len(),
+                    storage_conditions = value.storage.len() + value.node_storage.len(),
+                    rpc_faults = value.rpc.len(),
+                    duplicates = value.list_chaos.duplicates,
+                    omissions = value.list_chaos.omissions,
+                    "injections changed"
+                );
                 cached.stamp = stamp;
                 cached.value = Arc::new(value);
             }
