@@ -229,7 +229,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match outcome {
         None => {
             println!(
-                "stopped; run `volhealth up --dir {}` again to resume",
+                "stopped; run `{} up --dir {}` again to resume",
+                self_command(),
                 args.dir.display()
             );
             Ok(ExitCode::SUCCESS)

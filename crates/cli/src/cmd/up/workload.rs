@@ -245,7 +245,9 @@ pub async fn ensure_objects(
         &pods,
         &sample.pod,
         json!({"phase": "Running", "startTime": now,
-               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}),
+               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+               "containerStatuses": [{"name": "web", "image": "nginx", "imageID": "", "ready": true, "started": true,
+                                      "restartCount": 0, "state": {"running": {"startedAt": now}}}]}),
         "Pod",
     )
     .await?;
