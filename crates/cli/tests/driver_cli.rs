@@ -369,3 +369,23 @@ async fn health_capabilities_flag_limits_what_is_advertised() {
         "node service not served in controller mode"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_mounts_the_fallback_is_announced_once() {
+    let s = Setup::new();
+    let _driver = s.start(&["--no-mounts"]);
+    let mut node = s.node().await;
+    node.node_get_info(v1::NodeGetInfoRequest {})
+        .await
+        .expect("NodeGetInfo");
+    let log = s.dir.path().join("driver.log");
+    let text = wait_for("the fallback announcement", || {
+        let log = log.clone();
+        async move {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.contains("mounts are not available").then_some(text)
+        }
+    })
+    .await;
+    assert_eq!(text.matches("mounts are not available").count(), 1, "{text}");
+}
