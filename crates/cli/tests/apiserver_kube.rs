@@ -102,6 +102,10 @@ async fn next(rx: &mut Events) -> watcher::Event<PersistentVolumeClaim> {
     ev.expect("watcher ended").expect("watcher error")
 }
 
+async fn recv(rx: &mut Events) -> Result<watcher::Event<PersistentVolumeClaim>, String> {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.expect("watcher timed out").expect("watcher ended")
+}
+
 async fn watcher_sees_patches(config: watcher::Config) {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &["--bookmark-interval-seconds", "1"]);
@@ -145,4 +149,42 @@ async fn runtime_watcher_list_watch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtime_watcher_streaming_list() {
     watcher_sees_patches(watcher::Config::default().streaming_lists()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_watcher_relists_after_410() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &["--retained-changes", "16"]);
+    let client = client(&server).await;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    pvcs.create(&PostParams::default(), &pvc("w")).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // No bookmarks: the watcher's resourceVersion stays at its list while other resources churn.
+    let stream = watcher(pvcs.clone(), watcher::Config::default().disable_bookmarks().timeout(1));
+    let pump = tokio::spawn(async move {
+        let mut stream = stream.boxed();
+        while let Some(ev) = stream.next().await {
+            if tx.send(ev.map_err(|e| e.to_string())).is_err() {
+                break;
+            }
+        }
+    });
+    while !matches!(recv(&mut rx).await, Ok(watcher::Event::InitDone)) {}
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, "default");
+    let lease: k8s_openapi::api::coordination::v1::Lease = serde_json::from_value(json!({"metadata": {"name": "churn"}, "spec": {}})).unwrap();
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    for i in 0..300 {
+        let body = json!({"spec": {"holderIdentity": format!("h{i}")}});
+        leases.patch("churn", &PatchParams::default(), &Patch::Merge(&body)).await.unwrap();
+    }
+    // The next re-watch gets the 410 ERROR event; the watcher reports it and lists again.
+    let mut saw_expired = false;
+    loop {
+        match recv(&mut rx).await {
+            Err(e) if e.contains("too old resource version") => saw_expired = true,
+            Ok(watcher::Event::InitDone) if saw_expired => break,
+            _ => {}
+        }
+    }
+    pump.abort();
 }
