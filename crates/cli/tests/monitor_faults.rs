@@ -282,3 +282,46 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
         "logged once"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitor_releases_its_lease_on_shutdown() {
+    if !support::have_tool("kill", &["-l"]) {
+        return;
+    }
+    let world = World::start("list,get").await;
+    let mut one = world
+        .start_monitor(
+            "replica-1",
+            &["--leader-election", "--leader-election-namespace", NS],
+        )
+        .await;
+    let lease_name = "external-health-monitor-leader-hostpathvolhealthio";
+    let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
+    wait_for_async(WAIT, "replica-1 to hold the lease", || async {
+        leases
+            .get(lease_name)
+            .await
+            .ok()?
+            .spec?
+            .holder_identity
+            .filter(|h| !h.is_empty())
+    })
+    .await;
+    let pid = one.proc.child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let exit = support::wait_for(WAIT, "replica-1 to exit", || {
+        one.proc.child.try_wait().ok().flatten()
+    });
+    assert!(exit.success(), "clean exit on SIGTERM: {exit:?}");
+    // Released, not merely left to expire: the holder is gone from the Lease.
+    let lease = leases.get(lease_name).await.expect("get lease");
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty());
+    assert_eq!(holder, None, "the lease was released on shutdown");
+}

@@ -21,6 +21,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// How long a stopping monitor waits for its Lease to be released.
+const RELEASE_WAIT: Duration = Duration::from_secs(3);
 /// Longest wait between attempts to reach the driver at start.
 const MAX_START_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -183,13 +185,18 @@ pub async fn run(
     };
     let claims = Arc::new(KubeClaims::start(client.clone()));
 
+    let identity = config
+        .leader_election
+        .as_ref()
+        .and_then(|le| le.identity.clone())
+        .unwrap_or_else(leader::default_identity);
     // Without election the sender lives as long as the monitor, so the flag stays true.
     let (_always_tx, always_rx) = watch::channel(true);
+    let mut election_done = None;
     let leader_rx = match &config.leader_election {
         None => always_rx,
         Some(le) => {
             let namespace = leader::namespace(le, &default_namespace);
-            let identity = le.identity.clone().unwrap_or_else(leader::default_identity);
             let name = lease_name(&info.driver_name);
             tracing::info!(lease = %name, %namespace, %identity, "leader election on");
             let election = leader::start(client.clone(), &namespace, &name, &identity, le).await?;
@@ -205,6 +212,7 @@ pub async fn run(
                     }
                 }
             });
+            election_done = Some(election.done);
             election.leader
         }
     };
@@ -212,8 +220,13 @@ pub async fn run(
     {
         let mut rx = leader_rx.clone();
         let shared = shared.clone();
+        let mut stop = stop_rx.clone();
         tokio::spawn(async move {
-            while rx.changed().await.is_ok() {
+            loop {
+                tokio::select! {
+                    _ = stop.wait_for(|v| *v) => return,
+                    r = rx.changed() => if r.is_err() { return },
+                }
                 if !*rx.borrow() {
                     shared.queue.clear();
                 }
@@ -221,13 +234,8 @@ pub async fn run(
         });
     }
 
-    let instance = config
-        .leader_election
-        .as_ref()
-        .and_then(|le| le.identity.clone())
-        .unwrap_or_else(leader::default_identity);
     let writer = WriteLoop {
-        writer: Arc::new(KubeWriter::new(client.clone(), instance)),
+        writer: Arc::new(KubeWriter::new(client.clone(), identity)),
         claims: claims.clone(),
         shared: shared.clone(),
         limiter: RateLimiter::new(config.kube_api_qps, config.kube_api_burst),
@@ -262,5 +270,11 @@ pub async fn run(
         info.mode,
     );
     engine.run(&caps, leader_rx, stopped(stop_rx)).await;
+    if let Some(done) = election_done {
+        // Give the election a moment to release the Lease, so a successor starts at once.
+        if tokio::time::timeout(RELEASE_WAIT, done).await.is_err() {
+            tracing::warn!("the leader Lease was not released in time; it will expire");
+        }
+    }
     Ok(())
 }

@@ -21,6 +21,9 @@ pub struct Election {
     pub leader: watch::Receiver<bool>,
     /// False once the election machinery itself has failed (for `/healthz`).
     pub healthy: Arc<AtomicBool>,
+    /// Ends once the election has stopped: after every `leader` receiver is dropped, the Lease is
+    /// released (so a successor need not wait for it to expire) and this completes.
+    pub done: tokio::task::JoinHandle<()>,
 }
 
 /// A default holder identity: host name plus a per-process suffix.
@@ -42,8 +45,14 @@ pub fn default_identity() -> String {
     format!("{host}_{:x}{:08x}", std::process::id(), nanos)
 }
 
-/// Whether `lease` names `identity` as holder with a renewal younger than its duration.
-fn holds(lease: &Lease, identity: &str, now: jiff::Timestamp) -> bool {
+/// Whether `lease` names `identity` as holder with a renewal younger than its duration and than
+/// `max_age` (the renew deadline: stopping then leaves a margin before anyone else may take over).
+fn holds(
+    lease: &Lease,
+    identity: &str,
+    now: jiff::Timestamp,
+    max_age: std::time::Duration,
+) -> bool {
     let Some(spec) = lease.spec.as_ref() else {
         return false;
     };
@@ -53,10 +62,9 @@ fn holds(lease: &Lease, identity: &str, now: jiff::Timestamp) -> bool {
     let (Some(renew), Some(secs)) = (spec.renew_time.as_ref(), spec.lease_duration_seconds) else {
         return false;
     };
-    let Ok(valid) = renew
-        .0
-        .checked_add(jiff::SignedDuration::from_secs(i64::from(secs)))
-    else {
+    let Ok(valid) = renew.0.checked_add(jiff::SignedDuration::from_secs(
+        i64::from(secs).min(i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX)),
+    )) else {
         return false;
     };
     valid > now
@@ -84,7 +92,7 @@ pub async fn start(
     let (tx, rx) = watch::channel(false);
     let healthy = Arc::new(AtomicBool::new(true));
     let h = healthy.clone();
-    tokio::spawn(async move {
+    let done = tokio::spawn(async move {
         let _ = task.await;
         h.store(false, Ordering::Release);
     });
@@ -97,7 +105,9 @@ pub async fn start(
             let manager_says = *managed.borrow_and_update();
             if manager_says {
                 match api.get(&name).await {
-                    Ok(lease) if holds(&lease, &identity, jiff::Timestamp::now()) => {
+                    Ok(lease)
+                        if holds(&lease, &identity, jiff::Timestamp::now(), renew_deadline) =>
+                    {
                         confirmed = Some(Instant::now())
                     }
                     Ok(_) => confirmed = None,
@@ -124,6 +134,7 @@ pub async fn start(
         }
     });
     Ok(Election {
+        done,
         leader: rx,
         healthy,
     })
@@ -166,10 +177,25 @@ mod tests {
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let recent = jiff::Timestamp::from_second(999_990).unwrap();
         let old = jiff::Timestamp::from_second(999_980).unwrap();
-        assert!(holds(&lease("me", recent), "me", now));
-        assert!(!holds(&lease("other", recent), "me", now));
-        assert!(!holds(&lease("me", old), "me", now));
-        assert!(!holds(&Lease::default(), "me", now));
+        let deadline = std::time::Duration::from_secs(12);
+        assert!(holds(&lease("me", recent), "me", now, deadline));
+        assert!(!holds(&lease("other", recent), "me", now, deadline));
+        assert!(
+            !holds(&lease("me", old), "me", now, deadline),
+            "older than the lease duration"
+        );
+        let earlier = jiff::Timestamp::from_second(999_989).unwrap();
+        assert!(holds(&lease("me", earlier), "me", now, deadline));
+        assert!(
+            !holds(
+                &lease("me", earlier),
+                "me",
+                now,
+                std::time::Duration::from_secs(10)
+            ),
+            "older than the renew deadline"
+        );
+        assert!(!holds(&Lease::default(), "me", now, deadline));
     }
 
     #[test]
