@@ -51,13 +51,39 @@ pub(crate) enum Resolution {
 pub(crate) struct State {
     /// (pod UID, volume name) → resolution.
     pub resolved: HashMap<(String, String), Resolution>,
-    /// pod UID → (resourceVersion before our write, volumeHealth the server returned), until the watch catches up.
-    pub written: HashMap<String, (Option<String>, Vec<PodVolumeHealth>)>,
+    /// pod UID → our last write, until the watch catches up with it.
+    pub written: HashMap<String, Written>,
     /// pod UID → (namespace, name) of pods seen last cycle.
     pub seen_pods: HashMap<String, (String, String)>,
     pub backoff: WriteBackoff,
     /// Things logged once (unknown conditions, sanitising fixes, resolution failures).
     pub logged: HashSet<String>,
+}
+
+/// A pod status write the watch may not have delivered yet.
+#[derive(Debug, Clone)]
+pub(crate) struct Written {
+    /// resourceVersion of the copy the write was based on.
+    pub rv_before: Option<String>,
+    /// resourceVersion the server returned.
+    pub rv_after: Option<String>,
+    /// volumeHealth the server returned.
+    pub value: Vec<PodVolumeHealth>,
+}
+
+impl Written {
+    /// Whether a watched copy with `rv` predates this write (so the write's value is the stored one).
+    pub fn newer_than(&self, rv: Option<&str>) -> bool {
+        if rv == self.rv_after.as_deref() {
+            return false;
+        }
+        let number = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok());
+        match (number(rv), number(self.rv_after.as_deref())) {
+            (Some(seen), Some(after)) => seen < after,
+            // Opaque versions cannot be ordered: only the copy the write was based on is known to be older.
+            _ => rv == self.rv_before.as_deref(),
+        }
+    }
 }
 
 /// The node agent's probe loop.

@@ -1,6 +1,6 @@
 //! Per-pod volume health: probe each attempted CSI volume with NodeGetVolumeHealth and write pod.status.volumeHealth.
 
-use crate::agent::{Agent, Resolution, pod_key};
+use crate::agent::{Agent, Resolution, Written, pod_key};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::kubelet_dirs::MountAttempt;
@@ -269,9 +269,9 @@ impl Agent {
     fn stored_volume_health(&self, pod: &Pod) -> Vec<PodVolumeHealth> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut state = self.state();
-        if let Some((rv_before, value)) = state.written.get(&uid) {
-            if *rv_before == pod.metadata.resource_version {
-                return value.clone();
+        if let Some(written) = state.written.get(&uid) {
+            if written.newer_than(pod.metadata.resource_version.as_deref()) {
+                return written.value.clone();
             }
             state.written.remove(&uid);
         }
@@ -305,6 +305,7 @@ impl Agent {
             .await
         {
             Ok(returned) => {
+                let rv_after = returned.metadata.resource_version.clone();
                 let got = returned
                     .status
                     .and_then(|s| s.volume_health)
@@ -330,7 +331,11 @@ impl Agent {
                 }
                 state.written.insert(
                     uid.to_string(),
-                    (pod.metadata.resource_version.clone(), got),
+                    Written {
+                        rv_before: pod.metadata.resource_version.clone(),
+                        rv_after,
+                        value: got,
+                    },
                 );
                 tracing::info!(pod = %format!("{namespace}/{name}"), volumes = list.len(), "wrote pod volume health");
                 Ok(())
