@@ -126,4 +126,57 @@ mod tests {
             assert!(hits.windows(2).all(|w| w[1] - w[0] == 5));
         }
     }
+
+    fn view(n: usize) -> VolumeView {
+        use crate::config::BackendKind;
+        use crate::detect_controller::SpaceThresholds;
+        use crate::records::VolumeRecord;
+        let entries = (0..n)
+            .map(|i| {
+                let id = format!("vh-{i:04}");
+                let record = VolumeRecord {
+                    id: id.clone(),
+                    name: id.clone(),
+                    backend: BackendKind::Dir,
+                    capacity_bytes: 1,
+                    created_at: String::new(),
+                };
+                (
+                    id,
+                    Entry {
+                        record,
+                        detected: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        let limits = SpaceThresholds {
+            low_fraction: 0.1,
+            full_bytes: 0,
+        };
+        VolumeView::from_entries(crate::state::StateDir::new("/nonexistent"), limits, entries)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn paging_ends_respects_max_and_visits_everything(n in 0usize..40, max in 1usize..6, duplicates: bool) {
+            let v = view(n);
+            let chaos = ListChaos { duplicates, omissions: false };
+            let mut token = Token::Start;
+            let mut seen = std::collections::BTreeSet::new();
+            let mut pages = 0;
+            loop {
+                let (entries, next) = page(&v, &token, max, chaos, 1);
+                proptest::prop_assert!(entries.len() <= max);
+                seen.extend(entries.into_iter().map(|e| e.record.id));
+                pages += 1;
+                proptest::prop_assert!(pages <= 2 * n + 2, "paging does not end");
+                if next.is_empty() {
+                    break;
+                }
+                token = parse(&next).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            }
+            proptest::prop_assert_eq!(seen.len(), n);
+        }
+    }
 }

@@ -408,3 +408,45 @@ async fn registration_socket_describes_the_driver() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_confirms_mounts_and_refuses_block_and_bad_page_sizes() {
+    let d = TestDriver::start(|_| {}).await;
+    let mut ctrl = d.controller().await;
+    let id = create(&mut ctrl, "pvc-v", 1 << 20, None).await;
+    let ok = ctrl
+        .validate_volume_capabilities(v1::ValidateVolumeCapabilitiesRequest {
+            volume_id: id.clone(),
+            volume_capabilities: vec![mount_cap()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ok.confirmed.is_some(), "{ok:?}");
+    let block = v1::VolumeCapability {
+        access_type: Some(v1::volume_capability::AccessType::Block(Default::default())),
+        access_mode: Some(v1::volume_capability::AccessMode { mode: 1 }),
+    };
+    let refused = ctrl
+        .validate_volume_capabilities(v1::ValidateVolumeCapabilitiesRequest {
+            volume_id: id.clone(),
+            volume_capabilities: vec![block],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        refused.confirmed.is_none() && !refused.message.is_empty(),
+        "{refused:?}"
+    );
+    let err = ctrl
+        .controller_list_volume_health(v1::ControllerListVolumeHealthRequest {
+            max_entries: -1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+}
