@@ -16,8 +16,7 @@ pub struct Args {
     /// The driver's state dir.
     #[arg(long, required_unless_present = "dir", conflicts_with = "dir")]
     state_dir: Option<PathBuf>,
-    /// The --dir of a running `volhealth up` (in place of --state-dir); enables `pvc` and
-    /// `storage --node`.
+    /// The --dir of a running `volhealth up` (in place of --state-dir); `pvc` needs it.
     #[arg(long)]
     dir: Option<PathBuf>,
     #[command(subcommand)]
