@@ -123,6 +123,7 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value, ns: &str) -> Result<St
     ) {
         m.insert("generation".into(), json!(1));
     }
+    apply_defaults(def, obj);
     let o = obj
         .as_object_mut()
         .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
@@ -147,6 +148,46 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value, ns: &str) -> Result<St
         _ => {}
     }
     Ok(name)
+}
+
+/// Sets the defaults the real server's defaulting sets for fields `kubectl get` prints.
+fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
+    let defaults = match def.printer {
+        Printer::Pvc => json!({"spec": {"volumeMode": "Filesystem"}}),
+        Printer::Pv => {
+            json!({"spec": {"persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"}})
+        }
+        Printer::StorageClass => {
+            json!({"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"})
+        }
+        Printer::CsiDriver => json!({"spec": {"attachRequired": true, "podInfoOnMount": false,
+            "requiresRepublish": false, "storageCapacity": false, "volumeLifecycleModes": ["Persistent"],
+            "fsGroupPolicy": "ReadWriteOnceWithFSType"}}),
+        Printer::Pod => {
+            json!({"spec": {"restartPolicy": "Always", "schedulerName": "default-scheduler",
+            "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst"}})
+        }
+        _ => return,
+    };
+    fill_missing(obj, &defaults);
+}
+
+fn fill_missing(target: &mut Value, defaults: &Value) {
+    let (Some(t), Some(d)) = (target.as_object_mut(), defaults.as_object()) else {
+        return;
+    };
+    for (k, v) in d {
+        match t.get_mut(k) {
+            None | Some(Value::Null) => {
+                t.insert(k.clone(), v.clone());
+            }
+            Some(existing) => {
+                if v.is_object() {
+                    fill_missing(existing, v);
+                }
+            }
+        }
+    }
 }
 
 fn without(obj: &Value, keys: &[&str]) -> Value {

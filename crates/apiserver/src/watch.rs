@@ -92,8 +92,8 @@ impl Emitter {
         self.raw(&ev).await
     }
 
-    async fn expired(&mut self, asked: u64, oldest: u64) -> bool {
-        let e = ApiError::expired(format!("too old resource version: {asked} ({oldest})"));
+    async fn expired(&mut self, message: String) -> bool {
+        let e = ApiError::expired(message);
         self.raw(&json!({"type": "ERROR", "object": e.status_json()}))
             .await
     }
@@ -192,7 +192,10 @@ async fn replay(
             Ok(true)
         }
         Ok(None) => {
-            let _ = em.expired(after, st.store.compacted() + 1).await;
+            let oldest = st.store.compacted() + 1;
+            let _ = em
+                .expired(format!("too old resource version: {after} ({oldest})"))
+                .await;
             Ok(false)
         }
         Err(e) => {
@@ -214,6 +217,17 @@ async fn run(
     let mut last: u64;
     match plan.from {
         Some(rv) if !plan.initial_events => {
+            // A version from the future (say, the data directory was replaced): make the client
+            // list again rather than silently skip changes.
+            let current = st.store.current_rv();
+            if rv > current {
+                let _ = em
+                    .expired(format!(
+                        "too large resource version: {rv} (current {current})"
+                    ))
+                    .await;
+                return;
+            }
             last = rv;
             match replay(&st, &plan, &mut em, rv, &mut last).await {
                 Ok(true) => {}

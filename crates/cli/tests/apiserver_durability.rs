@@ -115,6 +115,9 @@ async fn expired_version_gets_one_error_event_with_410() {
     let st = &events[0]["object"];
     assert_eq!((st["kind"].as_str(), st["code"].as_i64(), st["reason"].as_str()), (Some("Status"), Some(410), Some("Expired")));
     assert!(st["message"].as_str().unwrap().starts_with("too old resource version: 2 ("));
+    // A version from the future (a replaced data directory) also makes clients list again.
+    let future = api.watch(&format!("{PVCS}?watch=true&resourceVersion=999999"), Duration::from_secs(20), |_| false).await;
+    assert_eq!((future.len(), future[0]["object"]["code"].as_i64()), (1, Some(410)));
     // A current version still works.
     let now = rv(&api.get(&format!("{PVCS}/d")).await.json);
     let ok = api.watch(&format!("{PVCS}?watch=true&resourceVersion={now}&timeoutSeconds=1"), Duration::from_secs(10), |_| false).await;
