@@ -84,7 +84,12 @@ impl NodeService {
             }
             return Ok(());
         }
-        while mounts::is_mount_point(path) {
+        // Mounts may be stacked (a repeated publish); a bounded loop, in case the mount table
+        // and umount(2) disagree about the path.
+        for _ in 0..8 {
+            if !mounts::is_mount_point(path) {
+                break;
+            }
             mounts::unmount(path)?;
         }
         if !keep_dir {
