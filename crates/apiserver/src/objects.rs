@@ -245,13 +245,13 @@ pub fn merge_update(
             "generation",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
+            "managedFields",
         ] {
             match old_meta.get(k) {
                 Some(v) => m.insert(k.into(), v.clone()),
                 None => m.remove(k),
             };
         }
-        m.remove("managedFields");
         m.remove("selfLink");
     }
     if !status_only

@@ -5,7 +5,7 @@ use crate::authz::{self, Attributes, User};
 use crate::convert;
 use crate::errors::ApiError;
 use crate::objects;
-use crate::patch::{self, PatchType};
+use crate::patch::{self, PatchType, apply};
 use crate::registry::{self, ResourceDef};
 use crate::request::{self, Format, Target};
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -490,6 +490,17 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
         ));
     }
     let status_only = c.status_only();
+    let manager = c.q("fieldManager").unwrap_or("");
+    let sub = c.target.sub.as_deref().unwrap_or("");
+    let applied = if pt == PatchType::Apply {
+        let a = patch::parse_yaml(&c.body)?;
+        if !a.is_object() {
+            return Err(ApiError::bad_request("an apply patch must be an object"));
+        }
+        Some(a)
+    } else {
+        None
+    };
     let mut created = false;
     let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
         let Some(old) = old else {
@@ -504,6 +515,9 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             namespace_must_exist(st, def, &c.target.ns)?;
             objects::prepare_create(def, &mut obj, &c.target.ns)?;
             objects::admit(st.gates, def, None, &mut obj)?;
+            if let Some(a) = &applied {
+                apply::record(api_def, &mut obj, a, manager, sub, &objects::now_rfc3339());
+            }
             created = true;
             if c.dry_run() {
                 return Err(dry_run_answer(obj));
@@ -511,14 +525,21 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             return Ok(Outcome::Put(obj));
         };
         let view = convert::from_storage(api_def, old);
-        let patched = convert::to_storage(api_def, patch::apply(api_def, pt, &view, &c.body)?);
+        let patched = match &applied {
+            Some(a) => apply::apply(api_def, &view, a, manager, sub)?,
+            None => patch::apply(api_def, pt, &view, &c.body)?,
+        };
+        let patched = convert::to_storage(api_def, patched);
         if let Some(rv) = objects::resource_version(&patched)
             && Some(rv) != objects::resource_version(old)
         {
             return Err(ApiError::conflict(def.group, def.plural, &name));
         }
         check_name(c, &patched)?;
-        let new = objects::merge_update(def, old, patched, status_only)?;
+        let mut new = objects::merge_update(def, old, patched, status_only)?;
+        if let Some(a) = &applied {
+            apply::record(api_def, &mut new, a, manager, sub, &objects::now_rfc3339());
+        }
         if c.dry_run() {
             return Err(dry_run_answer(new));
         }

@@ -188,3 +188,30 @@ async fn runtime_watcher_relists_after_410() {
     }
     pump.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_drops_what_the_manager_no_longer_applies() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n",
+        "containers": [{"name": "c", "image": "busybox"}], "volumes": [{"name": "a"}, {"name": "b"}]}})).unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let apply = |vh: serde_json::Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "status": {"volumeHealth": vh}});
+    let pp = PatchParams::apply("volhealth-agent");
+    let both = apply(json!([
+        {"name": "a", "healthConditions": [{"status": "Degraded", "reason": "Slow"}]},
+        {"name": "b", "healthConditions": [{"status": "Inaccessible", "reason": "NoPath"}]}]));
+    let first = pods.patch_status("p", &pp, &Patch::Apply(&both)).await.unwrap();
+    assert_eq!(first.status.as_ref().unwrap().volume_health.as_ref().unwrap().len(), 2);
+    // The same configuration again changes nothing, not even the resourceVersion.
+    let again = pods.patch_status("p", &pp, &Patch::Apply(&both)).await.unwrap();
+    assert_eq!(again.metadata.resource_version, first.metadata.resource_version);
+    let only_a = apply(json!([{"name": "a", "healthConditions": []}]));
+    let second = pods.patch_status("p", &pp, &Patch::Apply(&only_a)).await.unwrap();
+    let vh = second.status.unwrap().volume_health.unwrap();
+    assert_eq!(vh.len(), 1, "entry b was dropped: {vh:?}");
+    assert_eq!(vh[0].name, "a");
+    assert!(vh[0].health_conditions.as_ref().is_none_or(|c| c.is_empty()));
+}

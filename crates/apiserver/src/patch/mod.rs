@@ -1,6 +1,7 @@
 //! The four patch types real clients send: JSON patch, merge patch, strategic merge patch and
 //! server-side apply.
 
+pub mod apply;
 pub mod strategic;
 
 use crate::errors::ApiError;
