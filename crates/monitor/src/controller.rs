@@ -199,7 +199,23 @@ pub async fn run(
             let namespace = leader::namespace(le, &default_namespace);
             let name = lease_name(&info.driver_name);
             tracing::info!(lease = %name, %namespace, %identity, "leader election on");
-            let election = leader::start(client.clone(), &namespace, &name, &identity, le).await?;
+            let Some(election) = until_ok("starting leader election", &mut stop_rx, || {
+                let (client, namespace, name, identity) = (
+                    client.clone(),
+                    namespace.clone(),
+                    name.clone(),
+                    identity.clone(),
+                );
+                async move {
+                    leader::start(client, &namespace, &name, &identity, le)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            })
+            .await
+            else {
+                return Ok(());
+            };
             let live = flags.live.clone();
             let healthy = election.healthy.clone();
             let mut watch_stop = stop_rx.clone();
