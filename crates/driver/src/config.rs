@@ -163,3 +163,29 @@ impl DriverConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_capabilities_parse_any_subset() {
+        assert_eq!(
+            HealthCapabilities::parse("list,get,node-volume,node-storage").unwrap(),
+            HealthCapabilities::ALL
+        );
+        let list_only = HealthCapabilities::parse("list").unwrap();
+        assert!(
+            list_only.list && !list_only.get && !list_only.node_volume && !list_only.node_storage
+        );
+        assert_eq!(
+            HealthCapabilities::parse("none").unwrap(),
+            HealthCapabilities::NONE
+        );
+        assert_eq!(
+            HealthCapabilities::parse("").unwrap(),
+            HealthCapabilities::NONE
+        );
+        assert!(HealthCapabilities::parse("list,watch").is_err());
+    }
+}

@@ -7,9 +7,10 @@
 //! - [`backend_dir`], [`backend_image`], [`mounts`]: how volumes are stored, staged and published.
 //! - [`detect_controller`], [`detect_node`], [`detect_storage`]: real health detection;
 //!   [`volume_view`] keeps the controller's view in memory, refreshed in the background.
-//! - [`injection`], [`injection_watch`], [`fault`], [`list_chaos`]: injected conditions, RPC faults
+//! - [`injection`], [`injection_watch`], [`fault`], [`paging`]: injected conditions, RPC faults
 //!   and paging chaos, driven by `volhealth inject`.
-//! - [`identity`], [`controller`], [`node`], [`registration`]: the gRPC services.
+//! - [`identity`], [`controller`], [`node`], [`registration`]: the gRPC services, sharing a
+//!   [`plugin::Plugin`]; [`condition`] is what they report before it becomes CSI messages.
 
 pub mod attempts;
 pub mod backend_dir;
