@@ -25,7 +25,7 @@ impl User {
 }
 
 /// Tokens read from `--token-auth-file`, in file order.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Tokens {
     by_token: HashMap<String, User>,
     first: Option<String>,
@@ -51,6 +51,18 @@ fn split_csv(line: &str) -> Vec<String> {
     }
     out.push(cur);
     out
+}
+
+/// Lists the users only: tokens are credentials and never appear in logs.
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut users: Vec<&str> = self.by_token.values().map(|u| u.name.as_str()).collect();
+        users.sort_unstable();
+        f.debug_struct("Tokens")
+            .field("users", &users)
+            .field("anonymous", &self.anonymous)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Tokens {
@@ -332,6 +344,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.first(), Some("admintok"));
+        assert!(
+            !format!("{t:?}").contains("admintok"),
+            "tokens stay out of Debug output"
+        );
         let node = t.authenticate(Some("Bearer nodetok")).unwrap();
         assert_eq!(node.node_name(), Some("a"));
         assert_eq!(t.authenticate(Some("Bearer nope")).unwrap_err().code, 401);

@@ -38,14 +38,14 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Defaults for a data directory: gate on, no tokens, 100k retained changes, 10 s bookmarks.
+    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks.
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
             gates: FeatureGates::default(),
             tokens: None,
             write_kubeconfig: None,
-            retained_changes: 100_000,
+            retained_changes: 50_000,
             bookmark_interval: Duration::from_secs(10),
         }
     }

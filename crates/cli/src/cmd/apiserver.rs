@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10, hide = true)]
     pub bookmark_interval_seconds: u64,
     /// How many changes the watch history keeps at least.
-    #[arg(long, default_value_t = 100_000, hide = true)]
+    #[arg(long, default_value_t = 50_000, hide = true)]
     pub retained_changes: u64,
 }
 
