@@ -266,3 +266,14 @@ users: [{name: "system:node:node-b", user: {token: t}}]
         kube::config::Kubeconfig::from_yaml(yaml).unwrap()
     }
 }
+
+#[cfg(test)]
+mod send_tests {
+    /// `volhealth up` spawns agents on its runtime, so the whole agent future must be `Send`.
+    #[test]
+    fn the_agent_future_can_be_spawned() {
+        fn assert_send<T: Send + 'static>(_: &T) {}
+        let future = super::run(crate::AgentConfig::new("node-a"), async {});
+        assert_send(&future);
+    }
+}
