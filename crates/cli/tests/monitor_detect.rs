@@ -162,10 +162,22 @@ async fn monitor_restart_writes_nothing_when_nothing_changed() {
 async fn monitor_picks_up_claims_bound_after_start() {
     let world = World::start("get").await;
     let monitor = world.start_monitor("monitor", &[]).await;
+    // A new PV and claim, created while the monitor runs.
     let vol = world.bound_claim("late").await;
     world.inject_condition(&vol, "DataLoss", "BlocksLost");
     world
         .wait_conditions("late", &[("DataLoss", "BlocksLost")])
         .await;
-    assert!(monitor.proc.child.id() > 0);
+    // A claim that is still Pending is not written; once Bound, it is.
+    let pending = world.pending_claim("pending").await;
+    world.inject_condition(&pending, "Degraded", "SlowDisk");
+    monitor.wait_probes(4.0).await;
+    assert!(
+        world.conditions("pending").await.is_empty(),
+        "a Pending claim is not written"
+    );
+    world.mark_bound("pending").await;
+    world
+        .wait_conditions("pending", &[("Degraded", "SlowDisk")])
+        .await;
 }

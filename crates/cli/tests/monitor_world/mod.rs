@@ -168,9 +168,15 @@ impl World {
 
     /// Creates a volume, its PV and a Bound claim `name`; returns the volume id.
     pub async fn bound_claim(&self, name: &str) -> String {
+        let handle = self.pending_claim(name).await;
+        self.mark_bound(name).await;
+        handle
+    }
+
+    /// Creates a volume, its PV and a claim `name` on it that is still Pending; returns the volume id.
+    pub async fn pending_claim(&self, name: &str) -> String {
         let handle = self.create_volume(name).await;
         let pv = format!("pv-{name}");
-        let pvs = Api::<PersistentVolume>::all(self.admin.clone());
         let obj: PersistentVolume =
             serde_json::from_value(json!({"metadata": {"name": pv}, "spec": {
             "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
@@ -178,31 +184,35 @@ impl World {
             "csi": {"driver": DRIVER, "volumeHandle": handle},
             "claimRef": {"namespace": NS, "name": name}}}))
             .unwrap();
-        pvs.create(&PostParams::default(), &obj)
+        Api::<PersistentVolume>::all(self.admin.clone())
+            .create(&PostParams::default(), &obj)
             .await
             .expect("create PV");
-        let pvcs = Api::<PersistentVolumeClaim>::namespaced(self.admin.clone(), NS);
         let obj: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
             "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "volumeName": pv}}))
         .unwrap();
+        let pvcs = Api::<PersistentVolumeClaim>::namespaced(self.admin.clone(), NS);
         pvcs.create(&PostParams::default(), &obj)
             .await
             .expect("create PVC");
-        pvcs.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": "Bound"}})),
-        )
-        .await
-        .expect("mark PVC Bound");
-        pvs.patch_status(
-            &pv,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": "Bound"}})),
-        )
-        .await
-        .expect("mark PV Bound");
+        let pending = Patch::Merge(json!({"status": {"phase": "Pending"}}));
+        pvcs.patch_status(name, &PatchParams::default(), &pending)
+            .await
+            .expect("mark PVC Pending");
         handle
+    }
+
+    /// Marks claim `name` and its PV Bound (what the PV controller would do).
+    pub async fn mark_bound(&self, name: &str) {
+        let bound = Patch::Merge(json!({"status": {"phase": "Bound"}}));
+        Api::<PersistentVolumeClaim>::namespaced(self.admin.clone(), NS)
+            .patch_status(name, &PatchParams::default(), &bound)
+            .await
+            .expect("mark PVC Bound");
+        Api::<PersistentVolume>::all(self.admin.clone())
+            .patch_status(&format!("pv-{name}"), &PatchParams::default(), &bound)
+            .await
+            .expect("mark PV Bound");
     }
 
     /// Runs `volhealth inject --state-dir STATE ARGS...`.
