@@ -226,7 +226,11 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
                 }
             }
             let start = Instant::now();
-            self.cycle(start).await;
+            // A Get cycle spans the whole interval: shutdown must not wait for it.
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = self.cycle(start) => {}
+            }
             next = start + self.settings.interval;
             if next <= Instant::now() {
                 tracing::warn!(interval = ?self.settings.interval, "a probe cycle took longer than the interval");
