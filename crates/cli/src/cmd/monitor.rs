@@ -35,10 +35,11 @@ pub struct Args {
     /// How long a leader's claim lasts without renewal.
     #[arg(long, default_value = "15s")]
     pub leader_election_lease_duration: String,
-    /// How long the leader keeps trying to renew before it stops writing.
+    /// The leader stops writing once its last confirmed renewal is this old (it renews every
+    /// lease duration minus this).
     #[arg(long, default_value = "10s")]
     pub leader_election_renew_deadline: String,
-    /// How often candidates retry and leadership is re-checked.
+    /// How often the leader re-reads the Lease to confirm it still holds it.
     #[arg(long, default_value = "5s")]
     pub leader_election_retry_period: String,
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
