@@ -294,3 +294,26 @@ pub async fn run(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn the_monitor_future_can_be_spawned() {
+        let fut = run(MonitorConfig::default(), std::future::pending::<()>());
+        assert_send(&fut);
+    }
+
+    #[tokio::test]
+    async fn invalid_settings_are_refused_before_anything_starts() {
+        let config = MonitorConfig {
+            worker_threads: 0,
+            ..Default::default()
+        };
+        let err = run(config, std::future::pending::<()>()).await.unwrap_err();
+        assert!(matches!(err, Error::Config(_)), "{err}");
+    }
+}
