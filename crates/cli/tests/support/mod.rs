@@ -43,7 +43,10 @@ impl Proc {
             cmd.env(k, v);
         }
         let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
-        Proc { name: name.to_string(), child }
+        Proc {
+            name: name.to_string(),
+            child,
+        }
     }
 
     /// Sends SIGKILL and waits for the process to end.
@@ -108,9 +111,15 @@ pub fn have_tool(tool: &str, probe: &[&str]) -> bool {
         .unwrap_or(false);
     if !ok {
         if std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("{tool} is required (VOLHEALTH_REQUIRE_TOOLS=1) but `{tool} {}` failed", probe.join(" "));
+            panic!(
+                "{tool} is required (VOLHEALTH_REQUIRE_TOOLS=1) but `{tool} {}` failed",
+                probe.join(" ")
+            );
         }
-        eprintln!("SKIPPED: {tool} is not available (`{tool} {}` failed)", probe.join(" "));
+        eprintln!(
+            "SKIPPED: {tool} is not available (`{tool} {}` failed)",
+            probe.join(" ")
+        );
     }
     ok
 }
@@ -133,33 +142,66 @@ pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
     let _ = std::fs::remove_file(&kubeconfig);
     let data_s = data.to_string_lossy().to_string();
     let kc_s = kubeconfig.to_string_lossy().to_string();
-    let mut args = vec!["apiserver", "--listen", "127.0.0.1:0", "--data-dir", &data_s, "--write-kubeconfig", &kc_s];
+    let mut args = vec![
+        "apiserver",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data_s,
+        "--write-kubeconfig",
+        &kc_s,
+    ];
     args.extend_from_slice(extra);
     let mut proc = Proc::start("apiserver", dir, &args);
-    let url = wait_for(Duration::from_secs(30), "the API server's kubeconfig", || {
-        if !proc.is_running() {
-            panic!("apiserver exited early; see {}", dir.join("apiserver.log").display());
-        }
-        let text = std::fs::read_to_string(&kubeconfig).ok()?;
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix("server:").map(|s| s.trim().trim_matches('"').to_string()))
-    });
+    let url = wait_for(
+        Duration::from_secs(30),
+        "the API server's kubeconfig",
+        || {
+            if !proc.is_running() {
+                panic!(
+                    "apiserver exited early; see {}",
+                    dir.join("apiserver.log").display()
+                );
+            }
+            let text = std::fs::read_to_string(&kubeconfig).ok()?;
+            text.lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("server:")
+                    .map(|s| s.trim().trim_matches('"').to_string())
+            })
+        },
+    );
     let ready = format!("{url}/readyz");
-    wait_for(Duration::from_secs(30), "/readyz", || http_get_ok(&ready).then_some(()));
-    ApiServer { url, kubeconfig, proc }
+    wait_for(Duration::from_secs(30), "/readyz", || {
+        http_get_ok(&ready).then_some(())
+    });
+    ApiServer {
+        url,
+        kubeconfig,
+        proc,
+    }
 }
 
 /// A plain-HTTP GET on loopback that reports whether the answer was 200.
 pub fn http_get_ok(url: &str) -> bool {
     use std::io::{Read, Write};
-    let Some(rest) = url.strip_prefix("http://") else { return false };
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
-    let Ok(mut s) = std::net::TcpStream::connect(host) else { return false };
+    let Ok(mut s) = std::net::TcpStream::connect(host) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").is_err() {
+    if write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
         return false;
     }
     let mut buf = String::new();
