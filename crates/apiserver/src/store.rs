@@ -87,9 +87,34 @@ struct Cache {
     objects: Objects,
 }
 
-/// The store. Writers are serialised; readers use the in-memory copy.
+type Key = (String, String, String);
+
+/// The write side: one SQLite connection with the batch (transaction) being filled.
+struct Writer {
+    conn: Connection,
+    /// Whether a transaction is open for the current batch.
+    open: bool,
+    /// Number of the batch being filled.
+    batch: u64,
+    /// Last resourceVersion handed out (committed or pending).
+    next_rv: u64,
+    /// Compaction point including pending writes.
+    compacted: u64,
+    /// Objects written by the pending batch (None: deleted).
+    overlay: HashMap<Key, Option<Arc<Value>>>,
+    /// Changes of the pending batch, in resourceVersion order.
+    pending: Vec<Arc<Change>>,
+    /// Batches whose commit failed, with the reason.
+    failed: HashMap<u64, String>,
+}
+
+/// The store. Decisions are serialised; concurrent writes share one commit (group commit), and
+/// nobody is answered, and no watcher or reader sees a write, before its commit is durable.
+/// Readers use the in-memory copy of committed objects.
 pub struct Store {
-    conn: Mutex<Connection>,
+    writer: Mutex<Writer>,
+    /// Held by whoever commits a batch, so batches finish in order.
+    committer: Mutex<()>,
     cache: RwLock<Cache>,
     events: broadcast::Sender<Arc<Change>>,
     retain: u64,
@@ -100,6 +125,10 @@ fn db<T>(what: &str, r: rusqlite::Result<T>) -> Result<T> {
         what: what.to_string(),
         source,
     })
+}
+
+fn poisoned<E>(_: E) -> ApiError {
+    ApiError::from(Error::Poisoned("writing to the store"))
 }
 
 fn set_rv(obj: &mut Value, rv: u64) {
@@ -176,7 +205,17 @@ impl Store {
         }
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
-            conn: Mutex::new(conn),
+            writer: Mutex::new(Writer {
+                conn,
+                open: false,
+                batch: 0,
+                next_rv: rv,
+                compacted,
+                overlay: HashMap::new(),
+                pending: Vec::new(),
+                failed: HashMap::new(),
+            }),
+            committer: Mutex::new(()),
             cache: RwLock::new(Cache {
                 rv,
                 compacted,
@@ -236,19 +275,21 @@ impl Store {
         if after < self.compacted() {
             return Ok(None);
         }
-        let conn = self
-            .conn
+        let writer = self
+            .writer
             .lock()
             .map_err(|_| Error::Poisoned("reading the change log"))?;
+        // The connection may hold an uncommitted batch: read only what is committed.
+        let committed = self.current_rv();
         let mut stmt = db(
             "reading the change log",
-            conn.prepare_cached(
-                "SELECT rv, type, ns, name, json, prev FROM changes WHERE res = ?1 AND rv > ?2 ORDER BY rv",
+            writer.conn.prepare_cached(
+                "SELECT rv, type, ns, name, json, prev FROM changes WHERE res = ?1 AND rv > ?2 AND rv <= ?3 ORDER BY rv",
             ),
         )?;
         let rows = db(
             "reading the change log",
-            stmt.query_map(params![res, after as i64], |r| {
+            stmt.query_map(params![res, after as i64, committed as i64], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
@@ -288,8 +329,9 @@ impl Store {
         Ok(Some(out))
     }
 
-    /// Reads the current object, lets `decide` choose the outcome, and commits it durably before
-    /// returning. Writers are serialised, so `decide` sees the latest state.
+    /// Reads the current object, lets `decide` choose the outcome, and returns once the change
+    /// is durable. Decisions are serialised, so `decide` sees the latest state, including writes
+    /// of the batch not yet committed.
     pub fn mutate(
         &self,
         res: &str,
@@ -297,38 +339,16 @@ impl Store {
         name: &str,
         decide: impl FnOnce(Option<&Value>) -> std::result::Result<Outcome, ApiError>,
     ) -> std::result::Result<Written, ApiError> {
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| ApiError::from(Error::Poisoned("writing")))?;
-        let old = self.get(res, ns, name);
-        let outcome = decide(old.as_deref())?;
-        let (mut rv, compacted) = {
-            let c = self
-                .cache
-                .read()
-                .map_err(|_| ApiError::from(Error::Poisoned("writing")))?;
-            (c.rv, c.compacted)
+        let mut w = self.writer.lock().map_err(poisoned)?;
+        let key: Key = (res.to_string(), ns.to_string(), name.to_string());
+        let pending_key = w.overlay.contains_key(&key);
+        let old = match w.overlay.get(&key) {
+            Some(v) => v.clone(),
+            None => self.get(res, ns, name),
         };
-        let (kind, object) = match outcome {
-            Outcome::Unchanged => {
-                return Ok(Written {
-                    new: old.clone(),
-                    old,
-                    deleted: None,
-                });
-            }
-            Outcome::Delete => match &old {
-                None => {
-                    return Ok(Written {
-                        old: None,
-                        new: None,
-                        deleted: None,
-                    });
-                }
-                Some(o) => (ChangeKind::Deleted, (**o).clone()),
-            },
-            Outcome::Put(v) => (
+        let outcome = decide(old.as_deref())?;
+        let (kind, object) = match (outcome, &old) {
+            (Outcome::Put(v), _) => (
                 if old.is_some() {
                     ChangeKind::Modified
                 } else {
@@ -336,8 +356,32 @@ impl Store {
                 },
                 v,
             ),
+            (Outcome::Delete, Some(o)) => (ChangeKind::Deleted, (**o).clone()),
+            (Outcome::Delete, None) | (Outcome::Unchanged, _) => {
+                // Answering with a state that is not durable yet must wait for its commit.
+                let batch = w.batch;
+                drop(w);
+                if pending_key {
+                    self.wait_commit(batch)?;
+                }
+                return Ok(Written {
+                    new: old.clone(),
+                    old,
+                    deleted: None,
+                });
+            }
         };
-        rv += 1;
+        if !w.open {
+            let committed = self.cache.read().map_err(poisoned)?;
+            w.next_rv = committed.rv;
+            w.compacted = committed.compacted;
+            drop(committed);
+            w.conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(|e| ApiError::internal(format!("starting a write transaction: {e}")))?;
+            w.open = true;
+        }
+        let rv = w.next_rv + 1;
         let mut object = object;
         set_rv(&mut object, rv);
         let json = serde_json::to_string(&object)
@@ -348,59 +392,53 @@ impl Store {
             }
             None => None,
         };
-        let new_compacted = if rv % 256 == 0 && rv > self.retain {
+        let compact_to = if rv % 256 == 0 && rv > self.retain {
             rv - self.retain
         } else {
-            compacted
+            w.compacted
         };
-        let commit = || -> rusqlite::Result<()> {
-            let tx = conn.unchecked_transaction()?;
+        let write = |conn: &Connection| -> rusqlite::Result<()> {
             if kind == ChangeKind::Deleted {
-                tx.execute(
+                conn.prepare_cached(
                     "DELETE FROM objects WHERE res = ?1 AND ns = ?2 AND name = ?3",
-                    params![res, ns, name],
-                )?;
+                )?
+                .execute(params![res, ns, name])?;
             } else {
-                tx.execute(
-                    "INSERT OR REPLACE INTO objects (res, ns, name, rv, json) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![res, ns, name, rv as i64, json],
-                )?;
+                conn.prepare_cached("INSERT OR REPLACE INTO objects (res, ns, name, rv, json) VALUES (?1, ?2, ?3, ?4, ?5)")?
+                    .execute(params![res, ns, name, rv as i64, json])?;
             }
-            tx.execute(
-                "INSERT INTO changes (rv, type, res, ns, name, json, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![rv as i64, kind.as_str(), res, ns, name, json, prev_json],
-            )?;
-            tx.execute(
-                "INSERT OR REPLACE INTO meta (name, value) VALUES ('rv', ?1)",
-                [rv as i64],
-            )?;
-            if new_compacted > compacted {
-                tx.execute("DELETE FROM changes WHERE rv <= ?1", [new_compacted as i64])?;
-                tx.execute(
-                    "INSERT OR REPLACE INTO meta (name, value) VALUES ('compacted', ?1)",
-                    [new_compacted as i64],
-                )?;
-            }
-            tx.commit()
+            conn.prepare_cached("INSERT INTO changes (rv, type, res, ns, name, json, prev) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
+                .execute(params![rv as i64, kind.as_str(), res, ns, name, json, prev_json])?;
+            conn.prepare_cached("INSERT OR REPLACE INTO meta (name, value) VALUES ('rv', ?1)")?
+                .execute([rv as i64])?;
+            Ok(())
         };
-        commit().map_err(|e| ApiError::internal(format!("committing {res} {ns}/{name}: {e}")))?;
-        let object = Arc::new(object);
-        {
-            let mut c = self
-                .cache
-                .write()
-                .map_err(|_| ApiError::from(Error::Poisoned("writing")))?;
-            c.rv = rv;
-            c.compacted = new_compacted;
-            let map = c.objects.entry(res.to_string()).or_default();
-            if kind == ChangeKind::Deleted {
-                map.remove(&(ns.to_string(), name.to_string()));
+        let compact = |conn: &Connection| -> rusqlite::Result<()> {
+            conn.execute("DELETE FROM changes WHERE rv <= ?1", [compact_to as i64])?;
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('compacted', ?1)",
+                [compact_to as i64],
+            )?;
+            Ok(())
+        };
+        let written = write(&w.conn).and_then(|_| {
+            if compact_to > w.compacted {
+                compact(&w.conn)
             } else {
-                map.insert((ns.to_string(), name.to_string()), object.clone());
+                Ok(())
             }
+        });
+        if let Err(e) = written {
+            let reason = format!("writing {res} {ns}/{name}: {e}");
+            self.abort(&mut w, &reason);
+            return Err(ApiError::internal(reason));
         }
-        // Sent while the writer lock is held so that live events arrive in resourceVersion order.
-        let _ = self.events.send(Arc::new(Change {
+        w.next_rv = rv;
+        w.compacted = compact_to;
+        let object = Arc::new(object);
+        let stored = (kind != ChangeKind::Deleted).then(|| object.clone());
+        w.overlay.insert(key, stored);
+        w.pending.push(Arc::new(Change {
             rv,
             kind,
             res: res.to_string(),
@@ -409,7 +447,9 @@ impl Store {
             object: object.clone(),
             prev: old.clone(),
         }));
-        drop(conn);
+        let batch = w.batch;
+        drop(w);
+        self.wait_commit(batch)?;
         Ok(if kind == ChangeKind::Deleted {
             Written {
                 old,
@@ -423,5 +463,131 @@ impl Store {
                 deleted: None,
             }
         })
+    }
+
+    /// Rolls the open batch back and fails everyone waiting on it.
+    fn abort(&self, w: &mut Writer, reason: &str) {
+        if w.open {
+            let _ = w.conn.execute_batch("ROLLBACK");
+        }
+        let batch = w.batch;
+        w.failed.insert(batch, reason.to_string());
+        w.open = false;
+        w.overlay.clear();
+        w.pending.clear();
+        w.batch += 1;
+    }
+
+    /// Returns once `batch` is committed (committing it, with every write that joined it, when
+    /// nobody else is), or fails when its commit failed.
+    fn wait_commit(&self, batch: u64) -> std::result::Result<(), ApiError> {
+        let _committing = self.committer.lock().map_err(poisoned)?;
+        let mut w = self.writer.lock().map_err(poisoned)?;
+        if w.batch == batch && w.open {
+            match w.conn.execute_batch("COMMIT") {
+                Ok(()) => {
+                    let changes = std::mem::take(&mut w.pending);
+                    let mut c = self.cache.write().map_err(poisoned)?;
+                    c.rv = w.next_rv;
+                    c.compacted = w.compacted;
+                    for ch in &changes {
+                        let map = c.objects.entry(ch.res.clone()).or_default();
+                        let k = (ch.ns.clone(), ch.name.clone());
+                        if ch.kind == ChangeKind::Deleted {
+                            map.remove(&k);
+                        } else {
+                            map.insert(k, ch.object.clone());
+                        }
+                    }
+                    drop(c);
+                    // Sent under the writer lock so live events arrive in resourceVersion order.
+                    for ch in changes {
+                        let _ = self.events.send(ch);
+                    }
+                    w.open = false;
+                    w.overlay.clear();
+                    w.batch += 1;
+                }
+                Err(e) => {
+                    let reason = format!("committing: {e}");
+                    self.abort(&mut w, &reason);
+                }
+            }
+        }
+        match w.failed.get(&batch) {
+            Some(reason) => Err(ApiError::internal(reason.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn concurrent_writers_share_commits_in_order_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), 100_000).unwrap());
+        let mut live = store.subscribe();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut rvs = Vec::new();
+                    for i in 0..40 {
+                        // Half of the writes go to one shared object, so batches see each other's
+                        // uncommitted state.
+                        let name = if i % 2 == 0 {
+                            "shared".to_string()
+                        } else {
+                            format!("t{t}-{i}")
+                        };
+                        let w = store
+                            .mutate("pods", "default", &name, |old| {
+                                let n = old.and_then(|o| o["n"].as_i64()).unwrap_or(0);
+                                Ok(Outcome::Put(
+                                    json!({"metadata": {"name": name}, "n": n + 1}),
+                                ))
+                            })
+                            .unwrap();
+                        let rv: u64 = w.new.unwrap()["metadata"]["resourceVersion"]
+                            .as_str()
+                            .unwrap()
+                            .parse()
+                            .unwrap();
+                        rvs.push(rv);
+                    }
+                    rvs
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 320, "every write got its own resourceVersion");
+        assert_eq!(store.current_rv(), 320);
+        let mut seen = Vec::new();
+        while let Ok(c) = live.try_recv() {
+            seen.push(c.rv);
+        }
+        assert_eq!(seen, (1..=320).collect::<Vec<_>>(), "live events in order");
+        assert_eq!(
+            store.get("pods", "default", "shared").unwrap()["n"],
+            160,
+            "no lost update"
+        );
+        drop(store);
+        let reopened = Store::open(dir.path(), 100_000).unwrap();
+        assert_eq!(reopened.current_rv(), 320);
+        assert_eq!(reopened.list("pods", Some("default")).1.len(), 1 + 8 * 20);
+        assert_eq!(
+            reopened.changes_since("pods", 0).unwrap().unwrap().len(),
+            320
+        );
     }
 }
