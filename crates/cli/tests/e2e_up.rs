@@ -29,6 +29,55 @@ fn run_within(args: &[&str], limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// A raw HTTP/1.0 request to the API server in `kubeconfig` with `token`; returns the status code.
+fn request_as(
+    kubeconfig: &std::path::Path,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> u16 {
+    use std::io::{Read, Write};
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let host = server
+        .strip_prefix("http://")
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&host).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    raw.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The token `up` gave an identity, from `<dir>/tokens.csv`.
+fn token_of(dir: &std::path::Path, user: &str) -> String {
+    let text = std::fs::read_to_string(dir.join("tokens.csv")).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let mut f = l.split(',');
+            let token = f.next()?;
+            (f.next()? == user).then(|| token.to_string())
+        })
+        .unwrap_or_else(|| panic!("no token for {user} in tokens.csv"))
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -105,6 +154,48 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     assert_eq!(pvcs, ["data-1", "data-2"]);
     assert_eq!(pods, ["web-1", "web-2"]);
     assert_eq!(pvs, ["pv-data-1", "pv-data-2"]);
+
+    // Each agent has its node's own identity, scoped like the kubelet's: its own pods and CSINode,
+    // never PVC status. The monitor's identity may write PVC status.
+    let node = token_of(&c.dir, "system:node:node-1");
+    let patch = r#"{"status":{"phase":"Bound"}}"#;
+    let pvc_status = "/api/v1/namespaces/default/persistentvolumeclaims/data-1/status";
+    assert_eq!(
+        request_as(&c.kubeconfig, &node, "PATCH", pvc_status, patch),
+        403,
+        "a node may not write PVC status"
+    );
+    assert_eq!(
+        request_as(
+            &c.kubeconfig,
+            &node,
+            "PATCH",
+            "/api/v1/namespaces/default/pods/web-1/status",
+            "{}"
+        ),
+        200
+    );
+    assert_eq!(
+        request_as(
+            &c.kubeconfig,
+            &node,
+            "PATCH",
+            "/apis/storage.k8s.io/v1/csinodes/node-1/status",
+            "{}"
+        ),
+        200
+    );
+    let monitor = token_of(
+        &c.dir,
+        "system:serviceaccount:kube-system:csi-external-health-monitor",
+    );
+    assert_eq!(
+        request_as(&c.kubeconfig, &monitor, "PATCH", pvc_status, patch),
+        200
+    );
+    for kc in ["nodes/node-1/kubeconfig", "monitor/kubeconfig"] {
+        assert!(c.dir.join(kc).exists(), "{kc} is written for its component");
+    }
 
     c.inject(&[
         "pvc",

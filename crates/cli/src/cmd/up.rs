@@ -186,12 +186,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     check_listen(&args.listen)?;
 
+    // Listeners made once: a signal that arrives between two loop turns is kept, not lost.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("installing the SIGINT handler")?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     let mut running = Running::default();
     let started = tokio::select! {
         r = start(&args, &layout, &nodes, &mut running) => Some(r),
-        _ = tokio::signal::ctrl_c() => None,
+        _ = interrupt.recv() => None,
         _ = terminate.recv() => None,
     };
     let record = match started {
@@ -210,7 +213,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let outcome = loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break None,
+            _ = interrupt.recv() => break None,
             _ = terminate.recv() => break None,
             _ = tokio::time::sleep(Duration::from_millis(500)) => {
                 if let Some(why) = running.exited() {

@@ -113,6 +113,8 @@ pub async fn run(
     };
     let mut changes = futures::stream::select_all([s1, s2, s3, s4]);
 
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("installing the SIGINT handler")?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     let mut refresh = tokio::time::interval(AGE_REFRESH);
@@ -121,7 +123,7 @@ pub async fn run(
     loop {
         let mut force = false;
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
             _ = refresh.tick() => force = in_place,
             item = changes.next() => match item {
