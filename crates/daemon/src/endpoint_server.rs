@@ -1,0 +1,233 @@
+//! The HTTP endpoint of a long-running component: `/metrics`, `/healthz` and `/readyz`.
+
+use crate::error::{Error, Result};
+use crate::metrics_text;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A health check: `Ok` answers 200 `ok`, `Err(reason)` answers 503 with the reason.
+pub type Check = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+
+type Encode = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// What the three paths answer.
+#[derive(Clone)]
+pub struct Endpoints {
+    metrics: Encode,
+    healthz: Check,
+    readyz: Check,
+}
+
+impl std::fmt::Debug for Endpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Endpoints")
+    }
+}
+
+impl Endpoints {
+    /// `/metrics` answers with `encode()`; `/healthz` and `/readyz` pass until replaced.
+    pub fn new(encode: impl Fn() -> String + Send + Sync + 'static) -> Endpoints {
+        let pass: Check = Arc::new(|| Ok(()));
+        Endpoints {
+            metrics: Arc::new(encode),
+            healthz: pass.clone(),
+            readyz: pass,
+        }
+    }
+
+    /// `/metrics` answers with every metric of `registry`.
+    pub fn from_registry(registry: Arc<Registry>) -> Endpoints {
+        Endpoints::new(move || metrics_text::encode(&registry))
+    }
+
+    /// Sets the liveness check behind `/healthz`.
+    pub fn healthz(
+        mut self,
+        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Endpoints {
+        self.healthz = Arc::new(check);
+        self
+    }
+
+    /// Sets the readiness check behind `/readyz`.
+    pub fn readyz(
+        mut self,
+        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Endpoints {
+        self.readyz = Arc::new(check);
+        self
+    }
+
+    /// The three routes, for serving elsewhere or for in-process tests.
+    pub fn into_router(self) -> Router {
+        Router::new()
+            .route("/metrics", get(metrics_page))
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .with_state(self)
+    }
+}
+
+/// A check that passes while `flag` is true and otherwise fails with `reason`.
+pub fn flag_check(
+    flag: Arc<AtomicBool>,
+    reason: &'static str,
+) -> impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static {
+    move || {
+        if flag.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(reason.to_string())
+        }
+    }
+}
+
+async fn metrics_page(State(e): State<Endpoints>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, metrics_text::CONTENT_TYPE)],
+        (e.metrics)(),
+    )
+}
+
+fn answer(check: &Check) -> (StatusCode, String) {
+    match check() {
+        Ok(()) => (StatusCode::OK, "ok".to_string()),
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason),
+    }
+}
+
+async fn healthz(State(e): State<Endpoints>) -> (StatusCode, String) {
+    answer(&e.healthz)
+}
+
+async fn readyz(State(e): State<Endpoints>) -> (StatusCode, String) {
+    answer(&e.readyz)
+}
+
+/// The endpoint bound to its address and not yet serving.
+#[derive(Debug)]
+pub struct BoundEndpoint {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    router: Router,
+}
+
+impl BoundEndpoint {
+    /// Binds `addr` (port 0 picks a free port) and logs the address actually bound.
+    pub async fn bind(addr: SocketAddr, endpoints: Endpoints) -> Result<BoundEndpoint> {
+        let fail = |source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
+        let bound = listener.local_addr().map_err(fail)?;
+        // Tests and operators find the port in this line when port 0 was asked for.
+        tracing::info!("serving /metrics, /healthz and /readyz on http://{bound}");
+        Ok(BoundEndpoint {
+            listener,
+            addr: bound,
+            router: endpoints.into_router(),
+        })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes; a failure is logged, since nothing waits on this.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) {
+        if let Err(e) = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!(error = %e, addr = %self.addr, "the metrics and health endpoint stopped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::metrics::counter::Counter;
+
+    async fn get(base: &str, path: &str) -> (u16, String, String) {
+        let resp = reqwest::get(format!("{base}{path}")).await.unwrap();
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        (status, content_type, resp.text().await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn serves_the_three_paths_over_http() {
+        let mut registry = Registry::default();
+        let hits = Counter::<u64>::default();
+        registry.register("test_hits", "Hits", hits.clone());
+        hits.inc_by(3);
+        let live = Arc::new(AtomicBool::new(true));
+        let ready = Arc::new(AtomicBool::new(false));
+        let endpoints = Endpoints::from_registry(Arc::new(registry))
+            .healthz(flag_check(live.clone(), "dead"))
+            .readyz(flag_check(ready.clone(), "warming up"));
+        let bound = BoundEndpoint::bind("127.0.0.1:0".parse().unwrap(), endpoints)
+            .await
+            .unwrap();
+        let addr = bound.local_addr();
+        assert_ne!(addr.port(), 0);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(bound.serve(async {
+            let _ = stop_rx.await;
+        }));
+        let base = format!("http://{addr}");
+
+        let (code, content_type, body) = get(&base, "/metrics").await;
+        assert_eq!(code, 200);
+        assert_eq!(content_type, metrics_text::CONTENT_TYPE);
+        assert!(body.contains("test_hits_total 3"), "{body}");
+
+        assert_eq!(get(&base, "/healthz").await, (200, ct(), "ok".into()));
+        let (code, _, body) = get(&base, "/readyz").await;
+        assert_eq!((code, body.as_str()), (503, "warming up"));
+
+        ready.store(true, Ordering::Release);
+        live.store(false, Ordering::Release);
+        let (code, _, body) = get(&base, "/readyz").await;
+        assert_eq!((code, body.as_str()), (200, "ok"));
+        let (code, _, body) = get(&base, "/healthz").await;
+        assert_eq!((code, body.as_str()), (503, "dead"));
+        assert_eq!(get(&base, "/nothing").await.0, 404);
+
+        stop_tx.send(()).unwrap();
+        server.await.unwrap();
+        assert!(reqwest::get(format!("{base}/healthz")).await.is_err());
+    }
+
+    fn ct() -> String {
+        "text/plain; charset=utf-8".into()
+    }
+
+    #[tokio::test]
+    async fn a_taken_address_is_an_error_naming_it() {
+        let first =
+            BoundEndpoint::bind("127.0.0.1:0".parse().unwrap(), Endpoints::new(String::new))
+                .await
+                .unwrap();
+        let taken = first.local_addr();
+        let err = BoundEndpoint::bind(taken, Endpoints::new(String::new))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&taken.to_string()), "{err}");
+    }
+}

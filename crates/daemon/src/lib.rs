@@ -1,0 +1,16 @@
+//! Plumbing shared by volhealth's long-running components (the monitor and the node agent):
+//! the flag formats of the upstream sidecars and the `/metrics`, `/healthz`, `/readyz` endpoint.
+//!
+//! - [`duration`]: Go-style durations (`90s`, `1m30s`), parsed and formatted.
+//! - [`http_endpoint`]: `--http-endpoint` (`:PORT` or `HOST:PORT`).
+//! - [`metrics_text`]: a prometheus-client registry in the text exposition format.
+//! - [`endpoint_server`]: the HTTP server for metrics and health checks.
+
+pub mod duration;
+pub mod endpoint_server;
+mod error;
+pub mod http_endpoint;
+pub mod metrics_text;
+
+pub use endpoint_server::{BoundEndpoint, Endpoints};
+pub use error::{Error, Result};
