@@ -145,3 +145,29 @@ pub async fn stop_leftovers(
     }
     stopped
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn leftovers_are_only_processes_that_name_the_dir() {
+        // This test process is alive but its command line does not name the dir: never touched.
+        let me = std::process::id();
+        let pids = std::collections::BTreeMap::from([
+            ("apiserver".to_string(), me),
+            ("gone".to_string(), u32::MAX),
+        ]);
+        let stopped = stop_leftovers(&pids, Path::new("/nonexistent/volhealth-test-dir")).await;
+        assert!(stopped.is_empty(), "{stopped:?}");
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("x.log");
+        std::fs::write(&log, "a\nb\nc\n").unwrap();
+        assert_eq!(tail(&log, 2), "    b\n    c\n");
+        assert_eq!(tail(&tmp.path().join("missing"), 2), "");
+    }
+}
