@@ -1,7 +1,7 @@
 //! The agent's configuration and the parsers for its flag values.
 
 use crate::error::{Error, Result};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -65,29 +65,6 @@ impl AgentConfig {
     }
 }
 
-/// Parses `--http-endpoint`: `:PORT` listens on every interface, `HOST:PORT` on that host.
-pub fn parse_http_endpoint(input: &str) -> Result<SocketAddr> {
-    let fail = || Error::HttpEndpoint {
-        input: input.to_string(),
-    };
-    if let Some(port) = input.strip_prefix(':') {
-        let port: u16 = port.parse().map_err(|_| fail())?;
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
-    }
-    if let Ok(addr) = input.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let (host, port) = input.rsplit_once(':').ok_or_else(fail)?;
-    if host.is_empty() || port.parse::<u16>().is_err() {
-        return Err(fail());
-    }
-    input
-        .to_socket_addrs()
-        .map_err(|_| fail())?
-        .next()
-        .ok_or_else(fail)
-}
-
 /// Parses one `--csi-driver NAME=ENDPOINT`.
 pub fn parse_driver(input: &str) -> Result<StaticDriver> {
     let fail = |reason: &str| Error::DriverFlag {
@@ -143,31 +120,6 @@ pub fn parse_feature_gates(input: &str) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn http_endpoint_forms() {
-        assert_eq!(
-            parse_http_endpoint(":8081").unwrap(),
-            "0.0.0.0:8081".parse().unwrap()
-        );
-        assert_eq!(
-            parse_http_endpoint("127.0.0.1:0").unwrap(),
-            "127.0.0.1:0".parse().unwrap()
-        );
-        assert_eq!(
-            parse_http_endpoint("[::1]:9").unwrap(),
-            "[::1]:9".parse().unwrap()
-        );
-        assert!(
-            parse_http_endpoint("localhost:8081")
-                .unwrap()
-                .ip()
-                .is_loopback()
-        );
-        for bad in ["", "8081", ":", ":x", "host:", ":99999"] {
-            assert!(parse_http_endpoint(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn driver_flags() {

@@ -5,20 +5,6 @@ use std::path::PathBuf;
 /// Everything that can stop the agent or reject its configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A duration flag could not be parsed.
-    #[error("invalid duration {input:?}: {reason} (examples: 90s, 1m, 1m30s, 500ms)")]
-    Duration {
-        /// What was given.
-        input: String,
-        /// Why it was refused.
-        reason: String,
-    },
-    /// `--http-endpoint` is neither `:PORT` nor `HOST:PORT`.
-    #[error("invalid --http-endpoint {input:?}: expected :PORT or HOST:PORT")]
-    HttpEndpoint {
-        /// What was given.
-        input: String,
-    },
     /// `--csi-driver` is not `NAME=ENDPOINT`.
     #[error("invalid --csi-driver {input:?}: {reason}")]
     DriverFlag {
@@ -60,15 +46,9 @@ pub enum Error {
         /// The failure.
         message: String,
     },
-    /// The HTTP endpoint could not be served.
-    #[error("serving HTTP on {addr}: {source}")]
-    Http {
-        /// The address.
-        addr: String,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A flag value or the metrics and health endpoint could not be used.
+    #[error(transparent)]
+    Daemon(#[from] volhealth_daemon::Error),
     /// A CSI call needed at start-up failed.
     #[error("{action}: {message}")]
     Csi {

@@ -11,9 +11,7 @@ pub mod cluster;
 pub mod config;
 pub mod discovery;
 pub mod drivers;
-pub mod duration;
 pub mod error;
-pub mod http;
 pub mod kubelet_dirs;
 pub mod metrics;
 pub mod pod_volumes;
@@ -25,6 +23,8 @@ pub mod write_backoff;
 pub use config::{AgentConfig, StaticDriver};
 pub use error::{Error, Result};
 pub use run::run;
+/// The flag syntaxes of `--interval`, `--timeout` and `--http-endpoint`, shared with the monitor.
+pub use volhealth_daemon::{duration, http_endpoint};
 
 #[cfg(test)]
 mod agent_tests;

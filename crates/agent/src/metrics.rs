@@ -278,11 +278,7 @@ impl Metrics {
 
     /// The text exposition of every metric.
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        out
+        volhealth_daemon::metrics_text::encode(&self.registry)
     }
 }
 

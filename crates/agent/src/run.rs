@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::task::JoinSet;
+use volhealth_daemon::endpoint_server::flag_check;
+use volhealth_daemon::{BoundEndpoint, Endpoints};
 
 /// Runs the agent until `shutdown` completes, or until an error that must stop it.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
@@ -23,8 +25,12 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
     let ready = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
     if let Some(addr) = config.http_endpoint {
-        let (_, server) = crate::http::serve(addr, metrics.clone(), ready.clone()).await?;
-        tasks.spawn(server);
+        let page = metrics.clone();
+        let endpoints =
+            Endpoints::new(move || page.encode()).readyz(flag_check(ready.clone(), "not ready"));
+        let bound = BoundEndpoint::bind(addr, endpoints).await?;
+        // Stopped by `abort_all` below, together with the other tasks.
+        tasks.spawn(bound.serve(std::future::pending()));
     }
     let result = run_inner(config, metrics, ready, &mut tasks, shutdown).await;
     tasks.abort_all();
@@ -41,7 +47,7 @@ async fn run_inner(
     tokio::pin!(shutdown);
     if !config.volume_health_enabled {
         tracing::info!("feature gate CSIVolumeHealth is off: no health calls and no status writes");
-        ready.store(true, Ordering::Relaxed);
+        ready.store(true, Ordering::Release);
         shutdown.await;
         return Ok(());
     }
@@ -110,7 +116,7 @@ async fn run_inner(
         Some(e) = fatal_rx.recv() => return Err(e),
         r = store.wait_until_ready() => r.map_err(|e| Error::Kube { action: "watching the node's pods".into(), message: e.to_string() })?,
     }
-    ready.store(true, Ordering::Relaxed);
+    ready.store(true, Ordering::Release);
     tracing::info!(node = %node, interval = ?config.interval, "agent started");
 
     let agent = Agent::new(AgentDeps {

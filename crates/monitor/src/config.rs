@@ -166,20 +166,6 @@ impl MonitorConfig {
     }
 }
 
-/// Parses `--http-endpoint`: `:PORT` (all interfaces) or `HOST:PORT`.
-pub fn parse_http_endpoint(s: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let full = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_string()
-    };
-    full.to_socket_addrs()
-        .map_err(|e| format!("{s:?}: expected :PORT or HOST:PORT ({e})"))?
-        .next()
-        .ok_or_else(|| format!("{s:?}: resolves to no address"))
-}
-
 /// The Lease name upstream uses: `external-health-monitor-leader-<driver>`, driver reduced to `[a-zA-Z0-9-]`.
 pub fn lease_name(driver_name: &str) -> String {
     let reduced: String = driver_name
@@ -192,20 +178,6 @@ pub fn lease_name(driver_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn http_endpoint_forms() {
-        assert_eq!(
-            parse_http_endpoint(":8080"),
-            Ok("0.0.0.0:8080".parse().unwrap())
-        );
-        assert_eq!(
-            parse_http_endpoint("127.0.0.1:9000"),
-            Ok("127.0.0.1:9000".parse().unwrap())
-        );
-        assert!(parse_http_endpoint("8080").is_err());
-        assert!(parse_http_endpoint("").is_err());
-    }
 
     #[test]
     fn lease_name_keeps_only_safe_characters() {

@@ -5,7 +5,7 @@ use crate::clock::SystemClock;
 use crate::config::{DROPPED_WRITE_RETRY_FACTOR, MonitorConfig, SecretRef, lease_name};
 use crate::csi_source::{CsiCapabilities, CsiHealthSource, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
-use crate::http::{HealthFlags, router};
+use crate::http::{HealthFlags, endpoints};
 use crate::kube_claims::KubeClaims;
 use crate::kube_writer::KubeWriter;
 use crate::rate_limit::RateLimiter;
@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
+use volhealth_daemon::BoundEndpoint;
 
 /// How long a stopping monitor waits for its Lease to be released.
 const RELEASE_WAIT: Duration = Duration::from_secs(3);
@@ -125,27 +126,8 @@ pub async fn run(
     let flags = Arc::new(HealthFlags::default());
 
     if let Some(addr) = config.http_endpoint {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| Error::Http {
-                addr: addr.to_string(),
-                source,
-            })?;
-        let local = listener.local_addr().map_err(|source| Error::Http {
-            addr: addr.to_string(),
-            source,
-        })?;
-        tracing::info!("serving /metrics, /healthz and /readyz on http://{local}");
-        let app = router(shared.clone(), flags.clone());
-        let stop = stopped(stop_rx.clone());
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-            {
-                tracing::error!(error = %e, "metrics endpoint stopped");
-            }
-        });
+        let bound = BoundEndpoint::bind(addr, endpoints(shared.clone(), flags.clone())).await?;
+        tokio::spawn(bound.serve(stopped(stop_rx.clone())));
     }
 
     let kube_config = kube_config(&config).await?;

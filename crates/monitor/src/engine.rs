@@ -118,7 +118,10 @@ pub(crate) async fn timed<T>(
         Ok(r) => r,
         Err(_) => Err(ProbeError {
             code: tonic::Code::DeadlineExceeded,
-            message: format!("no answer within {}", crate::duration::format(timeout)),
+            message: format!(
+                "no answer within {}",
+                volhealth_daemon::duration::format(timeout)
+            ),
         }),
     };
     metrics.probe(driver, method, result.is_ok(), start.elapsed());

@@ -25,14 +25,8 @@ pub enum Error {
     #[error("leader election: {0}")]
     Lease(#[from] kube_lease_manager::LeaseManagerError),
     /// The metrics/health HTTP endpoint could not be served.
-    #[error("serving HTTP on {addr}: {source}")]
-    Http {
-        /// The address it tried.
-        addr: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Http(#[from] volhealth_daemon::Error),
 }
 
 /// Result alias of this crate.

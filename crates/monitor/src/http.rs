@@ -1,19 +1,16 @@
-//! `/metrics`, `/healthz` and `/readyz` (axum).
+//! What `/metrics`, `/healthz` and `/readyz` report (`volhealth_daemon` serves them).
 
 use crate::engine::Shared;
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use volhealth_daemon::Endpoints;
+use volhealth_daemon::endpoint_server::flag_check;
 
 /// Liveness and readiness as the endpoints report them.
 #[derive(Debug)]
 pub struct HealthFlags {
     /// Caches synced and the driver's capabilities probed.
-    pub ready: AtomicBool,
+    pub ready: Arc<AtomicBool>,
     /// False when leader election has failed.
     pub live: Arc<AtomicBool>,
 }
@@ -21,59 +18,29 @@ pub struct HealthFlags {
 impl Default for HealthFlags {
     fn default() -> Self {
         HealthFlags {
-            ready: AtomicBool::new(false),
+            ready: Arc::new(AtomicBool::new(false)),
             live: Arc::new(AtomicBool::new(true)),
         }
     }
 }
 
-#[derive(Clone)]
-struct AppState {
-    shared: Arc<Shared>,
-    flags: Arc<HealthFlags>,
-}
-
-async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        s.shared.metrics.encode(),
-    )
-}
-
-async fn healthz(State(s): State<AppState>) -> impl IntoResponse {
-    if s.flags.live.load(Ordering::Acquire) {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "leader election failed")
-    }
-}
-
-async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
-    if s.flags.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ok")
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
+/// What the endpoint answers: the monitor's metrics, liveness from the leader election and
+/// readiness from start-up.
+pub fn endpoints(shared: Arc<Shared>, flags: Arc<HealthFlags>) -> Endpoints {
+    Endpoints::new(move || shared.metrics.encode())
+        .healthz(flag_check(flags.live.clone(), "leader election failed"))
+        .readyz(flag_check(
+            flags.ready.clone(),
             "waiting for the caches and the driver",
-        )
-    }
-}
-
-/// The endpoints' router.
-pub fn router(shared: Arc<Shared>, flags: Arc<HealthFlags>) -> Router {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(AppState { shared, flags })
+        ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::Router;
+    use axum::http::StatusCode;
+    use std::sync::atomic::Ordering;
     use tower::ServiceExt;
 
     async fn status_of(r: &Router, path: &str) -> (StatusCode, String) {
@@ -97,7 +64,7 @@ mod tests {
     async fn endpoints_follow_the_flags() {
         let shared = Arc::new(Shared::default());
         let flags = Arc::new(HealthFlags::default());
-        let r = router(shared.clone(), flags.clone());
+        let r = endpoints(shared.clone(), flags.clone()).into_router();
         assert_eq!(
             status_of(&r, "/readyz").await.0,
             StatusCode::SERVICE_UNAVAILABLE

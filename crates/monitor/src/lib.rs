@@ -16,8 +16,8 @@
 //! - Boundaries, each with a real implementation and fakes in the unit tests:
 //!   [`source::HealthSource`] ([`csi_source`]), [`claims::ClaimStore`] ([`kube_claims`]),
 //!   [`status_writer::StatusWriter`] ([`kube_writer`]), [`clock::Clock`].
-//! - [`leader`] (Lease election), [`http`] (`/metrics`, `/healthz`, `/readyz`), [`metrics`],
-//!   [`config`] ([`MonitorConfig`]), [`duration`] (the `1m30s` flag syntax).
+//! - [`leader`] (Lease election), [`http`] (what `/metrics`, `/healthz`, `/readyz` report; served
+//!   by `volhealth_daemon`), [`metrics`], [`config`] ([`MonitorConfig`]).
 //! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
 //!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
 
@@ -26,7 +26,6 @@ pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod csi_source;
-pub mod duration;
 pub mod engine;
 mod error;
 pub mod events;
@@ -56,3 +55,5 @@ mod write_tests;
 pub use config::{LeaderElection, MonitorConfig, SecretRef};
 pub use controller::run;
 pub use error::{Error, Result};
+/// The flag syntaxes of the durations and `--http-endpoint`, shared with the agent.
+pub use volhealth_daemon::{duration, http_endpoint};

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_agent::{AgentConfig, config, duration};
+use volhealth_agent::{AgentConfig, config, duration, http_endpoint};
 
 /// Flags of `volhealth agent`.
 #[derive(Debug, clap::Args)]
@@ -55,7 +55,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
         !cfg.timeout.is_zero(),
         "--timeout must be greater than zero"
     );
-    cfg.http_endpoint = Some(config::parse_http_endpoint(&args.http_endpoint)?);
+    cfg.http_endpoint = Some(http_endpoint::parse(&args.http_endpoint)?);
     cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
     anyhow::ensure!(!cfg.node_name.is_empty(), "--node-name is empty");
     Ok(cfg)

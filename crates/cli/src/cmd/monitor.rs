@@ -3,7 +3,9 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_monitor::{LeaderElection, MonitorConfig, SecretRef, config, duration};
+use volhealth_monitor::{
+    LeaderElection, MonitorConfig, SecretRef, config, duration, http_endpoint,
+};
 
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
@@ -58,11 +60,7 @@ pub struct Args {
 
 /// Turns the flags into the library's configuration.
 pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
-    let d = |flag: &str, v: &str| {
-        duration::parse(v)
-            .map_err(|e| anyhow::anyhow!(e))
-            .with_context(|| format!("--{flag}"))
-    };
+    let d = |flag: &str, v: &str| duration::parse(v).with_context(|| format!("--{flag}"));
     let leader_election = args
         .leader_election
         .then(|| -> anyhow::Result<LeaderElection> {
@@ -84,14 +82,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
             })
         })
         .transpose()?;
-    let http_endpoint = match args.http_endpoint.trim() {
-        "" => None,
-        s => Some(
-            config::parse_http_endpoint(s)
-                .map_err(|e| anyhow::anyhow!(e))
-                .context("--http-endpoint")?,
-        ),
-    };
+    let http_endpoint = http_endpoint::parse_optional(&args.http_endpoint)?;
     let health_secret = args
         .health_secret
         .as_deref()
