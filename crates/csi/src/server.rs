@@ -14,6 +14,24 @@ use crate::error::{Error, Result};
 /// Socket permissions: owner and group (the CO's sidecars) may connect.
 const SOCKET_MODE: u32 = 0o660;
 
+/// How [`serve_unix_with`] sets up its socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketOptions {
+    /// Permission bits given to the socket file.
+    pub mode: u32,
+    /// What the socket serves, as the start-up log line names it (`CSI`, `plugin registration`).
+    pub service: &'static str,
+}
+
+impl Default for SocketOptions {
+    fn default() -> Self {
+        SocketOptions {
+            mode: SOCKET_MODE,
+            service: "CSI",
+        }
+    }
+}
+
 /// Serves `router` on the unix socket at `endpoint` until `shutdown` resolves.
 ///
 /// A stale socket left by a previous run is removed first, but only if it is a
@@ -24,6 +42,16 @@ pub async fn serve_unix(
     router: Router,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
+    serve_unix_with(endpoint, router, SocketOptions::default(), shutdown).await
+}
+
+/// Like [`serve_unix`], with the socket's permissions and log name given by `options`.
+pub async fn serve_unix_with(
+    endpoint: &str,
+    router: Router,
+    options: SocketOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
     let path = endpoint::parse(endpoint)?;
     prepare_path(&path)?;
     let listener = UnixListener::bind(&path).map_err(|source| Error::Io {
@@ -31,14 +59,14 @@ pub async fn serve_unix(
         path: path.clone(),
         source,
     })?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(SOCKET_MODE)).map_err(
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(options.mode)).map_err(
         |source| Error::Io {
             action: "setting permissions of",
             path: path.clone(),
             source,
         },
     )?;
-    tracing::info!(path = %path.display(), "serving CSI");
+    tracing::info!(path = %path.display(), "serving {}", options.service);
     let served = router
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
         .await;

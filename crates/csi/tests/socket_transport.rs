@@ -143,3 +143,41 @@ async fn connect_to_a_dead_socket_times_out_naming_the_path() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn serve_unix_with_applies_the_given_permissions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("reg/plugin-reg.sock");
+    let endpoint = format!("unix://{}", socket.display());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let options = volhealth_csi::server::SocketOptions {
+        mode: 0o600,
+        service: "plugin registration",
+    };
+    let server = tokio::spawn({
+        let endpoint = endpoint.clone();
+        let router = test_plugin::router(&config());
+        async move {
+            volhealth_csi::server::serve_unix_with(&endpoint, router, options, async {
+                let _ = stopped.await;
+            })
+            .await
+        }
+    });
+    let channel = volhealth_csi::client::connect(&endpoint, Duration::from_secs(10))
+        .await
+        .expect("connect");
+    assert_eq!(plugin_name(channel).await, "socket.test");
+    let meta = std::fs::symlink_metadata(&socket).expect("socket exists");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let _ = stop.send(());
+    server.await.expect("server task").expect("clean shutdown");
+    assert!(!socket.exists(), "socket left behind after shutdown");
+}
+
+#[test]
+fn default_socket_options_are_those_of_serve_unix() {
+    let options = volhealth_csi::server::SocketOptions::default();
+    assert_eq!(options.mode, 0o660);
+    assert_eq!(options.service, "CSI");
+}

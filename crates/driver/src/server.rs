@@ -13,12 +13,13 @@ use crate::state::StateDir;
 use crate::volume_view::{self, VolumeView};
 use crate::{Error, Result};
 use std::future::Future;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use tokio_stream::wrappers::UnixListenerStream;
+use tokio::sync::watch;
+use tonic::transport::server::Router;
 use volhealth_csi::registration::registration_server::RegistrationServer;
+use volhealth_csi::server::SocketOptions;
 use volhealth_csi::v1::controller_server::ControllerServer;
 use volhealth_csi::v1::identity_server::IdentityServer;
 use volhealth_csi::v1::node_server::NodeServer;
@@ -28,30 +29,36 @@ pub fn socket_path(endpoint: &str) -> Result<PathBuf> {
     volhealth_csi::endpoint::parse(endpoint).map_err(|e| Error::Invalid(e.to_string()))
 }
 
-/// Binds a unix socket, replacing a stale socket file left by an earlier run.
-fn bind(path: &Path) -> Result<tokio::net::UnixListener> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::io("creating socket directory", parent, e))?;
-    }
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        if !meta.file_type().is_socket() {
-            return Err(Error::Invalid(format!(
-                "{} exists and is not a socket",
-                path.display()
-            )));
-        }
-        std::fs::remove_file(path).map_err(|e| Error::io("removing stale socket", path, e))?;
-    }
-    let listener =
-        tokio::net::UnixListener::bind(path).map_err(|e| Error::io("listening on", path, e))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-        .map_err(|e| Error::io("setting permissions of", path, e))?;
-    Ok(listener)
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }
 
-async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
+/// Serves `router` on `endpoint` until `stop` is set; a failure sets `stop`, so that the
+/// driver's other socket does not keep serving alone.
+async fn serve_socket(
+    what: &'static str,
+    endpoint: &str,
+    router: Router,
+    stop: &watch::Sender<bool>,
+) -> Result<()> {
+    let options = SocketOptions {
+        service: what,
+        ..SocketOptions::default()
+    };
+    let result = volhealth_csi::server::serve_unix_with(
+        endpoint,
+        router,
+        options,
+        stopped(stop.subscribe()),
+    )
+    .await;
+    if result.is_err() {
+        stop.send_replace(true);
+    }
+    result.map_err(|e| Error::Serve {
+        what,
+        detail: e.to_string(),
+    })
 }
 
 /// Serves the driver described by `config` until `shutdown` resolves.
@@ -93,7 +100,7 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
         list_cycles: AtomicU64::new(0),
         config: config.clone(),
     });
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (stop_tx, stop_rx) = watch::channel(false);
     let refresher = view.map(|v| {
         tokio::spawn(volume_view::run_refresher(
             v,
@@ -117,69 +124,50 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
                 .serves_node()
                 .then(|| NodeServer::new(NodeService::new(plugin.clone()))),
         );
-    let listener = bind(&socket)?;
     tracing::info!(
         endpoint = %socket.display(), driver = %config.driver_name, node = %config.node_id,
-        mode = ?config.mode, state_dir = %config.state_dir.display(), "serving CSI"
+        mode = ?config.mode, state_dir = %config.state_dir.display(), "starting the driver"
     );
-    let csi = router
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx.clone()));
-    let reg_socket = config
-        .registration_dir
-        .as_ref()
-        .map(|d| registration::socket_path(d, &config.driver_name));
-    let reg_cleanup = reg_socket.clone();
+    let registration = match &config.registration_dir {
+        None => None,
+        Some(dir) => {
+            let path = registration::socket_path(dir, &config.driver_name);
+            let endpoint = path.to_str().map(str::to_string).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "the registration socket path {} is not UTF-8",
+                    path.display()
+                ))
+            })?;
+            let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(
+                RegistrationService::new(config.driver_name.clone(), socket.clone()),
+            ));
+            Some((endpoint, router))
+        }
+    };
+    let csi = serve_socket("CSI", &config.endpoint, router, &stop_tx);
     let reg = async {
-        let Some(path) = &reg_socket else {
-            return Ok(());
-        };
-        let listener = bind(path).map_err(|e| Error::Serve {
-            what: "registration",
-            detail: e.to_string(),
-        })?;
-        tracing::info!(socket = %path.display(), "serving plugin registration");
-        tonic::transport::Server::builder()
-            .add_service(RegistrationServer::new(RegistrationService::new(
-                config.driver_name.clone(),
-                socket.clone(),
-            )))
-            .serve_with_incoming_shutdown(
-                UnixListenerStream::new(listener),
-                stopped(stop_rx.clone()),
-            )
-            .await
-            .map_err(|e| Error::Serve {
-                what: "registration",
-                detail: e.to_string(),
-            })
+        match registration {
+            Some((endpoint, router)) => {
+                serve_socket("plugin registration", &endpoint, router, &stop_tx).await
+            }
+            None => Ok(()),
+        }
     };
     let servers = async {
-        let (a, b) = tokio::join!(
-            async {
-                csi.await.map_err(|e| Error::Serve {
-                    what: "CSI",
-                    detail: e.to_string(),
-                })
-            },
-            reg
-        );
+        let (a, b) = tokio::join!(csi, reg);
         a.and(b)
     };
     tokio::pin!(servers);
     let result = tokio::select! {
         r = &mut servers => r,
         _ = shutdown => {
-            let _ = stop_tx.send(true);
+            stop_tx.send_replace(true);
             servers.await
         }
     };
-    let _ = stop_tx.send(true);
+    stop_tx.send_replace(true);
     if let Some(task) = refresher {
         let _ = task.await;
-    }
-    let _ = std::fs::remove_file(&socket);
-    if let Some(path) = reg_cleanup {
-        let _ = std::fs::remove_file(path);
     }
     tracing::info!("driver stopped");
     result
