@@ -27,7 +27,8 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        prop_oneof![Just("delete"), Just("replace"), Just("merge"), Just("x")].prop_map(|s| Value::String(s.into())),
+        prop_oneof![Just("delete"), Just("replace"), Just("merge"), Just("x")]
+            .prop_map(|s| Value::String(s.into())),
         "[ -~]{0,8}".prop_map(Value::String),
     ];
     leaf.prop_recursive(5, 64, 6, move |inner| {
