@@ -88,6 +88,15 @@ async fn get_yaml_and_describe_show_health() {
     assert_eq!(labelled.trim(), "pod/app");
     let events = k.ok(&["events", "-n", "default"]);
     assert!(events.contains("VolumeUnhealthy"), "{events}");
+    api.post(CSINODES, &csinode("node-a", "d.example.com")).await;
+    api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [
+        {"name": "d.example.com", "healthConditions": conditions("StorageUnreachable", "NoRoute")}]}})).await;
+    api.patch(&format!("{PODS}/app/status"), MERGE, &json!({"status": {"volumeHealth": [
+        {"name": "data", "healthConditions": conditions("DataLoss", "Corrupt")}]}})).await;
+    let nodes = k.ok(&["get", "csinode"]);
+    assert!(nodes.contains("HEALTH") && nodes.contains("d.example.com:StorageUnreachable/NoRoute"), "{nodes}");
+    let pods = k.ok(&["get", "pods"]);
+    assert!(pods.contains("data:DataLoss/Corrupt"), "{pods}");
     let metrics = k.ok(&["get", "--raw", "/metrics"]);
     assert!(metrics.contains("apiserver_request_total"));
 }
