@@ -135,6 +135,8 @@ pub struct DriverConfig {
     pub full_space_bytes: u64,
     /// Try real bind and loop mounts; when false (or when the machine refuses), use symlinks.
     pub allow_mounts: bool,
+    /// When set, the controller health RPCs refuse callers whose `secrets` lack this pair.
+    pub require_secret: Option<crate::required_secret::RequiredSecret>,
 }
 
 impl DriverConfig {
@@ -160,6 +162,7 @@ impl DriverConfig {
             low_space_fraction: 0.10,
             full_space_bytes: 256 * 1024,
             allow_mounts: true,
+            require_secret: None,
         }
     }
 }

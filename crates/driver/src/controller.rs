@@ -301,6 +301,9 @@ impl v1::controller_server::Controller for ControllerService {
         }
         self.plugin.fault("ControllerListVolumeHealth").await?;
         let req = req.into_inner();
+        if let Some(r) = &self.plugin.config.require_secret {
+            r.check("ControllerListVolumeHealth", &req.secrets)?;
+        }
         let token = paging::parse(&req.starting_token)?;
         let max = paging::limit(req.max_entries)?;
         let view = self.plugin.view()?;
@@ -333,6 +336,9 @@ impl v1::controller_server::Controller for ControllerService {
         }
         self.plugin.fault("ControllerGetVolumeHealth").await?;
         let req = req.into_inner();
+        if let Some(r) = &self.plugin.config.require_secret {
+            r.check("ControllerGetVolumeHealth", &req.secrets)?;
+        }
         if req.volume_id.is_empty() {
             return Err(Status::invalid_argument("volume_id is required"));
         }

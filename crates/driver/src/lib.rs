@@ -9,6 +9,8 @@
 //!   [`volume_view`] keeps the controller's view in memory, refreshed in the background.
 //! - [`injection`], [`injection_watch`], [`fault`], [`paging`]: injected conditions, RPC faults
 //!   and paging chaos, driven by `volhealth inject`.
+//! - [`required_secret`]: `--require-secret`, which makes the controller health RPCs demand a
+//!   `secrets` entry.
 //! - [`identity`], [`controller`], [`node`], [`registration`]: the gRPC services, sharing a
 //!   [`plugin::Plugin`]; [`condition`] is what they report before it becomes CSI messages.
 
@@ -26,6 +28,7 @@ pub mod injection;
 pub mod injection_watch;
 pub mod mounts;
 pub mod records;
+pub mod required_secret;
 pub mod state;
 pub mod volume_view;
 
