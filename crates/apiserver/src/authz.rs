@@ -204,7 +204,8 @@ fn deny(user: &User, a: &Attributes<'_>, why: &str) -> ApiError {
 const READ: &[&str] = &["get", "list", "watch"];
 
 /// Decides whether `user` may do `a`. `bound_node` is the spec.nodeName of the stored pod, for
-/// writes to an existing pod. Non-node identities may do everything.
+/// writes to an existing pod; for a Secret get it is the requesting node when a pod bound to that
+/// node references the Secret. Non-node identities may do everything.
 pub fn authorize(
     user: &User,
     a: &Attributes<'_>,
@@ -282,6 +283,26 @@ pub fn authorize(
                 user,
                 a,
                 "nodes may not write PersistentVolumeClaim status; only the health monitor does",
+            ));
+        }
+        ("", "secrets", "") if a.verb == "get" => {
+            if bound_node == Some(node) {
+                true
+            } else {
+                return Err(deny(
+                    user,
+                    a,
+                    &format!("no relationship found between node '{node}' and this object"),
+                ));
+            }
+        }
+        ("", "secrets", "") => {
+            return Err(deny(
+                user,
+                a,
+                &format!(
+                    "node \"{node}\" may only get secrets referenced by pods bound to it, one by name"
+                ),
             ));
         }
         ("", "persistentvolumes", "") | ("", "namespaces", "") if read => true,
@@ -415,6 +436,27 @@ mod tests {
             )
             .is_ok()
         );
+        let get = attrs("get", "", "secrets", "", "default", "s");
+        assert!(authorize(&node, &get, Some("a")).is_ok());
+        let e = authorize(&node, &get, None).unwrap_err();
+        assert!(
+            e.message.contains("no relationship found between node 'a'"),
+            "{}",
+            e.message
+        );
+        for verb in ["list", "watch", "create", "update", "patch", "delete"] {
+            assert_eq!(
+                authorize(
+                    &node,
+                    &attrs(verb, "", "secrets", "", "default", ""),
+                    Some("a")
+                )
+                .unwrap_err()
+                .code,
+                403,
+                "{verb}"
+            );
+        }
     }
 
     #[test]

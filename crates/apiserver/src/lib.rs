@@ -15,6 +15,7 @@ pub mod patch;
 pub mod registry;
 pub mod request;
 pub mod rest;
+pub mod secrets;
 pub mod selectors;
 pub mod server;
 pub mod store;

@@ -119,7 +119,7 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value, ns: &str) -> Result<St
     m.remove("selfLink");
     if !matches!(
         def.printer,
-        Printer::Event | Printer::EventV1 | Printer::Lease
+        Printer::Event | Printer::EventV1 | Printer::Lease | Printer::Secret
     ) {
         m.insert("generation".into(), json!(1));
     }
@@ -299,6 +299,9 @@ pub fn admit(
     old: Option<&Value>,
     new: &mut Value,
 ) -> Result<(), ApiError> {
+    if def.printer == Printer::Secret {
+        crate::secrets::normalize(old, new)?;
+    }
     gate::drop_disabled_fields(gates, def, old, new);
     validation::validate(def, new)
 }

@@ -28,6 +28,8 @@ pub enum Printer {
     VolumeAttachment,
     /// Leases.
     Lease,
+    /// Secrets.
+    Secret,
 }
 
 /// One served resource.
@@ -239,6 +241,20 @@ pub static RESOURCES: &[ResourceDef] = &[
             "spec.claimRef.namespace",
         ],
         printer: Printer::Pv,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        singular: "secret",
+        kind: "Secret",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &["type"],
+        printer: Printer::Secret,
         merge_keys: &[],
     },
     ResourceDef {

@@ -174,6 +174,8 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })
+    } else if def.printer == registry::Printer::Secret && c.verb == Verb::Get {
+        secret_node(st, user, &c.target.ns, c.name())
     } else {
         None
     };
@@ -203,6 +205,20 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
         },
     };
     authz::authorize(user, &attrs, bound.as_deref())
+}
+
+/// The requesting node, when a pod bound to it references Secret `ns/name`.
+fn secret_node(st: &AppState, user: &User, ns: &str, name: &str) -> Option<String> {
+    let node = user.node_name()?;
+    let pods = registry::find("", "v1", "pods")?;
+    let (_, items) = st.store.list(&pods.store_name(), Some(ns));
+    items
+        .iter()
+        .any(|p| {
+            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
+                && crate::secrets::referenced_by_pod(p, name)
+        })
+        .then(|| node.to_string())
 }
 
 /// Runs one resource request.

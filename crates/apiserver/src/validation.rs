@@ -173,6 +173,9 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         Printer::Lease => drop(decode::<k8s_openapi::api::coordination::v1::Lease>(
             obj, def.kind,
         )?),
+        Printer::Secret => {
+            crate::secrets::validate(&decode::<core::Secret>(obj, def.kind)?, &mut causes)
+        }
     }
     if causes.is_empty() {
         Ok(())

@@ -289,5 +289,16 @@ pub fn cells(p: Printer, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             created,
         ],
         Printer::Lease => vec![name, json!(s(o, "/spec/holderIdentity")), created],
+        // The key count only: cells never carry secret data.
+        Printer::Secret => vec![
+            name,
+            json!(s(o, "/type")),
+            json!(
+                o.get("data")
+                    .and_then(Value::as_object)
+                    .map_or(0, |d| d.len())
+            ),
+            created,
+        ],
     }
 }

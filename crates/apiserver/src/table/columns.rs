@@ -256,5 +256,16 @@ pub fn columns(p: Printer) -> Vec<Value> {
             col("Holder", "string", 0, "Holder of the lease."),
             age,
         ],
+        Printer::Secret => vec![
+            name,
+            col(
+                "Type",
+                "string",
+                0,
+                "Used to facilitate programmatic handling of secret data.",
+            ),
+            col("Data", "string", 0, "Number of keys in the secret's data."),
+            age,
+        ],
     }
 }

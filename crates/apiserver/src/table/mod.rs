@@ -220,6 +220,7 @@ mod tests {
             Printer::CsiNode,
             Printer::Event,
             Printer::Pv,
+            Printer::Secret,
         ] {
             assert_eq!(
                 columns(p).len(),
