@@ -44,6 +44,10 @@ pub struct Args {
     /// Never mount: stage and publish with symlinks, as on a machine without mount privilege.
     #[arg(long)]
     no_mounts: bool,
+    /// Refuse ControllerListVolumeHealth and ControllerGetVolumeHealth with UNAUTHENTICATED unless
+    /// the request's secrets hold KEY with VALUE (tests a consumer's secret plumbing).
+    #[arg(long, value_name = "KEY=VALUE")]
+    require_secret: Option<volhealth_driver::required_secret::RequiredSecret>,
 }
 
 /// Runs `volhealth driver` until SIGINT or SIGTERM.
@@ -58,6 +62,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.io_probe_timeout = Duration::from_millis(args.io_probe_timeout_ms.max(1));
     config.io_probe_slow = Duration::from_millis(args.io_probe_slow_ms);
     config.allow_mounts = !args.no_mounts;
+    config.require_secret = args.require_secret;
     volhealth_driver::run(config, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
 }
