@@ -5,12 +5,14 @@
 //! - [`http_endpoint`]: `--http-endpoint` (`:PORT` or `HOST:PORT`).
 //! - [`metrics_text`]: a prometheus-client registry in the text exposition format.
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
+//! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
 
 pub mod duration;
 pub mod endpoint_server;
 mod error;
 pub mod http_endpoint;
 pub mod metrics_text;
+pub mod shutdown_signal;
 
 pub use endpoint_server::{BoundEndpoint, Endpoints};
 pub use error::{Error, Result};

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_agent::{AgentConfig, config, duration, http_endpoint};
+use volhealth_agent::{AgentConfig, config, duration, http_endpoint, shutdown_signal};
 
 /// Flags of `volhealth agent`.
 #[derive(Debug, clap::Args)]
@@ -64,22 +64,6 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
 /// Runs `volhealth agent` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = config_from(&args)?;
-    volhealth_agent::run(cfg, shutdown_signal()).await?;
+    volhealth_agent::run(cfg, shutdown_signal::sigint_or_sigterm()).await?;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-    tracing::info!("shutting down");
 }

@@ -4,7 +4,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use volhealth_monitor::{
-    LeaderElection, MonitorConfig, SecretRef, config, duration, http_endpoint,
+    LeaderElection, MonitorConfig, SecretRef, config, duration, http_endpoint, shutdown_signal,
 };
 
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
@@ -112,24 +112,8 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = config_from(&args)?;
-    volhealth_monitor::run(cfg, shutdown_signal())
+    volhealth_monitor::run(cfg, shutdown_signal::sigint_or_sigterm())
         .await
         .context("volhealth monitor")?;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-    tracing::info!("shutting down");
 }
