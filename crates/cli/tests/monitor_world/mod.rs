@@ -139,6 +139,13 @@ impl World {
         self.driver = Some(Proc::start("driver", self.dir.path(), &args));
     }
 
+    /// Restarts the driver with `extra` flags added to the ones it was started with.
+    pub fn restart_driver_with(&mut self, extra: &[&str]) {
+        self.kill_driver();
+        self.driver_args.extend(extra.iter().map(|s| s.to_string()));
+        self.start_driver();
+    }
+
     /// Kills the driver process.
     pub fn kill_driver(&mut self) {
         if let Some(mut d) = self.driver.take() {
