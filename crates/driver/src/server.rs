@@ -72,6 +72,22 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     let state = StateDir::new(&config.state_dir);
     state.ensure(&config.node_id)?;
     let socket = socket_path(&config.endpoint)?;
+    let registration = match &config.registration_dir {
+        None => None,
+        Some(dir) => {
+            let path = registration::socket_path(dir, &config.driver_name);
+            let endpoint = path.to_str().map(str::to_string).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "the registration socket path {} is not UTF-8",
+                    path.display()
+                ))
+            })?;
+            let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(
+                RegistrationService::new(config.driver_name.clone(), socket.clone()),
+            ));
+            Some((endpoint, router))
+        }
+    };
     let limits = SpaceThresholds {
         low_fraction: config.low_space_fraction,
         full_bytes: config.full_space_bytes,
@@ -128,22 +144,6 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
         endpoint = %socket.display(), driver = %config.driver_name, node = %config.node_id,
         mode = ?config.mode, state_dir = %config.state_dir.display(), "starting the driver"
     );
-    let registration = match &config.registration_dir {
-        None => None,
-        Some(dir) => {
-            let path = registration::socket_path(dir, &config.driver_name);
-            let endpoint = path.to_str().map(str::to_string).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "the registration socket path {} is not UTF-8",
-                    path.display()
-                ))
-            })?;
-            let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(
-                RegistrationService::new(config.driver_name.clone(), socket.clone()),
-            ));
-            Some((endpoint, router))
-        }
-    };
     let csi = serve_socket("CSI", &config.endpoint, router, &stop_tx);
     let reg = async {
         match registration {
@@ -171,4 +171,47 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     tracing::info!("driver stopped");
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_registration_socket_that_cannot_be_served_stops_the_csi_socket_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let csi_socket = dir.path().join("csi.sock");
+        let reg_dir = dir.path().join("plugins_registry");
+        std::fs::create_dir_all(&reg_dir).unwrap();
+        let mut config = DriverConfig::new(
+            format!("unix://{}", csi_socket.display()),
+            dir.path().join("state"),
+            "node-a",
+        );
+        config.allow_mounts = false;
+        config.registration_dir = Some(reg_dir.clone());
+        let taken = registration::socket_path(&reg_dir, &config.driver_name);
+        std::fs::write(&taken, b"not a socket").unwrap();
+        // Without the shared stop, the CSI socket would keep serving until the (never) shutdown.
+        let result = tokio::time::timeout(
+            Duration::from_secs(60),
+            run(config, std::future::pending::<()>()),
+        )
+        .await
+        .expect("the driver stops by itself when a socket fails");
+        let err = result.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Serve {
+                    what: "plugin registration",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(!csi_socket.exists(), "the CSI socket was left behind");
+        assert_eq!(std::fs::read(&taken).unwrap(), b"not a socket");
+    }
 }
