@@ -23,9 +23,6 @@ pub mod write_backoff;
 pub use config::{AgentConfig, StaticDriver};
 pub use error::{Error, Result};
 pub use run::run;
-/// The flag syntaxes of `--interval`, `--timeout` and `--http-endpoint`, and the signals that stop
-/// the agent, shared with the monitor.
-pub use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 
 #[cfg(test)]
 mod agent_tests;

@@ -26,54 +26,107 @@ async fn crud_conflicts_and_the_status_rule() {
     let rv1 = meta["resourceVersion"].as_str().unwrap().to_string();
 
     let again = api.post(PVCS, &pvc("data-1")).await;
-    assert_eq!((again.code, again.json["reason"].as_str()), (409, Some("AlreadyExists")));
+    assert_eq!(
+        (again.code, again.json["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
     assert_eq!(again.json["kind"], "Status");
 
     // The main resource cannot change status; /status can change only status.
     let p = api
-        .patch(&format!("{PVCS}/data-1"), MERGE, &json!({"metadata": {"labels": {"a": "b"}}, "status": {"phase": "Lost"}}))
+        .patch(
+            &format!("{PVCS}/data-1"),
+            MERGE,
+            &json!({"metadata": {"labels": {"a": "b"}}, "status": {"phase": "Lost"}}),
+        )
         .await;
     assert_eq!(p.code, 200, "{}", p.text);
     assert_eq!(p.json["status"]["phase"], "Pending");
     assert_eq!(p.json["metadata"]["labels"]["a"], "b");
     let s = api
-        .patch(&format!("{PVCS}/data-1/status"), MERGE, &json!({"spec": {"volumeName": "pv-x"}, "status": {"phase": "Bound"}}))
+        .patch(
+            &format!("{PVCS}/data-1/status"),
+            MERGE,
+            &json!({"spec": {"volumeName": "pv-x"}, "status": {"phase": "Bound"}}),
+        )
         .await;
     assert_eq!(s.code, 200, "{}", s.text);
     assert_eq!(s.json["status"]["phase"], "Bound");
     assert!(s.json["spec"].get("volumeName").is_none());
     let got = api.get(&format!("{PVCS}/data-1/status")).await;
-    assert_eq!((got.code, got.json["status"]["phase"].as_str()), (200, Some("Bound")));
+    assert_eq!(
+        (got.code, got.json["status"]["phase"].as_str()),
+        (200, Some("Bound"))
+    );
 
     // Stale resourceVersion: 409 Conflict on PUT and on PATCH.
     let mut stale = got.json.clone();
     stale["metadata"]["resourceVersion"] = json!(rv1);
     let put = api.put(&format!("{PVCS}/data-1"), &stale).await;
-    assert_eq!((put.code, put.json["reason"].as_str()), (409, Some("Conflict")), "{}", put.text);
-    assert!(put.json["message"].as_str().unwrap().contains("the object has been modified"));
+    assert_eq!(
+        (put.code, put.json["reason"].as_str()),
+        (409, Some("Conflict")),
+        "{}",
+        put.text
+    );
+    assert!(
+        put.json["message"]
+            .as_str()
+            .unwrap()
+            .contains("the object has been modified")
+    );
     let sp = api
-        .patch(&format!("{PVCS}/data-1/status"), MERGE, &json!({"metadata": {"resourceVersion": rv1}, "status": {"phase": "Lost"}}))
+        .patch(
+            &format!("{PVCS}/data-1/status"),
+            MERGE,
+            &json!({"metadata": {"resourceVersion": rv1}, "status": {"phase": "Lost"}}),
+        )
         .await;
     assert_eq!(sp.code, 409);
     // A current resourceVersion works; an unchanged PUT does not bump it.
     let cur = api.get(&format!("{PVCS}/data-1")).await.json;
     let same = api.put(&format!("{PVCS}/data-1"), &cur).await;
     assert_eq!(same.code, 200);
-    assert_eq!(same.json["metadata"]["resourceVersion"], cur["metadata"]["resourceVersion"]);
+    assert_eq!(
+        same.json["metadata"]["resourceVersion"],
+        cur["metadata"]["resourceVersion"]
+    );
 
     // JSON patch and strategic merge on the main resource.
     let jp = api
-        .patch(&format!("{PVCS}/data-1"), JSONPATCH, &json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]))
+        .patch(
+            &format!("{PVCS}/data-1"),
+            JSONPATCH,
+            &json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]),
+        )
         .await;
-    assert_eq!((jp.code, jp.json["metadata"]["annotations"]["k"].as_str()), (200, Some("v")));
-    let sm = api.patch(&format!("{PVCS}/data-1"), STRATEGIC, &json!({"metadata": {"labels": {"a": null, "c": "d"}}})).await;
+    assert_eq!(
+        (jp.code, jp.json["metadata"]["annotations"]["k"].as_str()),
+        (200, Some("v"))
+    );
+    let sm = api
+        .patch(
+            &format!("{PVCS}/data-1"),
+            STRATEGIC,
+            &json!({"metadata": {"labels": {"a": null, "c": "d"}}}),
+        )
+        .await;
     assert_eq!(sm.json["metadata"]["labels"], json!({"c": "d"}));
 
     // Lists carry a resourceVersion; selectors filter.
-    api.post(PVCS, &json!({"metadata": {"name": "data-2", "labels": {"tier": "db"}}, "spec": {}})).await;
+    api.post(
+        PVCS,
+        &json!({"metadata": {"name": "data-2", "labels": {"tier": "db"}}, "spec": {}}),
+    )
+    .await;
     let all = api.get(PVCS).await;
     assert_eq!(all.json["kind"], "PersistentVolumeClaimList");
-    assert!(!all.json["metadata"]["resourceVersion"].as_str().unwrap().is_empty());
+    assert!(
+        !all.json["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(all.json["items"].as_array().unwrap().len(), 2);
     for (q, n) in [
         ("labelSelector=tier%3Ddb", 1),
@@ -85,53 +138,125 @@ async fn crud_conflicts_and_the_status_rule() {
         ("fieldSelector=status.phase!%3DBound", 1),
         ("fieldSelector=metadata.namespace%3Ddefault", 2),
     ] {
-        let l = api.get(&format!("/api/v1/persistentvolumeclaims?{q}")).await;
-        assert_eq!(l.json["items"].as_array().map(Vec::len), Some(n), "{q}: {}", l.text);
+        let l = api
+            .get(&format!("/api/v1/persistentvolumeclaims?{q}"))
+            .await;
+        assert_eq!(
+            l.json["items"].as_array().map(Vec::len),
+            Some(n),
+            "{q}: {}",
+            l.text
+        );
     }
-    let bad = api.get(&format!("{PVCS}?fieldSelector=spec.bogus%3Dx")).await;
+    let bad = api
+        .get(&format!("{PVCS}?fieldSelector=spec.bogus%3Dx"))
+        .await;
     assert_eq!(bad.code, 400);
 
     // Delete, then 404; deletecollection with a selector.
     let del = api.delete(&format!("{PVCS}/data-1")).await;
     assert_eq!(del.code, 200);
     let gone = api.get(&format!("{PVCS}/data-1")).await;
-    assert_eq!((gone.code, gone.json["reason"].as_str()), (404, Some("NotFound")));
-    let dc = api.raw("DELETE", &format!("{PVCS}?labelSelector=tier%3Ddb"), None, None, Vec::new()).await;
+    assert_eq!(
+        (gone.code, gone.json["reason"].as_str()),
+        (404, Some("NotFound"))
+    );
+    let dc = api
+        .raw(
+            "DELETE",
+            &format!("{PVCS}?labelSelector=tier%3Ddb"),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await;
     assert_eq!(dc.code, 200);
-    assert_eq!(api.get(PVCS).await.json["items"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        api.get(PVCS).await.json["items"].as_array().unwrap().len(),
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_status_objects() {
     let (_d, _s, api) = start(&[]);
-    let missing_ns = api.post("/api/v1/namespaces/nope/persistentvolumeclaims", &pvc("x")).await;
-    assert_eq!((missing_ns.code, missing_ns.json["reason"].as_str()), (404, Some("NotFound")));
-    let malformed = api.raw("POST", PVCS, Some("application/json"), None, b"{not json".to_vec()).await;
-    assert_eq!((malformed.code, malformed.json["reason"].as_str()), (400, Some("BadRequest")));
-    let ct = api.raw("PATCH", &format!("{PVCS}/x"), Some("text/plain"), None, b"{}".to_vec()).await;
-    assert_eq!((ct.code, ct.json["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+    let missing_ns = api
+        .post("/api/v1/namespaces/nope/persistentvolumeclaims", &pvc("x"))
+        .await;
+    assert_eq!(
+        (missing_ns.code, missing_ns.json["reason"].as_str()),
+        (404, Some("NotFound"))
+    );
+    let malformed = api
+        .raw(
+            "POST",
+            PVCS,
+            Some("application/json"),
+            None,
+            b"{not json".to_vec(),
+        )
+        .await;
+    assert_eq!(
+        (malformed.code, malformed.json["reason"].as_str()),
+        (400, Some("BadRequest"))
+    );
+    let ct = api
+        .raw(
+            "PATCH",
+            &format!("{PVCS}/x"),
+            Some("text/plain"),
+            None,
+            b"{}".to_vec(),
+        )
+        .await;
+    assert_eq!(
+        (ct.code, ct.json["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
     let big = vec![b' '; 3 * 1024 * 1024 + 10];
-    let large = api.raw("POST", PVCS, Some("application/json"), None, big).await;
+    let large = api
+        .raw("POST", PVCS, Some("application/json"), None, big)
+        .await;
     assert_eq!(large.code, 413);
     let unknown = api.get("/api/v1/widgets").await;
-    assert_eq!((unknown.code, unknown.json["kind"].as_str()), (404, Some("Status")));
-    let apply_no_manager = api.patch(&format!("{PVCS}/x"), "application/apply-patch+yaml", &pvc("x")).await;
+    assert_eq!(
+        (unknown.code, unknown.json["kind"].as_str()),
+        (404, Some("Status"))
+    );
+    let apply_no_manager = api
+        .patch(
+            &format!("{PVCS}/x"),
+            "application/apply-patch+yaml",
+            &pvc("x"),
+        )
+        .await;
     assert_eq!(apply_no_manager.code, 422);
-    let nsmismatch = api.post(PVCS, &json!({"metadata": {"name": "y", "namespace": "kube-system"}, "spec": {}})).await;
+    let nsmismatch = api
+        .post(
+            PVCS,
+            &json!({"metadata": {"name": "y", "namespace": "kube-system"}, "spec": {}}),
+        )
+        .await;
     assert_eq!(nsmismatch.code, 400);
     // Server-side apply creates on a missing object with 201, then updates with 200.
     let path = format!("{PVCS}/applied?fieldManager=test");
     let a1 = api.raw("PATCH", &path, Some("application/apply-patch+yaml"), None, b"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: applied\nspec:\n  volumeName: a\n".to_vec()).await;
     assert_eq!(a1.code, 201, "{}", a1.text);
     let a2 = api.raw("PATCH", &path, Some("application/apply-patch+yaml"), None, b"{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{\"name\":\"applied\"},\"spec\":{\"volumeName\":\"b\"}}".to_vec()).await;
-    assert_eq!((a2.code, a2.json["spec"]["volumeName"].as_str()), (200, Some("b")));
+    assert_eq!(
+        (a2.code, a2.json["spec"]["volumeName"].as_str()),
+        (200, Some("b"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_version_openapi_tables_and_metrics() {
     let (_d, _s, api) = start(&[]);
     let v = api.get("/version/").await;
-    assert_eq!((v.json["major"].as_str(), v.json["minor"].as_str()), (Some("1"), Some("37")));
+    assert_eq!(
+        (v.json["major"].as_str(), v.json["minor"].as_str()),
+        (Some("1"), Some("37"))
+    );
     assert_eq!(v.json["gitVersion"], "v1.37.0-volhealth");
     let legacy = api.get("/api").await;
     assert_eq!(legacy.json["kind"], "APIVersions");
@@ -145,14 +270,39 @@ async fn discovery_version_openapi_tables_and_metrics() {
         .await;
     assert_eq!(v2beta1.json["kind"], "APIGroupList");
     let core = api.get("/api/v1").await;
-    let pods = core.json["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap().clone();
+    let pods = core.json["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap()
+        .clone();
     assert_eq!(pods["shortNames"], json!(["po"]));
     assert_eq!(pods["categories"], json!(["all"]));
-    assert!(core.json["resources"].as_array().unwrap().iter().any(|r| r["name"] == "persistentvolumeclaims/status"));
+    assert!(
+        core.json["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "persistentvolumeclaims/status")
+    );
     let storage = api.get("/apis/storage.k8s.io/v1").await;
-    assert!(storage.json["resources"].as_array().unwrap().iter().any(|r| r["name"] == "csinodes/status"));
+    assert!(
+        storage.json["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "csinodes/status")
+    );
     let o2 = api.get("/openapi/v2").await;
-    assert_eq!((o2.code, o2.content_type.as_str(), o2.text.as_str()), (200, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf", ""));
+    assert_eq!(
+        (o2.code, o2.content_type.as_str(), o2.text.as_str()),
+        (
+            200,
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            ""
+        )
+    );
     assert_eq!(api.get("/openapi/v3").await.code, 404);
     for p in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(api.get(p).await.code, 200, "{p}");
@@ -163,14 +313,41 @@ async fn discovery_version_openapi_tables_and_metrics() {
     api.patch(&format!("{PVCS}/t1/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": [
         {"status": "Inaccessible", "reason": "VolumeNotFound"}, {"status": "Degraded", "reason": "Slow"}]}}})).await;
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-    let t = api.raw("GET", "/api/v1/persistentvolumeclaims?limit=500", None, Some(accept), Vec::new()).await;
+    let t = api
+        .raw(
+            "GET",
+            "/api/v1/persistentvolumeclaims?limit=500",
+            None,
+            Some(accept),
+            Vec::new(),
+        )
+        .await;
     assert_eq!((t.code, t.json["kind"].as_str()), (200, Some("Table")));
-    let cols: Vec<&str> = t.json["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    let hi = cols.iter().position(|c| *c == "Health").expect("Health column");
+    let cols: Vec<&str> = t.json["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let hi = cols
+        .iter()
+        .position(|c| *c == "Health")
+        .expect("Health column");
     let row = &t.json["rows"][0];
-    assert_eq!(row["cells"][hi], "Inaccessible/VolumeNotFound,Degraded/Slow");
+    assert_eq!(
+        row["cells"][hi],
+        "Inaccessible/VolumeNotFound,Degraded/Slow"
+    );
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
-    let proto = api.raw("GET", &format!("{PVCS}/t1"), None, Some("application/vnd.kubernetes.protobuf,application/json"), Vec::new()).await;
+    let proto = api
+        .raw(
+            "GET",
+            &format!("{PVCS}/t1"),
+            None,
+            Some("application/vnd.kubernetes.protobuf,application/json"),
+            Vec::new(),
+        )
+        .await;
     assert_eq!(proto.json["kind"], "PersistentVolumeClaim");
 
     let m = api.get("/metrics").await;
@@ -192,12 +369,27 @@ async fn events_are_one_store_behind_both_apis() {
     assert_eq!(created.json["regarding"]["name"], "d");
     let core = api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dd,involvedObject.uid%3Du-1").await;
     let item = &core.json["items"][0];
-    assert_eq!((item["apiVersion"].as_str(), item["message"].as_str()), (Some("v1"), Some("volume not found")));
+    assert_eq!(
+        (item["apiVersion"].as_str(), item["message"].as_str()),
+        (Some("v1"), Some("volume not found"))
+    );
     assert_eq!(item["reportingComponent"], "volhealth-monitor");
     let series = json!({"series": {"count": 2, "lastObservedTime": "2026-11-30T04:34:11.000000Z"}});
     let patched = api.patch(&format!("{v1}/d.17a"), MERGE, &series).await;
-    assert_eq!((patched.code, patched.json["series"]["count"].as_i64()), (200, Some(2)), "{}", patched.text);
-    let listed = api.get(&format!("{v1}?fieldSelector=regarding.name%3Dd")).await;
-    assert_eq!(listed.json["items"].as_array().map(Vec::len), Some(1), "{}", listed.text);
+    assert_eq!(
+        (patched.code, patched.json["series"]["count"].as_i64()),
+        (200, Some(2)),
+        "{}",
+        patched.text
+    );
+    let listed = api
+        .get(&format!("{v1}?fieldSelector=regarding.name%3Dd"))
+        .await;
+    assert_eq!(
+        listed.json["items"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        listed.text
+    );
     assert_eq!(listed.json["items"][0]["note"], "volume not found");
 }

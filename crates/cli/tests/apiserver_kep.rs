@@ -9,7 +9,14 @@ use apiserver_http::*;
 use serde_json::{Value, json};
 
 fn causes(v: &Value) -> Vec<String> {
-    v["details"]["causes"].as_array().map(|a| a.iter().map(|c| c["field"].as_str().unwrap_or("").to_string()).collect()).unwrap_or_default()
+    v["details"]["causes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| c["field"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,29 +29,47 @@ async fn gate_off_drops_new_fields_unless_the_old_object_had_them() {
         assert_eq!(api.post(PVCS, &pvc(n)).await.code, 201);
     }
     let r = api.patch(&format!("{PVCS}/had/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", "Slow")}}})).await;
-    assert_eq!(r.json["status"]["healthStatus"]["healthConditions"][0]["reason"], "Slow");
+    assert_eq!(
+        r.json["status"]["healthStatus"]["healthConditions"][0]["reason"],
+        "Slow"
+    );
     server.proc.kill();
 
     // Same data, gate off.
-    let server = support::start_apiserver(dir.path(), &["--feature-gates", "CSIVolumeHealth=false"]);
+    let server =
+        support::start_apiserver(dir.path(), &["--feature-gates", "CSIVolumeHealth=false"]);
     let api = Api::new(&server.url);
     let body = json!({"status": {"phase": "Bound", "healthStatus": {"healthConditions": conditions("Inaccessible", "VolumeNotFound")}}});
     let dropped = api.patch(&format!("{PVCS}/new/status"), MERGE, &body).await;
     assert_eq!(dropped.code, 200, "{}", dropped.text);
     assert_eq!(dropped.json["status"]["phase"], "Bound");
-    assert!(dropped.json["status"].get("healthStatus").is_none(), "{}", dropped.text);
+    assert!(
+        dropped.json["status"].get("healthStatus").is_none(),
+        "{}",
+        dropped.text
+    );
     let kept = api.patch(&format!("{PVCS}/had/status"), MERGE, &body).await;
-    assert_eq!(kept.json["status"]["healthStatus"]["healthConditions"][0]["reason"], "VolumeNotFound");
+    assert_eq!(
+        kept.json["status"]["healthStatus"]["healthConditions"][0]["reason"],
+        "VolumeNotFound"
+    );
 
     // Pods and CSINodes too.
     api.post(PODS, &pod("p", "node-a", "new")).await;
     let pv = api.patch(&format!("{PODS}/p/status"), MERGE, &json!({"status": {"volumeHealth": [{"name": "data", "healthConditions": conditions("DataLoss", "Bad")}]}})).await;
     assert_eq!(pv.code, 200);
     assert!(pv.json["status"].get("volumeHealth").is_none());
-    api.post(CSINODES, &csinode("node-a", "d.example.com")).await;
+    api.post(CSINODES, &csinode("node-a", "d.example.com"))
+        .await;
     let cn = api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": conditions("StorageDegraded", "PvMissing")}]}})).await;
     assert_eq!(cn.code, 200);
-    assert!(cn.json.get("status").is_none_or(|s| s.get("storageHealth").is_none()), "{}", cn.text);
+    assert!(
+        cn.json
+            .get("status")
+            .is_none_or(|s| s.get("storageHealth").is_none()),
+        "{}",
+        cn.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,22 +84,66 @@ async fn validation_answers_422_with_field_paths() {
         seventeen.push(json!({"status": "Degraded", "reason": format!("R{i}")}));
     }
     let cases = [
-        (json!([{"status": "Broken", "reason": "X"}]), "status.healthStatus.healthConditions[0].status"),
-        (json!([{"status": "Degraded", "reason": ""}]), "status.healthStatus.healthConditions[0].reason"),
-        (json!([{"status": "Degraded", "reason": long_reason}]), "status.healthStatus.healthConditions[0].reason"),
-        (json!([{"status": "Degraded", "reason": "X", "message": "m".repeat(1025)}]), "status.healthStatus.healthConditions[0].message"),
-        (json!([{"status": "Degraded", "reason": "X"}, {"status": "Degraded", "reason": "X"}]), "status.healthStatus.healthConditions[1]"),
-        (Value::Array(seventeen), "status.healthStatus.healthConditions"),
+        (
+            json!([{"status": "Broken", "reason": "X"}]),
+            "status.healthStatus.healthConditions[0].status",
+        ),
+        (
+            json!([{"status": "Degraded", "reason": ""}]),
+            "status.healthStatus.healthConditions[0].reason",
+        ),
+        (
+            json!([{"status": "Degraded", "reason": long_reason}]),
+            "status.healthStatus.healthConditions[0].reason",
+        ),
+        (
+            json!([{"status": "Degraded", "reason": "X", "message": "m".repeat(1025)}]),
+            "status.healthStatus.healthConditions[0].message",
+        ),
+        (
+            json!([{"status": "Degraded", "reason": "X"}, {"status": "Degraded", "reason": "X"}]),
+            "status.healthStatus.healthConditions[1]",
+        ),
+        (
+            Value::Array(seventeen),
+            "status.healthStatus.healthConditions",
+        ),
     ];
     for (conds, field) in cases {
-        let r = api.patch(&format!("{PVCS}/d/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": conds}}})).await;
-        assert_eq!((r.code, r.json["reason"].as_str()), (422, Some("Invalid")), "{field}: {}", r.text);
-        assert!(causes(&r.json).contains(&field.to_string()), "{field}: {}", r.text);
-        assert!(r.json["message"].as_str().unwrap().starts_with("PersistentVolumeClaim \"d\" is invalid: "));
+        let r = api
+            .patch(
+                &format!("{PVCS}/d/status"),
+                MERGE,
+                &json!({"status": {"healthStatus": {"healthConditions": conds}}}),
+            )
+            .await;
+        assert_eq!(
+            (r.code, r.json["reason"].as_str()),
+            (422, Some("Invalid")),
+            "{field}: {}",
+            r.text
+        );
+        assert!(
+            causes(&r.json).contains(&field.to_string()),
+            "{field}: {}",
+            r.text
+        );
+        assert!(
+            r.json["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("PersistentVolumeClaim \"d\" is invalid: ")
+        );
     }
     // Same status, different reasons: fine.
-    let ok = api.patch(&format!("{PVCS}/d/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": [
-        {"status": "Degraded", "reason": "A"}, {"status": "Degraded", "reason": "B"}]}}})).await;
+    let ok = api
+        .patch(
+            &format!("{PVCS}/d/status"),
+            MERGE,
+            &json!({"status": {"healthStatus": {"healthConditions": [
+        {"status": "Degraded", "reason": "A"}, {"status": "Degraded", "reason": "B"}]}}}),
+        )
+        .await;
     assert_eq!(ok.code, 200, "{}", ok.text);
 
     api.post(PODS, &pod("p", "node-a", "d")).await;
@@ -84,18 +153,46 @@ async fn validation_answers_422_with_field_paths() {
     let r = api.patch(&format!("{PODS}/p/status"), STRATEGIC, &json!({"status": {"volumeHealth": [{"name": "data", "healthConditions": conditions("Degraded", "X")}]}})).await;
     assert_eq!(r.code, 200, "{}", r.text);
 
-    api.post(CSINODES, &csinode("node-a", "d.example.com")).await;
+    api.post(CSINODES, &csinode("node-a", "d.example.com"))
+        .await;
     let r = api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [{"name": "other.example.com", "healthConditions": conditions("StorageDegraded", "X")}]}})).await;
-    assert_eq!(causes(&r.json), ["status.storageHealth[0].name"], "{}", r.text);
-    let r = api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
+    assert_eq!(
+        causes(&r.json),
+        ["status.storageHealth[0].name"],
+        "{}",
+        r.text
+    );
+    let r = api
+        .patch(
+            &format!("{CSINODES}/node-a/status"),
+            MERGE,
+            &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"},
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteMany"},
-        {"status": "Inaccessible", "reason": "Y"}]}]}})).await;
-    assert_eq!(causes(&r.json), ["status.storageHealth[0].healthConditions[2].status"], "{}", r.text);
-    let r = api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
+        {"status": "Inaccessible", "reason": "Y"}]}]}}),
+        )
+        .await;
+    assert_eq!(
+        causes(&r.json),
+        ["status.storageHealth[0].healthConditions[2].status"],
+        "{}",
+        r.text
+    );
+    let r = api
+        .patch(
+            &format!("{CSINODES}/node-a/status"),
+            MERGE,
+            &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"},
-        {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"}]}]}})).await;
-    assert_eq!(causes(&r.json), ["status.storageHealth[0].healthConditions[1]"], "{}", r.text);
+        {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"}]}]}}),
+        )
+        .await;
+    assert_eq!(
+        causes(&r.json),
+        ["status.storageHealth[0].healthConditions[1]"],
+        "{}",
+        r.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,9 +204,13 @@ async fn node_tokens_are_scoped_to_their_node() {
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nmonitor-token,system:serviceaccount:kube-system:monitor,3\n",
     )
     .unwrap();
-    let server = support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let server =
+        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
     let kc = std::fs::read_to_string(&server.kubeconfig).unwrap();
-    assert!(kc.contains("admin-token"), "kubeconfig carries the first token: {kc}");
+    assert!(
+        kc.contains("admin-token"),
+        "kubeconfig carries the first token: {kc}"
+    );
     let anon = Api::new(&server.url);
     assert_eq!(anon.get(PVCS).await.code, 401);
     assert_eq!(anon.with_token("wrong").get(PVCS).await.code, 401);
@@ -117,35 +218,91 @@ async fn node_tokens_are_scoped_to_their_node() {
     let node = anon.with_token("node-a-token");
     let monitor = anon.with_token("monitor-token");
     admin.post(PVCS, &pvc("d")).await;
-    assert_eq!(admin.post(PODS, &pod("on-a", "node-a", "d")).await.code, 201);
-    assert_eq!(admin.post(PODS, &pod("on-b", "node-b", "d")).await.code, 201);
-    assert_eq!(admin.post(CSINODES, &csinode("node-b", "d.example.com")).await.code, 201);
+    assert_eq!(
+        admin.post(PODS, &pod("on-a", "node-a", "d")).await.code,
+        201
+    );
+    assert_eq!(
+        admin.post(PODS, &pod("on-b", "node-b", "d")).await.code,
+        201
+    );
+    assert_eq!(
+        admin
+            .post(CSINODES, &csinode("node-b", "d.example.com"))
+            .await
+            .code,
+        201
+    );
 
     let vh = json!({"status": {"volumeHealth": [{"name": "data", "healthConditions": conditions("Inaccessible", "NoPath")}]}});
-    let own = node.patch(&format!("{PODS}/on-a/status"), STRATEGIC, &vh).await;
+    let own = node
+        .patch(&format!("{PODS}/on-a/status"), STRATEGIC, &vh)
+        .await;
     assert_eq!(own.code, 200, "{}", own.text);
-    let other = node.patch(&format!("{PODS}/on-b/status"), STRATEGIC, &vh).await;
-    assert_eq!((other.code, other.json["reason"].as_str()), (403, Some("Forbidden")));
+    let other = node
+        .patch(&format!("{PODS}/on-b/status"), STRATEGIC, &vh)
+        .await;
+    assert_eq!(
+        (other.code, other.json["reason"].as_str()),
+        (403, Some("Forbidden"))
+    );
     let msg = other.json["message"].as_str().unwrap();
     assert!(msg.starts_with("pods \"on-b\" is forbidden: User \"system:node:node-a\" cannot patch resource \"pods/status\""), "{msg}");
     assert!(msg.contains("node \"node-a\" can only"), "{msg}");
 
     // Its own CSINode: create and patch status; another node's: no.
-    assert_eq!(node.post(CSINODES, &csinode("node-a", "d.example.com")).await.code, 201);
+    assert_eq!(
+        node.post(CSINODES, &csinode("node-a", "d.example.com"))
+            .await
+            .code,
+        201
+    );
     let sh = json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": conditions("StorageUnreachable", "NoRoute")}]}});
-    assert_eq!(node.patch(&format!("{CSINODES}/node-a/status"), MERGE, &sh).await.code, 200);
-    assert_eq!(node.patch(&format!("{CSINODES}/node-b/status"), MERGE, &sh).await.code, 403);
-    assert_eq!(node.post(CSINODES, &csinode("node-c", "d.example.com")).await.code, 403);
+    assert_eq!(
+        node.patch(&format!("{CSINODES}/node-a/status"), MERGE, &sh)
+            .await
+            .code,
+        200
+    );
+    assert_eq!(
+        node.patch(&format!("{CSINODES}/node-b/status"), MERGE, &sh)
+            .await
+            .code,
+        403
+    );
+    assert_eq!(
+        node.post(CSINODES, &csinode("node-c", "d.example.com"))
+            .await
+            .code,
+        403
+    );
 
     // Nodes read what a kubelet reads, but never write PVC status.
     assert_eq!(node.get(PVCS).await.code, 200);
-    assert_eq!(node.get(&format!("{PODS}?fieldSelector=spec.nodeName%3Dnode-a")).await.code, 200);
-    let hs = json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", "Slow")}}});
-    assert_eq!(node.patch(&format!("{PVCS}/d/status"), MERGE, &hs).await.code, 403);
+    assert_eq!(
+        node.get(&format!("{PODS}?fieldSelector=spec.nodeName%3Dnode-a"))
+            .await
+            .code,
+        200
+    );
+    let hs =
+        json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", "Slow")}}});
+    assert_eq!(
+        node.patch(&format!("{PVCS}/d/status"), MERGE, &hs)
+            .await
+            .code,
+        403
+    );
     let ev = node.post("/api/v1/namespaces/default/events", &json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "on-a", "namespace": "default"}, "reason": "VolumeUnhealthy", "message": "m", "type": "Warning"})).await;
     assert_eq!(ev.code, 201, "{}", ev.text);
     assert_eq!(node.delete(&format!("{PODS}/on-b")).await.code, 403);
-    assert_eq!(monitor.patch(&format!("{PVCS}/d/status"), MERGE, &hs).await.code, 200);
+    assert_eq!(
+        monitor
+            .patch(&format!("{PVCS}/d/status"), MERGE, &hs)
+            .await
+            .code,
+        200
+    );
     // Health and readiness stay open.
     assert_eq!(anon.get("/readyz").await.code, 200);
 }

@@ -19,24 +19,39 @@ struct Kubectl {
 
 impl Kubectl {
     fn new(server: &support::ApiServer, dir: &Path) -> Kubectl {
-        Kubectl { kubeconfig: server.kubeconfig.clone(), cache: dir.join("kubectl-cache") }
+        Kubectl {
+            kubeconfig: server.kubeconfig.clone(),
+            cache: dir.join("kubectl-cache"),
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new("kubectl");
-        c.arg("--kubeconfig").arg(&self.kubeconfig).arg("--cache-dir").arg(&self.cache).args(args);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args);
         c.env_remove("KUBECONFIG");
         c
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(Stdio::null()).output().expect("run kubectl")
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kubectl")
     }
 
     /// Runs and requires success; returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
@@ -58,7 +73,9 @@ fn setup() -> Option<(tempfile::TempDir, support::ApiServer, Api, Kubectl)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_yaml_and_describe_show_health() {
-    let Some((_d, _s, api, k)) = setup() else { return };
+    let Some((_d, _s, api, k)) = setup() else {
+        return;
+    };
     let created = api.post(PVCS, &pvc("data-1")).await.json;
     let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
     api.patch(&format!("{PVCS}/data-1/status"), MERGE, &json!({"status": {"phase": "Bound", "healthStatus": {"healthConditions": conditions("Inaccessible", "VolumeNotFound")}}})).await;
@@ -74,27 +91,68 @@ async fn get_yaml_and_describe_show_health() {
     assert!(header.contains("HEALTH"), "{table}");
     assert!(table.contains("Inaccessible/VolumeNotFound"), "{table}");
     let wide = k.ok(&["get", "pvc", "-A", "-o", "wide"]);
-    assert!(wide.contains("VOLUMEMODE") && wide.contains("default"), "{wide}");
+    assert!(
+        wide.contains("VOLUMEMODE") && wide.contains("default"),
+        "{wide}"
+    );
     let yaml = k.ok(&["get", "pvc", "data-1", "-o", "yaml"]);
-    assert!(yaml.contains("healthStatus:") && yaml.contains("reason: VolumeNotFound"), "{yaml}");
-    let jp = k.ok(&["get", "pvc", "data-1", "-o", "jsonpath={.status.healthStatus.healthConditions[*].status}"]);
+    assert!(
+        yaml.contains("healthStatus:") && yaml.contains("reason: VolumeNotFound"),
+        "{yaml}"
+    );
+    let jp = k.ok(&[
+        "get",
+        "pvc",
+        "data-1",
+        "-o",
+        "jsonpath={.status.healthStatus.healthConditions[*].status}",
+    ]);
     assert_eq!(jp, "Inaccessible");
     let described = k.ok(&["describe", "pvc", "data-1"]);
-    assert!(described.contains("VolumeUnhealthy") && described.contains("volume not found on the backend"), "{described}");
-    assert!(described.contains("Used By:") && described.contains("app"), "{described}");
+    assert!(
+        described.contains("VolumeUnhealthy")
+            && described.contains("volume not found on the backend"),
+        "{described}"
+    );
+    assert!(
+        described.contains("Used By:") && described.contains("app"),
+        "{described}"
+    );
     let all = k.ok(&["get", "all"]);
-    assert!(all.lines().any(|l| l.split_whitespace().next().is_some_and(|n| n.ends_with("app"))), "{all}");
-    let labelled = k.ok(&["get", "pods", "--field-selector", "spec.nodeName=node-a", "-o", "name"]);
+    assert!(
+        all.lines().any(|l| l
+            .split_whitespace()
+            .next()
+            .is_some_and(|n| n.ends_with("app"))),
+        "{all}"
+    );
+    let labelled = k.ok(&[
+        "get",
+        "pods",
+        "--field-selector",
+        "spec.nodeName=node-a",
+        "-o",
+        "name",
+    ]);
     assert_eq!(labelled.trim(), "pod/app");
     let events = k.ok(&["events", "-n", "default"]);
     assert!(events.contains("VolumeUnhealthy"), "{events}");
-    api.post(CSINODES, &csinode("node-a", "d.example.com")).await;
+    api.post(CSINODES, &csinode("node-a", "d.example.com"))
+        .await;
     api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [
         {"name": "d.example.com", "healthConditions": conditions("StorageUnreachable", "NoRoute")}]}})).await;
-    api.patch(&format!("{PODS}/app/status"), MERGE, &json!({"status": {"volumeHealth": [
-        {"name": "data", "healthConditions": conditions("DataLoss", "Corrupt")}]}})).await;
+    api.patch(
+        &format!("{PODS}/app/status"),
+        MERGE,
+        &json!({"status": {"volumeHealth": [
+        {"name": "data", "healthConditions": conditions("DataLoss", "Corrupt")}]}}),
+    )
+    .await;
     let nodes = k.ok(&["get", "csinode"]);
-    assert!(nodes.contains("HEALTH") && nodes.contains("d.example.com:StorageUnreachable/NoRoute"), "{nodes}");
+    assert!(
+        nodes.contains("HEALTH") && nodes.contains("d.example.com:StorageUnreachable/NoRoute"),
+        "{nodes}"
+    );
     let pods = k.ok(&["get", "pods"]);
     assert!(pods.contains("data:DataLoss/Corrupt"), "{pods}");
     let metrics = k.ok(&["get", "--raw", "/metrics"]);
@@ -103,7 +161,9 @@ async fn get_yaml_and_describe_show_health() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_apply_patch_and_delete() {
-    let Some((dir, _s, api, k)) = setup() else { return };
+    let Some((dir, _s, api, k)) = setup() else {
+        return;
+    };
     let file = dir.path().join("pvc.yaml");
     let write = |labels: &str| {
         std::fs::write(&file, format!("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data-2\n  labels:\n{labels}spec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n")).unwrap();
@@ -111,28 +171,75 @@ async fn create_apply_patch_and_delete() {
     write("    a: one\n");
     let f = file.to_str().unwrap();
     assert!(k.ok(&["create", "-f", f]).contains("created"));
-    assert!(!k.run(&["create", "-f", f]).status.success(), "second create is AlreadyExists");
+    assert!(
+        !k.run(&["create", "-f", f]).status.success(),
+        "second create is AlreadyExists"
+    );
     k.ok(&["delete", "pvc", "data-2"]);
     assert!(k.ok(&["apply", "-f", f]).contains("created"));
     write("    b: two\n");
     assert!(k.ok(&["apply", "-f", f]).contains("configured"));
     let labels = api.get(&format!("{PVCS}/data-2")).await.json["metadata"]["labels"].clone();
-    assert_eq!(labels, json!({"b": "two"}), "client-side apply removed the dropped label");
+    assert_eq!(
+        labels,
+        json!({"b": "two"}),
+        "client-side apply removed the dropped label"
+    );
     write("    c: three\n");
     k.ok(&["apply", "--server-side", "-f", f]);
-    assert_eq!(api.get(&format!("{PVCS}/data-2")).await.json["metadata"]["labels"]["c"], "three");
+    assert_eq!(
+        api.get(&format!("{PVCS}/data-2")).await.json["metadata"]["labels"]["c"],
+        "three"
+    );
 
     let merge = r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Degraded","reason":"Slow"}]}}}"#;
-    k.ok(&["patch", "pvc", "data-2", "--subresource=status", "--type=merge", "-p", merge]);
+    k.ok(&[
+        "patch",
+        "pvc",
+        "data-2",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        merge,
+    ]);
     let strategic = r#"{"status":{"healthStatus":{"healthConditions":[{"status":"DataLoss","reason":"Corrupt"}]}}}"#;
-    k.ok(&["patch", "pvc", "data-2", "--subresource=status", "-p", strategic]);
+    k.ok(&[
+        "patch",
+        "pvc",
+        "data-2",
+        "--subresource=status",
+        "-p",
+        strategic,
+    ]);
     let got = api.get(&format!("{PVCS}/data-2")).await.json;
-    assert_eq!(got["status"]["healthStatus"]["healthConditions"], json!([{"status": "DataLoss", "reason": "Corrupt"}]));
+    assert_eq!(
+        got["status"]["healthStatus"]["healthConditions"],
+        json!([{"status": "DataLoss", "reason": "Corrupt"}])
+    );
     let jsonp = r#"[{"op":"replace","path":"/status/healthStatus/healthConditions/0/reason","value":"Gone"}]"#;
-    k.ok(&["patch", "pvc", "data-2", "--subresource=status", "--type=json", "-p", jsonp]);
-    let bad = k.run(&["patch", "pvc", "data-2", "--subresource=status", "--type=merge", "-p", r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Nope","reason":"X"}]}}}"#]);
+    k.ok(&[
+        "patch",
+        "pvc",
+        "data-2",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        jsonp,
+    ]);
+    let bad = k.run(&[
+        "patch",
+        "pvc",
+        "data-2",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Nope","reason":"X"}]}}}"#,
+    ]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("status.healthStatus.healthConditions[0].status"));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("status.healthStatus.healthConditions[0].status")
+    );
 
     assert!(k.ok(&["delete", "pvc", "data-2"]).contains("deleted"));
     let gone = k.run(&["get", "pvc", "data-2"]);
@@ -141,29 +248,55 @@ async fn create_apply_patch_and_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_and_wait_follow_patches() {
-    let Some((_d, _s, api, k)) = setup() else { return };
+    let Some((_d, _s, api, k)) = setup() else {
+        return;
+    };
     api.post(PVCS, &pvc("data-3")).await;
-    let mut watch = k.command(&["get", "pvc", "-w"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut watch = k
+        .command(&["get", "pvc", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let stdout = watch.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
     let mut wait = k
-        .command(&["wait", "pvc/data-3", "--for=jsonpath={.status.healthStatus.healthConditions[0].reason}=Slow", "--timeout=60s"])
+        .command(&[
+            "wait",
+            "pvc/data-3",
+            "--for=jsonpath={.status.healthStatus.healthConditions[0].reason}=Slow",
+            "--timeout=60s",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     // The initial row shows first; then patch and expect the updated row.
-    support::wait_for(Duration::from_secs(30), "the initial watch row", || rx.try_recv().ok().filter(|l| l.contains("data-3")));
-    api.patch(&format!("{PVCS}/data-3/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", "Slow")}}})).await;
-    support::wait_for(Duration::from_secs(30), "the patched watch row", || rx.try_recv().ok().filter(|l| l.contains("Degraded/Slow")));
-    let status = support::wait_for(Duration::from_secs(60), "kubectl wait", || wait.try_wait().ok().flatten());
+    support::wait_for(Duration::from_secs(30), "the initial watch row", || {
+        rx.try_recv().ok().filter(|l| l.contains("data-3"))
+    });
+    api.patch(
+        &format!("{PVCS}/data-3/status"),
+        MERGE,
+        &json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", "Slow")}}}),
+    )
+    .await;
+    support::wait_for(Duration::from_secs(30), "the patched watch row", || {
+        rx.try_recv().ok().filter(|l| l.contains("Degraded/Slow"))
+    });
+    let status = support::wait_for(Duration::from_secs(60), "kubectl wait", || {
+        wait.try_wait().ok().flatten()
+    });
     assert!(status.success());
     let _ = watch.kill();
     let _ = watch.wait();

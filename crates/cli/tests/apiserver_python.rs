@@ -8,7 +8,8 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 
-const PROBE: &str = "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
+const PROBE: &str =
+    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
 
 #[test]
 fn python_client_lists_patches_and_watches() {
@@ -16,10 +17,15 @@ fn python_client_lists_patches_and_watches() {
     if !support::have_tool(&python, &["-c", PROBE]) {
         return;
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/test_client.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/test_client.py");
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let out = Command::new(&python).arg(&script).arg(&server.kubeconfig).output().expect("run python");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(&server.kubeconfig)
+        .output()
+        .expect("run python");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("OK"),

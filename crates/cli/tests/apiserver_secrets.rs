@@ -24,7 +24,11 @@ const TOKEN: &str = "tok-Hs6Wd9Pf5";
 const BAD_BASE64: &str = "raw!Jx3Kq0Vn";
 
 fn b64(s: &str) -> String {
-    serde_json::to_value(ByteString(s.as_bytes().to_vec())).unwrap().as_str().unwrap().to_string()
+    serde_json::to_value(ByteString(s.as_bytes().to_vec()))
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// Starts the server like `support::start_apiserver`, with RUST_LOG=debug so every log line a
@@ -33,22 +37,50 @@ fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> support::ApiServer {
     let kubeconfig = dir.join("kubeconfig");
     let data = dir.join("data").to_string_lossy().to_string();
     let kc = kubeconfig.to_string_lossy().to_string();
-    let mut args = vec!["apiserver", "--listen", "127.0.0.1:0", "--data-dir", &data, "--write-kubeconfig", &kc];
+    let mut args = vec![
+        "apiserver",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data,
+        "--write-kubeconfig",
+        &kc,
+    ];
     args.extend_from_slice(extra);
     let mut proc = support::Proc::start_with_env("apiserver", dir, &args, &[("RUST_LOG", "debug")]);
-    let url = support::wait_for(Duration::from_secs(30), "the API server's kubeconfig", || {
-        assert!(proc.is_running(), "apiserver exited early; see {}", dir.join("apiserver.log").display());
-        let text = std::fs::read_to_string(&kubeconfig).ok()?;
-        text.lines().find_map(|l| l.trim().strip_prefix("server:").map(|s| s.trim().trim_matches('"').to_string()))
-    });
+    let url = support::wait_for(
+        Duration::from_secs(30),
+        "the API server's kubeconfig",
+        || {
+            assert!(
+                proc.is_running(),
+                "apiserver exited early; see {}",
+                dir.join("apiserver.log").display()
+            );
+            let text = std::fs::read_to_string(&kubeconfig).ok()?;
+            text.lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("server:")
+                    .map(|s| s.trim().trim_matches('"').to_string())
+            })
+        },
+    );
     let ready = format!("{url}/readyz");
-    support::wait_for(Duration::from_secs(30), "/readyz", || support::http_get_ok(&ready).then_some(()));
-    support::ApiServer { url, kubeconfig, proc }
+    support::wait_for(Duration::from_secs(30), "/readyz", || {
+        support::http_get_ok(&ready).then_some(())
+    });
+    support::ApiServer {
+        url,
+        kubeconfig,
+        proc,
+    }
 }
 
 async fn kube_client(server: &support::ApiServer) -> kube::Client {
     let kc = Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("kube config");
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("kube config");
     kube::Client::try_from(config).expect("kube client")
 }
 
@@ -76,7 +108,8 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nnode-b-token,system:node:node-b,3,\"system:nodes\"\n",
     )
     .unwrap();
-    let server = start_debug_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let server =
+        start_debug_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
     let client = kube_client(&server).await;
     let secrets: KubeApi<Secret> = KubeApi::namespaced(client, "default");
 
@@ -88,65 +121,157 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
     }))
     .unwrap();
     let created = secrets.create(&PostParams::default(), &new).await.unwrap();
-    assert_eq!(data_of(&created), BTreeMap::from([("password".into(), PASSWORD.into()), ("user".into(), USER.into())]));
+    assert_eq!(
+        data_of(&created),
+        BTreeMap::from([
+            ("password".into(), PASSWORD.into()),
+            ("user".into(), USER.into())
+        ])
+    );
     assert!(created.string_data.is_none(), "stringData is write-only");
-    assert_eq!(created.type_.as_deref(), Some("Opaque"), "type defaults to Opaque");
+    assert_eq!(
+        created.type_.as_deref(),
+        Some("Opaque"),
+        "type defaults to Opaque"
+    );
 
     let got = secrets.get("creds").await.unwrap();
     assert_eq!(data_of(&got), data_of(&created));
     assert!(got.string_data.is_none());
     let admin = Api::new(&server.url).with_token("admin-token");
     let raw = admin.get(&format!("{SECRETS}/creds")).await;
-    assert_eq!(raw.json["data"]["user"], b64(USER), "data values are base64 on the wire");
+    assert_eq!(
+        raw.json["data"]["user"],
+        b64(USER),
+        "data values are base64 on the wire"
+    );
     assert!(raw.json.get("stringData").is_none(), "{}", raw.text);
 
     // List, with the `type` field selector.
-    let tls: Secret = serde_json::from_value(json!({"metadata": {"name": "cert"}, "type": "kubernetes.io/tls",
-        "stringData": {"tls.crt": "c", "tls.key": "k"}}))
+    let tls: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "cert"}, "type": "kubernetes.io/tls",
+        "stringData": {"tls.crt": "c", "tls.key": "k"}}),
+    )
     .unwrap();
     secrets.create(&PostParams::default(), &tls).await.unwrap();
-    assert_eq!(secrets.list(&ListParams::default()).await.unwrap().items.len(), 2);
-    let opaque = secrets.list(&ListParams::default().fields("type=Opaque")).await.unwrap();
-    assert_eq!(opaque.items.iter().map(|s| s.metadata.name.clone().unwrap()).collect::<Vec<_>>(), ["creds"]);
+    assert_eq!(
+        secrets
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    let opaque = secrets
+        .list(&ListParams::default().fields("type=Opaque"))
+        .await
+        .unwrap();
+    assert_eq!(
+        opaque
+            .items
+            .iter()
+            .map(|s| s.metadata.name.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ["creds"]
+    );
 
     // Patches: stringData through a merge patch, a key removed through a strategic patch.
-    let p = secrets.patch("creds", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"token": TOKEN}}))).await.unwrap();
+    let p = secrets
+        .patch(
+            "creds",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"token": TOKEN}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(data_of(&p).get("token").map(String::as_str), Some(TOKEN));
     assert!(p.string_data.is_none());
-    let p = secrets.patch("creds", &PatchParams::default(), &Patch::Strategic(json!({"data": {"user": null}}))).await.unwrap();
-    assert_eq!(data_of(&p).keys().collect::<Vec<_>>(), ["password", "token"]);
+    let p = secrets
+        .patch(
+            "creds",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"data": {"user": null}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        data_of(&p).keys().collect::<Vec<_>>(),
+        ["password", "token"]
+    );
 
     // type is immutable; bad base64 is refused without echoing the value.
-    let r = admin.patch(&format!("{SECRETS}/creds"), MERGE, &json!({"type": "example.com/other"})).await;
+    let r = admin
+        .patch(
+            &format!("{SECRETS}/creds"),
+            MERGE,
+            &json!({"type": "example.com/other"}),
+        )
+        .await;
     assert_eq!(r.code, 422, "{}", r.text);
-    let r = admin.post(SECRETS, &json!({"metadata": {"name": "bad"}, "data": {"k": BAD_BASE64}})).await;
+    let r = admin
+        .post(
+            SECRETS,
+            &json!({"metadata": {"name": "bad"}, "data": {"k": BAD_BASE64}}),
+        )
+        .await;
     assert_eq!(r.code, 400, "{}", r.text);
     assert!(r.text.contains("data[\\\"k\\\"]"), "{}", r.text);
-    assert!(!r.text.contains(BAD_BASE64), "the error must not echo the value: {}", r.text);
+    assert!(
+        !r.text.contains(BAD_BASE64),
+        "the error must not echo the value: {}",
+        r.text
+    );
     let r = admin.post(SECRETS, &json!({"metadata": {"name": "notls"}, "type": "kubernetes.io/tls", "stringData": {"tls.crt": "c"}})).await;
     assert_eq!(r.code, 422, "{}", r.text);
     assert!(r.text.contains("data[tls.key]"), "{}", r.text);
 
     // The kubectl table: NAME, TYPE, DATA, AGE.
     let table = admin
-        .raw("GET", SECRETS, None, Some("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"), Vec::new())
+        .raw(
+            "GET",
+            SECRETS,
+            None,
+            Some("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"),
+            Vec::new(),
+        )
         .await;
     assert_eq!(table.code, 200, "{}", table.text);
-    let names: Vec<&str> = table.json["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = table.json["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["Name", "Type", "Data", "Age"]);
     let rows = table.json["rows"].as_array().unwrap();
-    let creds = rows.iter().find(|r| r["cells"][0] == "creds").expect("creds row");
+    let creds = rows
+        .iter()
+        .find(|r| r["cells"][0] == "creds")
+        .expect("creds row");
     assert_eq!(creds["cells"][1], "Opaque");
     assert_eq!(creds["cells"][2], 2);
-    assert!(!table.text.contains(&b64(PASSWORD)), "metadata rows carry no data: {}", table.text);
+    assert!(
+        !table.text.contains(&b64(PASSWORD)),
+        "metadata rows carry no data: {}",
+        table.text
+    );
 
     // Discovery: namespaced, no short names, no status subresource.
     let disc = admin.get("/api/v1").await;
     let res = disc.json["resources"].as_array().unwrap();
-    let entry = res.iter().find(|r| r["name"] == "secrets").expect("secrets in discovery");
+    let entry = res
+        .iter()
+        .find(|r| r["name"] == "secrets")
+        .expect("secrets in discovery");
     assert_eq!(entry["kind"], "Secret");
     assert_eq!(entry["namespaced"], true);
-    assert!(entry.get("shortNames").is_none_or(|s| s.as_array().is_none_or(|a| a.is_empty())), "{entry}");
+    assert!(
+        entry
+            .get("shortNames")
+            .is_none_or(|s| s.as_array().is_none_or(|a| a.is_empty())),
+        "{entry}"
+    );
     assert!(!res.iter().any(|r| r["name"] == "secrets/status"));
 
     // Node identities: only a Secret a pod bound to that node references, by name.
@@ -154,19 +279,57 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
     let node_b = admin.with_token("node-b-token");
     let denied = node_a.get(&format!("{SECRETS}/creds")).await;
     assert_eq!(denied.code, 403, "{}", denied.text);
-    assert!(denied.text.contains("no relationship found between node 'node-a'"), "{}", denied.text);
-    assert_eq!(admin.post(PODS, &pod_using_secret("uses-creds", "node-a", "creds")).await.code, 201);
+    assert!(
+        denied
+            .text
+            .contains("no relationship found between node 'node-a'"),
+        "{}",
+        denied.text
+    );
+    assert_eq!(
+        admin
+            .post(PODS, &pod_using_secret("uses-creds", "node-a", "creds"))
+            .await
+            .code,
+        201
+    );
     let allowed = node_a.get(&format!("{SECRETS}/creds")).await;
     assert_eq!(allowed.code, 200, "{}", allowed.text);
-    assert_eq!(node_a.get(&format!("{SECRETS}/cert")).await.code, 403, "unreferenced secret");
-    assert_eq!(node_b.get(&format!("{SECRETS}/creds")).await.code, 403, "pod is bound to another node");
+    assert_eq!(
+        node_a.get(&format!("{SECRETS}/cert")).await.code,
+        403,
+        "unreferenced secret"
+    );
+    assert_eq!(
+        node_b.get(&format!("{SECRETS}/creds")).await.code,
+        403,
+        "pod is bound to another node"
+    );
     assert_eq!(node_a.get(SECRETS).await.code, 403, "list");
-    assert_eq!(node_a.get(&format!("{SECRETS}?watch=true")).await.code, 403, "watch");
-    assert_eq!(node_a.get("/api/v1/secrets").await.code, 403, "list across namespaces");
-    assert_eq!(node_a.patch(&format!("{SECRETS}/creds"), STRATEGIC, &json!({"data": {}})).await.code, 403, "patch");
+    assert_eq!(
+        node_a.get(&format!("{SECRETS}?watch=true")).await.code,
+        403,
+        "watch"
+    );
+    assert_eq!(
+        node_a.get("/api/v1/secrets").await.code,
+        403,
+        "list across namespaces"
+    );
+    assert_eq!(
+        node_a
+            .patch(&format!("{SECRETS}/creds"), STRATEGIC, &json!({"data": {}}))
+            .await
+            .code,
+        403,
+        "patch"
+    );
 
     // Delete.
-    secrets.delete("creds", &DeleteParams::default()).await.unwrap();
+    secrets
+        .delete("creds", &DeleteParams::default())
+        .await
+        .unwrap();
     match secrets.get("creds").await {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 404),
         other => panic!("expected 404, got {other:?}"),
@@ -174,9 +337,15 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
 
     // Nothing secret reached the log, in plain or base64 form.
     let log = std::fs::read_to_string(dir.path().join("apiserver.log")).unwrap();
-    assert!(log.contains("listening on"), "the log is the server's: {log}");
+    assert!(
+        log.contains("listening on"),
+        "the log is the server's: {log}"
+    );
     for v in [PASSWORD, USER, TOKEN, BAD_BASE64] {
         assert!(!log.contains(v), "{v} appears in apiserver.log");
-        assert!(!log.contains(&b64(v)), "base64 of {v} appears in apiserver.log");
+        assert!(
+            !log.contains(&b64(v)),
+            "base64 of {v} appears in apiserver.log"
+        );
     }
 }

@@ -387,5 +387,9 @@ async fn without_mounts_the_fallback_is_announced_once() {
         }
     })
     .await;
-    assert_eq!(text.matches("mounts are not available").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("mounts are not available").count(),
+        1,
+        "{text}"
+    );
 }

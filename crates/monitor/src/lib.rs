@@ -55,6 +55,3 @@ mod write_tests;
 pub use config::{LeaderElection, MonitorConfig, SecretRef};
 pub use controller::run;
 pub use error::{Error, Result};
-/// The flag syntaxes of the durations and `--http-endpoint`, and the signals that stop the monitor,
-/// shared with the agent.
-pub use volhealth_daemon::{duration, http_endpoint, shutdown_signal};

@@ -3,7 +3,8 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_agent::{AgentConfig, config, duration, http_endpoint, shutdown_signal};
+use volhealth_agent::{AgentConfig, config};
+use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 
 /// Flags of `volhealth agent`.
 #[derive(Debug, clap::Args)]

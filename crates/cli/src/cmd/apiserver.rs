@@ -62,23 +62,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("binding --listen {}", args.listen))?;
-    let shutdown = async {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        tracing::info!("shutting down");
-    };
-    volhealth_apiserver::serve(listener, config, shutdown)
-        .await
-        .context("running the API server")?;
+    volhealth_apiserver::serve(
+        listener,
+        config,
+        volhealth_daemon::shutdown_signal::sigint_or_sigterm(),
+    )
+    .await
+    .context("running the API server")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -63,18 +63,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.io_probe_slow = Duration::from_millis(args.io_probe_slow_ms);
     config.allow_mounts = !args.no_mounts;
     config.require_secret = args.require_secret;
-    volhealth_driver::run(config, shutdown_signal()).await?;
+    volhealth_driver::run(
+        config,
+        volhealth_daemon::shutdown_signal::sigint_or_sigterm(),
+    )
+    .await?;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut term) = signal(SignalKind::terminate()) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }

@@ -3,9 +3,8 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_monitor::{
-    LeaderElection, MonitorConfig, SecretRef, config, duration, http_endpoint, shutdown_signal,
-};
+use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
+use volhealth_monitor::{LeaderElection, MonitorConfig, SecretRef, config};
 
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]

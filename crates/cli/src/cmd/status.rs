@@ -55,7 +55,7 @@ pub struct Args {
     #[arg(short = 'w', long)]
     pub watch: bool,
     /// Give up on a connection or a request after this long (e.g. 10s, 500ms).
-    #[arg(long, default_value = "10s", value_parser = super::up::duration::parse)]
+    #[arg(long, default_value = "10s", value_parser = volhealth_daemon::duration::parse)]
     pub request_timeout: Duration,
     /// Colour the table: auto, always or never.
     #[arg(long, value_enum, default_value = "auto")]

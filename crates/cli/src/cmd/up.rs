@@ -4,7 +4,6 @@
 //! and published. State lives in `--dir`, so a second `up` resumes where the first stopped.
 
 pub mod children;
-pub mod duration;
 pub mod layout;
 pub mod resolve;
 pub mod workload;
@@ -34,10 +33,10 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: String,
     /// How often the monitor asks the controller plugin about volume health (e.g. 5s, 1m).
-    #[arg(long, default_value = "5s", value_parser = duration::parse)]
+    #[arg(long, default_value = "5s", value_parser = volhealth_daemon::duration::parse)]
     pub monitor_interval: Duration,
     /// How often each node agent asks its node plugin about volume and storage health.
-    #[arg(long, default_value = "5s", value_parser = duration::parse)]
+    #[arg(long, default_value = "5s", value_parser = volhealth_daemon::duration::parse)]
     pub agent_interval: Duration,
 }
 

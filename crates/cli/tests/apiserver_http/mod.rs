@@ -31,34 +31,71 @@ pub struct Answer {
 impl Api {
     /// A client for `url`.
     pub fn new(url: &str) -> Api {
-        Api { url: url.to_string(), token: None, client: reqwest::Client::new() }
+        Api {
+            url: url.to_string(),
+            token: None,
+            client: reqwest::Client::new(),
+        }
     }
 
     /// The same server with a bearer token.
     pub fn with_token(&self, token: &str) -> Api {
-        Api { url: self.url.clone(), token: Some(token.to_string()), client: self.client.clone() }
+        Api {
+            url: self.url.clone(),
+            token: Some(token.to_string()),
+            client: self.client.clone(),
+        }
     }
 
     /// Like [`Api::raw`], but None when the connection fails (the server was killed).
-    pub async fn try_raw(&self, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> Option<Answer> {
+    pub async fn try_raw(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Option<Answer> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut rb = self.client.request(method, format!("{}{}", self.url, path)).timeout(Duration::from_secs(30));
+        let mut rb = self
+            .client
+            .request(method, format!("{}{}", self.url, path))
+            .timeout(Duration::from_secs(30));
         rb = rb.header("content-type", content_type);
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
         }
         let resp = rb.body(body).send().await.ok()?;
         let code = resp.status().as_u16();
-        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let text = resp.text().await.ok()?;
         let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Some(Answer { code, content_type, text, json })
+        Some(Answer {
+            code,
+            content_type,
+            text,
+            json,
+        })
     }
 
     /// Sends a request with a raw body.
-    pub async fn raw(&self, method: &str, path: &str, content_type: Option<&str>, accept: Option<&str>, body: Vec<u8>) -> Answer {
+    pub async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        accept: Option<&str>,
+        body: Vec<u8>,
+    ) -> Answer {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut rb = self.client.request(method, format!("{}{}", self.url, path)).timeout(Duration::from_secs(60));
+        let mut rb = self
+            .client
+            .request(method, format!("{}{}", self.url, path))
+            .timeout(Duration::from_secs(60));
         if let Some(ct) = content_type {
             rb = rb.header("content-type", ct);
         }
@@ -68,12 +105,26 @@ impl Api {
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
         }
-        let resp = rb.body(body).send().await.unwrap_or_else(|e| panic!("request {path}: {e}"));
+        let resp = rb
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("request {path}: {e}"));
         let code = resp.status().as_u16();
-        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let text = resp.text().await.expect("body");
         let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer { code, content_type, text, json }
+        Answer {
+            code,
+            content_type,
+            text,
+            json,
+        }
     }
 
     /// GET.
@@ -83,17 +134,38 @@ impl Api {
 
     /// POST a JSON object.
     pub async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.raw("POST", path, Some("application/json"), None, body.to_string().into_bytes()).await
+        self.raw(
+            "POST",
+            path,
+            Some("application/json"),
+            None,
+            body.to_string().into_bytes(),
+        )
+        .await
     }
 
     /// PUT a JSON object.
     pub async fn put(&self, path: &str, body: &Value) -> Answer {
-        self.raw("PUT", path, Some("application/json"), None, body.to_string().into_bytes()).await
+        self.raw(
+            "PUT",
+            path,
+            Some("application/json"),
+            None,
+            body.to_string().into_bytes(),
+        )
+        .await
     }
 
     /// PATCH with the given patch content type.
     pub async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Answer {
-        self.raw("PATCH", path, Some(content_type), None, body.to_string().into_bytes()).await
+        self.raw(
+            "PATCH",
+            path,
+            Some(content_type),
+            None,
+            body.to_string().into_bytes(),
+        )
+        .await
     }
 
     /// DELETE.
@@ -103,12 +175,20 @@ impl Api {
 
     /// Runs a watch request and collects events until `done` says so, the stream ends, or
     /// `limit` passes.
-    pub async fn watch(&self, path: &str, limit: Duration, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+    pub async fn watch(
+        &self,
+        path: &str,
+        limit: Duration,
+        mut done: impl FnMut(&[Value]) -> bool,
+    ) -> Vec<Value> {
         let mut rb = self.client.get(format!("{}{}", self.url, path));
         if let Some(t) = &self.token {
             rb = rb.bearer_auth(t);
         }
-        let mut resp = rb.send().await.unwrap_or_else(|e| panic!("watch {path}: {e}"));
+        let mut resp = rb
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("watch {path}: {e}"));
         assert_eq!(resp.status().as_u16(), 200, "watch {path}");
         let mut buf = Vec::new();
         let mut events = Vec::new();
@@ -125,7 +205,9 @@ impl Api {
             buf.extend_from_slice(&chunk);
             while let Some(i) = buf.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = buf.drain(..=i).collect();
-                let v: Value = serde_json::from_slice(&line).unwrap_or_else(|e| panic!("watch line {:?}: {e}", String::from_utf8_lossy(&line)));
+                let v: Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+                    panic!("watch line {:?}: {e}", String::from_utf8_lossy(&line))
+                });
                 events.push(v);
             }
         }
