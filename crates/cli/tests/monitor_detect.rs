@@ -44,16 +44,12 @@ async fn each_status_appears_and_clears(caps: &str, probes_per_cycle: f64) {
         world.conditions("claim-healthy").await.is_empty(),
         "{healthy} stays clean"
     );
-    let events = world.event_reasons("claim-0").await;
-    assert!(
-        events.iter().any(|r| r == "VolumeHealthDegraded"),
-        "warning event on appearance: {events:?}"
-    );
-    let text = monitor.metrics().await;
-    assert!(
-        text.contains(r#"csi_controller_volume_health_status{namespace="default",persistentvolumeclaim="claim-1",status="DataLoss",reason="BlocksLost"} 1"#),
-        "{text}"
-    );
+    world.wait_event("claim-0", "VolumeHealthDegraded").await;
+    monitor
+        .wait_metrics("the DataLoss series of claim-1", |text| {
+            text.contains(r#"csi_controller_volume_health_status{namespace="default",persistentvolumeclaim="claim-1",status="DataLoss",reason="BlocksLost"} 1"#)
+        })
+        .await;
 
     let written = world.status_patches().await;
     assert_eq!(written - base, 3.0, "one write per change");
@@ -70,16 +66,12 @@ async fn each_status_appears_and_clears(caps: &str, probes_per_cycle: f64) {
     for i in 0..STATUSES.len() {
         world.wait_conditions(&format!("claim-{i}"), &[]).await;
     }
-    let events = world.event_reasons("claim-2").await;
-    assert!(
-        events.iter().any(|r| r == "VolumeHealthRecovered"),
-        "normal event on recovery: {events:?}"
-    );
-    let text = monitor.metrics().await;
-    assert!(
-        !text.contains(r#"persistentvolumeclaim="claim-1""#),
-        "series removed on recovery:\n{text}"
-    );
+    world.wait_event("claim-2", "VolumeHealthRecovered").await;
+    monitor
+        .wait_metrics("claim-1's series to be removed on recovery", |text| {
+            !text.contains(r#"persistentvolumeclaim="claim-1""#)
+        })
+        .await;
     let written = world.status_patches().await;
     assert_eq!(written - base, 6.0);
     monitor.wait_probes(3.0 * probes_per_cycle).await;

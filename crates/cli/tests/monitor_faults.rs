@@ -166,15 +166,9 @@ async fn monitor_unknown_status_warns_and_is_not_written() {
         "once per transition"
     );
     assert!(world.conditions("claim-a").await.is_empty());
-    wait_for_async(WAIT, "the UnknownVolumeHealthCondition event", || async {
-        world
-            .event_reasons("claim-a")
-            .await
-            .iter()
-            .any(|r| r == "UnknownVolumeHealthCondition")
-            .then_some(())
-    })
-    .await;
+    world
+        .wait_event("claim-a", "UnknownVolumeHealthCondition")
+        .await;
 }
 
 fn writes(text: &str) -> f64 {

@@ -296,6 +296,16 @@ impl World {
             .collect()
     }
 
+    /// Waits until the claim has an Event with this reason (Events are written after the
+    /// status patch, so they can trail the condition by a moment).
+    pub async fn wait_event(&self, claim: &str, reason: &str) -> Vec<String> {
+        wait_for_async(WAIT, &format!("a {reason} event on {claim}"), || async {
+            let reasons = self.event_reasons(claim).await;
+            reasons.iter().any(|r| r == reason).then_some(reasons)
+        })
+        .await
+    }
+
     /// PATCHes of PVC status the API server has answered.
     pub async fn status_patches(&self) -> f64 {
         let text = http_text(&format!("{}/metrics", self.api.url))
@@ -364,6 +374,16 @@ impl Monitor {
     /// The monitor's metrics text.
     pub async fn metrics(&self) -> String {
         http_text(&self.metrics_url).await.unwrap_or_default()
+    }
+
+    /// Waits until the metrics text satisfies `ok` (metrics are updated right after the status
+    /// patch is answered, so they can trail what the API server shows by a moment).
+    pub async fn wait_metrics(&self, what: &str, ok: impl Fn(&str) -> bool) {
+        wait_for_async(WAIT, what, || async {
+            let text = self.metrics().await;
+            ok(&text).then_some(())
+        })
+        .await;
     }
 
     /// Sum of the samples of `name` matching `labels`.
