@@ -96,25 +96,13 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             let mut seen = HashSet::new();
             for (i, e) in entries.iter().enumerate() {
                 let path = format!("status.volumeHealth[{i}]");
-                if e.name.is_empty() {
-                    causes.push(Cause::new(
-                        "FieldValueRequired",
-                        format!("{path}.name"),
-                        "Required value",
-                    ));
-                } else if !volumes.contains(&e.name) {
-                    causes.push(Cause::new(
-                        "FieldValueNotFound",
-                        format!("{path}.name"),
-                        format!("Not found: \"{}\"", e.name),
-                    ));
-                } else if !seen.insert(e.name.clone()) {
-                    causes.push(Cause::new(
-                        "FieldValueDuplicate",
-                        format!("{path}.name"),
-                        format!("Duplicate value: \"{}\"", e.name),
-                    ));
-                }
+                entry_name(
+                    &e.name,
+                    volumes.contains(&e.name),
+                    &mut seen,
+                    &path,
+                    &mut causes,
+                );
                 volume_conditions(
                     e.health_conditions.as_deref().unwrap_or(&[]),
                     &format!("{path}.healthConditions"),
@@ -134,25 +122,13 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             let mut seen = HashSet::new();
             for (i, e) in entries.iter().enumerate() {
                 let path = format!("status.storageHealth[{i}]");
-                if e.name.is_empty() {
-                    causes.push(Cause::new(
-                        "FieldValueRequired",
-                        format!("{path}.name"),
-                        "Required value",
-                    ));
-                } else if !drivers.contains(e.name.as_str()) {
-                    causes.push(Cause::new(
-                        "FieldValueNotFound",
-                        format!("{path}.name"),
-                        format!("Not found: \"{}\"", e.name),
-                    ));
-                } else if !seen.insert(e.name.clone()) {
-                    causes.push(Cause::new(
-                        "FieldValueDuplicate",
-                        format!("{path}.name"),
-                        format!("Duplicate value: \"{}\"", e.name),
-                    ));
-                }
+                entry_name(
+                    &e.name,
+                    drivers.contains(e.name.as_str()),
+                    &mut seen,
+                    &path,
+                    &mut causes,
+                );
                 storage_conditions(
                     e.health_conditions.as_deref().unwrap_or(&[]),
                     &format!("{path}.healthConditions"),
@@ -236,6 +212,33 @@ fn too_many(path: &str, n: usize, causes: &mut Vec<Cause>) {
             "FieldValueTooMany",
             path,
             format!("Too many: {n}: must have at most {MAX_CONDITIONS} items"),
+        ));
+    }
+}
+
+/// Checks the `name` of a keyed health list entry: required, naming something that exists
+/// (`known`), and unique in its list.
+fn entry_name(
+    name: &str,
+    known: bool,
+    seen: &mut HashSet<String>,
+    path: &str,
+    causes: &mut Vec<Cause>,
+) {
+    let field = format!("{path}.name");
+    if name.is_empty() {
+        causes.push(Cause::new("FieldValueRequired", field, "Required value"));
+    } else if !known {
+        causes.push(Cause::new(
+            "FieldValueNotFound",
+            field,
+            format!("Not found: \"{name}\""),
+        ));
+    } else if !seen.insert(name.to_string()) {
+        causes.push(Cause::new(
+            "FieldValueDuplicate",
+            field,
+            format!("Duplicate value: \"{name}\""),
         ));
     }
 }
