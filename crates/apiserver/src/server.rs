@@ -11,6 +11,7 @@ use crate::{discovery, kubeconfig, rest};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
+use futures::StreamExt;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::path::PathBuf;
@@ -193,18 +194,40 @@ async fn read_body(
     parts: &http::request::Parts,
     body: Body,
 ) -> std::result::Result<Bytes, ApiError> {
-    if let Some(len) = parts
+    let declared = parts
         .headers
         .get("content-length")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        && len > MAX_BODY
-    {
-        return Err(ApiError::too_large());
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut stream = body.into_data_stream();
+    if declared.is_some_and(|len| len > MAX_BODY) {
+        return Err(discard_oversized(stream, 0).await);
     }
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| ApiError::too_large())
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0));
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?;
+        if buf.len() + chunk.len() > MAX_BODY {
+            return Err(discard_oversized(stream, buf.len() + chunk.len()).await);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// How much of an oversized body is read and thrown away before answering 413: a client that
+/// is still sending when the connection closes sees a reset instead of the answer.
+const DISCARD_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Reads and drops the rest of an oversized body (up to [`DISCARD_LIMIT`]), then gives the 413.
+async fn discard_oversized(mut stream: axum::body::BodyDataStream, mut seen: usize) -> ApiError {
+    while seen <= DISCARD_LIMIT {
+        match stream.next().await {
+            Some(Ok(chunk)) => seen += chunk.len(),
+            _ => break,
+        }
+    }
+    ApiError::too_large()
 }
 
 /// What the metrics call the request.
