@@ -354,6 +354,10 @@ async fn start(
                 "--registration-dir".into(),
                 dir(layout.registration_dir(node)),
                 "--no-mounts".into(),
+                // Every component shares this one machine: only call I/O slow past 2 s, so a busy
+                // laptop does not show SlowIo on every volume.
+                "--io-probe-slow-ms".into(),
+                "2000".into(),
             ],
         )?;
         until_ready(running, &format!("the node plugin of {node}"), async || {

@@ -331,6 +331,12 @@ pub fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: 
             reg.to_str().unwrap(),
             "--refresh-interval-ms",
             "200",
+            // These tests inject their conditions; a probe slowed by a busy test machine must not
+            // add a real SlowIo or IoProbeTimedOut of its own.
+            "--io-probe-slow-ms",
+            "10000",
+            "--io-probe-timeout-ms",
+            "20000",
         ],
     )
 }
