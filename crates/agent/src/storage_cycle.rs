@@ -11,7 +11,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
-use volhealth_model::Write;
 
 const STATUS_KEY: &str = "csinodes/status";
 const SPEC_KEY: &str = "csinodes";
@@ -88,26 +87,14 @@ impl Agent {
                 self.warn_once(format!("fix {object} {fix}"), || format!("{object}: {fix}"));
             }
             let position = list.iter().position(|e| e.name == driver.name);
-            match volhealth_model::reconcile_storage(
+            if let Some(write) = volhealth_model::reconcile_storage(
                 position.map(|i| &list[i]),
                 &driver.name,
                 &report,
                 now,
             ) {
-                None => {}
-                Some(Write::Set(entry)) => {
-                    match position {
-                        Some(i) => list[i] = entry,
-                        None => list.push(entry),
-                    }
-                    changed = true;
-                }
-                Some(Write::Remove) => {
-                    if let Some(i) = position {
-                        list.remove(i);
-                    }
-                    changed = true;
-                }
+                write.apply_at(&mut list, position);
+                changed = true;
             }
             let conditions: Vec<(String, String)> = list
                 .iter()

@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
-use volhealth_model::Write;
 
 /// One volume to probe.
 struct Target {
@@ -223,26 +222,14 @@ impl Agent {
                 self.warn_once(format!("fix {object} {fix}"), || format!("{object}: {fix}"));
             }
             let position = list.iter().position(|e| e.name == target.volume.name);
-            match volhealth_model::reconcile_pod_volume(
+            if let Some(write) = volhealth_model::reconcile_pod_volume(
                 position.map(|i| &list[i]),
                 &target.volume.name,
                 &report,
                 now,
             ) {
-                None => {}
-                Some(Write::Set(entry)) => {
-                    match position {
-                        Some(i) => list[i] = entry,
-                        None => list.push(entry),
-                    }
-                    changed = true;
-                }
-                Some(Write::Remove) => {
-                    if let Some(i) = position {
-                        list.remove(i);
-                    }
-                    changed = true;
-                }
+                write.apply_at(&mut list, position);
+                changed = true;
             }
             let conditions: Vec<(String, String)> = list
                 .iter()

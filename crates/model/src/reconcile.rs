@@ -20,6 +20,21 @@ pub enum Write<T> {
     Remove,
 }
 
+impl<T> Write<T> {
+    /// Applies the write to one entry of a list keyed by name (`pod.status.volumeHealth`,
+    /// `csinode.status.storageHealth`): `position` is where the entry is now, if anywhere.
+    pub fn apply_at(self, list: &mut Vec<T>, position: Option<usize>) {
+        match (self, position) {
+            (Write::Set(entry), Some(i)) => list[i] = entry,
+            (Write::Set(entry), None) => list.push(entry),
+            (Write::Remove, Some(i)) => {
+                list.remove(i);
+            }
+            (Write::Remove, None) => {}
+        }
+    }
+}
+
 type Key<'a> = (usize, &'a str, &'a str);
 
 fn key<C: Condition>(c: &C) -> Key<'_> {
@@ -263,6 +278,16 @@ mod tests {
             Some(Write::Remove)
         );
         assert_eq!(reconcile_pvc(None, &Report::healthy(), t(2)), None);
+    }
+
+    #[test]
+    fn writes_apply_to_keyed_lists() {
+        let mut list = vec!["a", "b"];
+        Write::Set("B").apply_at(&mut list, Some(1));
+        Write::Set("c").apply_at(&mut list, None);
+        Write::Remove.apply_at(&mut list, Some(0));
+        Write::<&str>::Remove.apply_at(&mut list, None);
+        assert_eq!(list, vec!["B", "c"]);
     }
 
     #[test]
