@@ -7,22 +7,33 @@
 //! - [`sanitize`]: the API limits (16 conditions, CamelCase reasons, 256-byte reasons, 1024-byte
 //!   messages, unique `(status, reason)`), applied so that every change is reported and no
 //!   unhealthy volume is made to look healthy.
-//! - [`reconcile`]: `stored + reported + now → what to write, or nothing`.
+//! - [`equality`]: when two condition lists are the same (no-op suppression, Events, overlays).
+//! - [`api_time`]: the whole-second precision of `lastTransitionTime`.
+//! - [`reconcile`]: `stored + reported + now → what to write, or nothing`, and the keyed-list
+//!   form the pod and CSINode paths share.
+//! - [`identity`]: the node identity's names (`system:node:NAME`, `system:nodes`).
 //! - [`recovery`]: the list-mode recovery tracker (two complete cycles, or one confirming Get).
 //!
 //! Both writers (the controller-side monitor and the node-side agent) are thin loops around
 //! these functions, so every rule of the reconciliation contract is tested here once.
 
+pub mod api_time;
+pub mod equality;
+pub mod identity;
 pub mod reconcile;
 pub mod recovery;
 pub mod report;
 pub mod sanitize;
 pub mod status;
 
+pub use api_time::api_time;
+pub use equality::{condition_key, condition_keys, same_conditions, same_keys};
 pub use jiff::Timestamp;
 pub use k8s_openapi::api::core::v1::{PodVolumeHealth, VolumeHealthCondition, VolumeHealthStatus};
 pub use k8s_openapi::api::storage::v1::{StorageHealth, StorageHealthCondition};
-pub use reconcile::{Write, reconcile_pod_volume, reconcile_pvc, reconcile_storage};
+pub use reconcile::{
+    NamedEntry, Write, reconcile_entry, reconcile_pod_volume, reconcile_pvc, reconcile_storage,
+};
 pub use recovery::{ListRecovery, ListVerdict};
 pub use report::{Report, UnknownCondition, storage_report, volume_report};
 pub use sanitize::Fix;

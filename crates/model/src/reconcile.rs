@@ -6,7 +6,8 @@
 //! A report holding only values this version does not know changes nothing: such values are
 //! surfaced by the caller and must never clear a stored condition.
 
-use crate::sanitize::Condition;
+use crate::api_time::api_time;
+use crate::equality::{condition_key, same_conditions, same_keys};
 use crate::{PodVolumeHealth, Report, StorageHealth, StorageHealthCondition, Timestamp};
 use crate::{VolumeHealthCondition, VolumeHealthStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -35,36 +36,39 @@ impl<T> Write<T> {
     }
 }
 
-type Key<'a> = (usize, &'a str, &'a str);
-
-fn key<C: Condition>(c: &C) -> Key<'_> {
-    (c.rank(), c.status(), c.reason())
+/// An entry of a list keyed by name (`pod.status.volumeHealth`, `csinode.status.storageHealth`).
+pub trait NamedEntry {
+    /// The entry's key: the `pod.spec.volumes` name or the driver name.
+    fn entry_name(&self) -> &str;
 }
 
-fn sorted<C: Condition>(list: &[C]) -> Vec<&C> {
-    let mut v: Vec<&C> = list.iter().collect();
-    v.sort_by(|a, b| key(*a).cmp(&key(*b)));
-    v
+impl NamedEntry for PodVolumeHealth {
+    fn entry_name(&self) -> &str {
+        &self.name
+    }
 }
 
-fn same_keys<C: Condition>(a: &[C], b: &[C]) -> bool {
-    a.len() == b.len()
-        && sorted(a)
-            .iter()
-            .zip(sorted(b))
-            .all(|(x, y)| key(*x) == key(y))
+impl NamedEntry for StorageHealth {
+    fn entry_name(&self) -> &str {
+        &self.name
+    }
 }
 
-fn message_of<C: Condition>(c: &C) -> &str {
-    c.message().unwrap_or("")
-}
-
-fn same_volume_conditions(a: &[VolumeHealthCondition], b: &[VolumeHealthCondition]) -> bool {
-    same_keys(a, b)
-        && sorted(a)
-            .iter()
-            .zip(sorted(b))
-            .all(|(x, y)| message_of(*x) == message_of(y))
+/// Reconciles one entry of a keyed list in place: `decide` gets the stored entry named `name`
+/// (if any) and returns the write, if one is needed. Returns whether the list changed.
+pub fn reconcile_entry<T: NamedEntry>(
+    list: &mut Vec<T>,
+    name: &str,
+    decide: impl FnOnce(Option<&T>) -> Option<Write<T>>,
+) -> bool {
+    let position = list.iter().position(|e| e.entry_name() == name);
+    match decide(position.map(|i| &list[i])) {
+        Some(write) => {
+            write.apply_at(list, position);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Decides the write for a set of volume conditions with one shared transition time.
@@ -82,15 +86,15 @@ fn reconcile_volume_set(
     let desired = &report.conditions;
     let since = match stored {
         Some((conds, ltt)) => {
-            if same_volume_conditions(conds, desired) {
+            if same_conditions(conds, desired) {
                 return None;
             }
             match ltt {
                 Some(t) if same_keys(conds, desired) => t.clone(),
-                _ => Time(now),
+                _ => Time(api_time(now)),
             }
         }
-        None => Time(now),
+        None => Time(api_time(now)),
     };
     Some(Write::Set((desired.clone(), since)))
 }
@@ -139,24 +143,9 @@ pub fn reconcile_pod_volume(
     })
 }
 
-fn storage_identity(c: &StorageHealthCondition) -> (&str, &str, Option<&str>, Option<&str>) {
-    (
-        &c.status,
-        &c.reason,
-        c.access_mode.as_deref(),
-        c.volume_mode.as_deref(),
-    )
-}
-
-fn same_storage_conditions(a: &[StorageHealthCondition], b: &[StorageHealthCondition]) -> bool {
-    same_keys(a, b)
-        && sorted(a).iter().zip(sorted(b)).all(|(x, y)| {
-            storage_identity(x) == storage_identity(y) && message_of(*x) == message_of(y)
-        })
-}
-
 /// One driver's `csinode.status.storageHealth` entry. Each condition keeps its own
-/// `lastTransitionTime` while its `(status, reason, accessMode, volumeMode)` is unchanged.
+/// `lastTransitionTime` while its `(status, reason)` is stored; a change of its access or volume
+/// mode alone is written but keeps the time.
 pub fn reconcile_storage(
     stored: Option<&StorageHealth>,
     driver_name: &str,
@@ -171,7 +160,7 @@ pub fn reconcile_storage(
         return stored.map(|_| Write::Remove);
     }
     if let Some(conds) = stored_conds
-        && same_storage_conditions(conds, &report.conditions)
+        && same_conditions(conds, &report.conditions)
     {
         return None;
     }
@@ -180,13 +169,9 @@ pub fn reconcile_storage(
         .iter()
         .map(|c| {
             let since = stored_conds
-                .and_then(|conds| {
-                    conds
-                        .iter()
-                        .find(|s| storage_identity(s) == storage_identity(c))
-                })
+                .and_then(|conds| conds.iter().find(|s| condition_key(*s) == condition_key(c)))
                 .and_then(|s| s.last_transition_time.clone())
-                .unwrap_or(Time(now));
+                .unwrap_or(Time(api_time(now)));
             StorageHealthCondition {
                 last_transition_time: Some(since),
                 ..c.clone()
@@ -296,6 +281,64 @@ mod tests {
             Some(Write::Set(p)) => assert_eq!(p.name, "data"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn transition_times_are_whole_seconds_whatever_the_clock() {
+        let now = Timestamp::from_millisecond(1_700_000_000_750).unwrap();
+        let s = set(reconcile_pvc(None, &report(&[(2, "Gone", "")]), now));
+        assert_eq!(
+            s.last_transition_time,
+            Some(Time(Timestamp::from_second(1_700_000_000).unwrap()))
+        );
+    }
+
+    #[test]
+    fn a_storage_scope_change_is_written_and_keeps_the_time() {
+        let scoped = StorageHealthCondition {
+            status: "StorageDegraded".into(),
+            reason: "PathDown".into(),
+            access_mode: Some("ReadWriteMany".into()),
+            ..Default::default()
+        };
+        let r = |c: &StorageHealthCondition| Report {
+            conditions: vec![c.clone()],
+            unknown: vec![],
+            fixes: vec![],
+        };
+        let first = match reconcile_storage(None, "d", &r(&scoped), t(10)) {
+            Some(Write::Set(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let widened = StorageHealthCondition {
+            access_mode: None,
+            ..scoped
+        };
+        let second = match reconcile_storage(Some(&first), "d", &r(&widened), t(20)) {
+            Some(Write::Set(s)) => s,
+            other => panic!("{other:?}"),
+        };
+        let c = &second.health_conditions.unwrap()[0];
+        assert_eq!(c.access_mode, None);
+        assert_eq!(c.last_transition_time, Some(Time(t(10))));
+    }
+
+    #[test]
+    fn keyed_entries_are_reconciled_in_place() {
+        let mut list: Vec<PodVolumeHealth> = Vec::new();
+        let bad = report(&[(2, "Gone", "")]);
+        assert!(reconcile_entry(
+            &mut list,
+            "data",
+            |e| reconcile_pod_volume(e, "data", &bad, t(1))
+        ));
+        assert!(!reconcile_entry(&mut list, "data", |e| {
+            reconcile_pod_volume(e, "data", &bad, t(2))
+        }));
+        assert!(reconcile_entry(&mut list, "data", |e| {
+            reconcile_pod_volume(e, "data", &Report::healthy(), t(3))
+        }));
+        assert!(list.is_empty());
     }
 
     #[test]

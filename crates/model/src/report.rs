@@ -2,7 +2,7 @@
 //! apart so callers can surface them (Event and metric) instead of reading them as healthy.
 
 use crate::sanitize::{
-    Fix, MAX_CONDITIONS, MAX_MESSAGE_BYTES, MAX_REASON_BYTES, sanitize, truncate_utf8,
+    Condition, Fix, MAX_CONDITIONS, MAX_MESSAGE_BYTES, MAX_REASON_BYTES, sanitize, truncate_utf8,
 };
 use crate::{StorageHealthCondition, StorageStatus, VolumeHealthCondition, VolumeStatus};
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
@@ -44,6 +44,18 @@ impl<C> Report<C> {
     /// True when the driver reported nothing adverse, known or unknown.
     pub fn is_healthy(&self) -> bool {
         self.conditions.is_empty() && self.unknown.is_empty()
+    }
+}
+
+impl<C: Condition> Report<C> {
+    /// The rank of the most severe condition (0 = most severe); a report without known
+    /// conditions (a recovery) ranks after every condition.
+    pub fn severity(&self) -> usize {
+        self.conditions
+            .iter()
+            .map(Condition::rank)
+            .min()
+            .unwrap_or(usize::MAX)
     }
 }
 

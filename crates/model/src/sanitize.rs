@@ -21,7 +21,7 @@ pub const MAX_MESSAGE_BYTES: usize = 1024;
 pub const MISSING_REASON: &str = "Unspecified";
 
 /// One change sanitising made to a driver's report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Fix {
     /// The reason was empty (or had no letters or digits) and was replaced.
     ReasonMissing {
@@ -176,6 +176,10 @@ pub trait Condition: Clone {
     fn widen_scope(&mut self, _other: &Self) -> bool {
         false
     }
+    /// The access mode and volume mode the condition is limited to (`None` = all).
+    fn scope(&self) -> (Option<&str>, Option<&str>) {
+        (None, None)
+    }
 }
 
 impl Condition for VolumeHealthCondition {
@@ -217,6 +221,9 @@ impl Condition for StorageHealthCondition {
     }
     fn set_message(&mut self, message: Option<String>) {
         self.message = message;
+    }
+    fn scope(&self) -> (Option<&str>, Option<&str>) {
+        (self.access_mode.as_deref(), self.volume_mode.as_deref())
     }
     fn widen_scope(&mut self, other: &Self) -> bool {
         let mut widened = false;
@@ -300,6 +307,12 @@ fn fix_reason<C: Condition>(cond: &mut C, fixes: &mut Vec<Fix>) {
     cond.set_reason(reason);
 }
 
+/// Keeps the first of identical fixes: a report with many equal entries is reported once.
+fn dedup_fixes(fixes: &mut Vec<Fix>) {
+    let mut seen = std::collections::HashSet::new();
+    fixes.retain(|f| seen.insert(f.clone()));
+}
+
 /// Applies the API limits to conditions mapped from one driver report. The result is sorted
 /// most severe first, then by reason, so equal reports always produce equal lists.
 pub fn sanitize<C: Condition>(conditions: Vec<C>) -> (Vec<C>, Vec<Fix>) {
@@ -324,12 +337,18 @@ pub fn sanitize<C: Condition>(conditions: Vec<C>) -> (Vec<C>, Vec<Fix>) {
                     status: key.1.clone(),
                     reason: key.2.clone(),
                 });
-                let message = match (existing.message(), cond.message()) {
-                    (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
-                    (Some(a), _) => Some(a.to_string()),
-                    (None, b) => b.map(str::to_string),
+                // Joined messages stop growing once past the limit (they are cut to it below),
+                // so N duplicates cost linear time, not quadratic.
+                let joined = match (existing.message(), cond.message()) {
+                    (Some(a), Some(b)) if a != b && a.len() <= MAX_MESSAGE_BYTES => {
+                        Some(format!("{a}; {b}"))
+                    }
+                    (None, Some(b)) => Some(b.to_string()),
+                    _ => None,
                 };
-                existing.set_message(message);
+                if let Some(m) = joined {
+                    existing.set_message(Some(m));
+                }
                 if existing.widen_scope(&cond) {
                     fixes.push(Fix::ScopeWidened {
                         status: key.1,
@@ -339,6 +358,7 @@ pub fn sanitize<C: Condition>(conditions: Vec<C>) -> (Vec<C>, Vec<Fix>) {
             }
         }
     }
+    dedup_fixes(&mut fixes);
     let mut out: Vec<C> = merged.into_values().collect();
     for cond in &mut out {
         if let Some(msg) = cond.message()
@@ -414,6 +434,28 @@ mod tests {
                 status: "Degraded".into(),
                 reason: "SlowIo".into()
             }]
+        );
+    }
+
+    #[test]
+    fn many_equal_entries_merge_into_one_bounded_condition_and_one_fix() {
+        let input: Vec<_> = (0..100_000)
+            .map(|i| vc("Degraded", "SlowIo", Some(&format!("sample {i}"))))
+            .collect();
+        let (out, fixes) = sanitize(input);
+        assert_eq!(out.len(), 1);
+        assert!(
+            out[0]
+                .message
+                .as_deref()
+                .is_some_and(|m| m.len() <= MAX_MESSAGE_BYTES)
+        );
+        assert_eq!(
+            fixes
+                .iter()
+                .filter(|f| f.kind() == "duplicate_merged")
+                .count(),
+            1
         );
     }
 
