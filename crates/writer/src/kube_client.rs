@@ -1,0 +1,85 @@
+//! The Kubernetes client both writers use: from `--kubeconfig` when given, else the standard
+//! inference (`KUBECONFIG`, `~/.kube/config`, then in-cluster service account configuration).
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// A loaded client and what the configuration said besides.
+pub struct LoadedClient {
+    /// The client.
+    pub client: kube::Client,
+    /// The configuration's default namespace.
+    pub default_namespace: String,
+    /// The kubeconfig user of the current context, when a kubeconfig file was read.
+    pub kubeconfig_user: Option<String>,
+}
+
+/// Loads the configuration from `kubeconfig`, or infers it, and builds a client.
+pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
+    let (config, user) = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
+            let user = current_user(&kc);
+            let config = kube::Config::from_custom_kubeconfig(
+                kc,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))?;
+            (config, user)
+        }
+        None => (
+            kube::Config::infer()
+                .await
+                .map_err(|e| Error::KubeConfig(e.to_string()))?,
+            None,
+        ),
+    };
+    let default_namespace = config.default_namespace.clone();
+    let client = kube::Client::try_from(config)
+        .map_err(|e| Error::KubeConfig(format!("building the Kubernetes client: {e}")))?;
+    Ok(LoadedClient {
+        client,
+        default_namespace,
+        kubeconfig_user: user,
+    })
+}
+
+/// The user named by the current context of `kc`.
+pub fn current_user(kc: &kube::config::Kubeconfig) -> Option<String> {
+    let context = kc.current_context.clone().unwrap_or_default();
+    kc.contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_current_contexts_user() {
+        let yaml = r#"
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: k, user: "system:node:node-b"}}, {name: d, context: {cluster: k, user: other}}]
+clusters: [{name: k, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: "system:node:node-b", user: {token: t}}]
+"#;
+        let kc = kube::config::Kubeconfig::from_yaml(yaml).unwrap();
+        assert_eq!(current_user(&kc).as_deref(), Some("system:node:node-b"));
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_says_which_file() {
+        let err = load(Some(Path::new("/nonexistent/kubeconfig")))
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
+    }
+}

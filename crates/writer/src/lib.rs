@@ -1,0 +1,44 @@
+//! The machinery both volume health writers share: the controller-side monitor (writing
+//! `pvc.status.healthStatus`) and the node agent (writing `pod.status.volumeHealth` and
+//! `csinode.status.storageHealth`). Each writer keeps only what is its own (how it lists its
+//! objects, which RPCs it calls, how it maps a report onto its object); everything else is here,
+//! so the same situation gets the same behaviour, metric and Event from both.
+//!
+//! # Layout
+//! - [`probe`]: a health RPC under its deadline, counted and timed; what is a valid answer; the
+//!   failure log (once into failure, once on recovery).
+//! - [`pacing`]: calls spread over the interval, one cycle per interval.
+//! - [`status`]: the write path of one object kind ([`status::Target`]): overlay, outcome,
+//!   backoff, metrics, Events. [`queue`]: the coalescing severity-ordered queue and its loop.
+//! - [`overlay`] (own recent writes), [`api`] (outcome classification), [`backoff`] (the one
+//!   policy), [`rate_limit`].
+//! - [`metrics`]: the shared metric families and per-object condition series.
+//! - [`events`]: which change deserves an Event, and the recorder with its own budget.
+//! - [`reports`]: unknown values and sanitising fixes, reported once.
+//! - [`clock`], [`kube_client`].
+
+pub mod api;
+pub mod backoff;
+pub mod clock;
+mod error;
+pub mod events;
+pub mod kube_client;
+pub mod metrics;
+pub mod overlay;
+pub mod pacing;
+pub mod probe;
+pub mod queue;
+pub mod rate_limit;
+pub mod reports;
+pub mod status;
+
+pub use api::{ApiFailure, FailureKind};
+pub use clock::{Clock, SystemClock, TokioClock};
+pub use error::{Error, Result};
+pub use events::{EventRecorder, EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
+pub use metrics::{StatusSeries, WriterMetrics};
+pub use probe::{FailureLog, ProbeError, timed, volume_answer};
+pub use queue::{QueuedTarget, WriteLoop, WriteQueue};
+pub use rate_limit::RateLimiter;
+pub use reports::ReportNotes;
+pub use status::{Outcome, Patched, StatusWriter, Stored, Target};

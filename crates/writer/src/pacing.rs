@@ -1,0 +1,85 @@
+//! Spreading a cycle's calls evenly over the interval, so many volumes are not probed in bursts,
+//! and the ticker that starts one cycle per interval.
+
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// When the i-th of `n` calls of a cycle that started at `start` is due.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    start: Instant,
+    spacing: Duration,
+}
+
+impl Pacer {
+    /// `n` calls spread over `interval` from `start` (the first at once).
+    pub fn new(start: Instant, interval: Duration, n: usize) -> Pacer {
+        let spacing = interval / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        Pacer { start, spacing }
+    }
+
+    /// When call `i` (counting from 0) is due.
+    pub fn due(&self, i: usize) -> Instant {
+        self.start
+            + self
+                .spacing
+                .saturating_mul(u32::try_from(i).unwrap_or(u32::MAX))
+    }
+}
+
+/// Starts one cycle per interval, measured from each cycle's start; a cycle that overran the
+/// interval is logged and the next one starts at once (never two at a time).
+#[derive(Debug)]
+pub struct Ticker {
+    interval: Duration,
+    next: Instant,
+}
+
+impl Ticker {
+    /// The first tick is due now.
+    pub fn new(interval: Duration) -> Ticker {
+        Ticker {
+            interval,
+            next: Instant::now(),
+        }
+    }
+
+    /// When the next cycle is due.
+    pub fn next_due(&self) -> Instant {
+        self.next
+    }
+
+    /// Makes the next cycle due now (e.g. a new leadership term).
+    pub fn reset(&mut self) {
+        self.next = Instant::now();
+    }
+
+    /// Records that a cycle which started at `start` has ended.
+    pub fn cycle_done(&mut self, start: Instant, what: &str) {
+        self.next = start + self.interval;
+        if self.next <= Instant::now() {
+            tracing::warn!(interval = %volhealth_daemon::duration::format(self.interval), "{what} took longer than the interval");
+            self.next = Instant::now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_are_spread_and_overruns_start_at_once() {
+        let start = Instant::now();
+        let p = Pacer::new(start, Duration::from_secs(10), 4);
+        assert_eq!(p.due(0), start);
+        assert_eq!(p.due(3), start + Duration::from_millis(7500));
+        assert_eq!(Pacer::new(start, Duration::from_secs(10), 0).due(0), start);
+        let mut t = Ticker::new(Duration::from_secs(10));
+        t.cycle_done(start, "test cycle");
+        assert_eq!(t.next_due(), start + Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(12)).await;
+        t.cycle_done(start, "test cycle");
+        assert_eq!(t.next_due(), Instant::now());
+    }
+}

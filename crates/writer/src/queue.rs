@@ -1,0 +1,272 @@
+//! The keyed coalescing queue between probe cycles and a single writer, and the loop that drains
+//! it. Several pending updates for one object collapse into the latest; the most severe go first
+//! (Inaccessible, DataLoss, Degraded, then recoveries), first come first within a severity; and
+//! what would be a no-op is found before a rate-limit token is spent on it.
+
+use crate::rate_limit::RateLimiter;
+use crate::status::{Outcome, StatusWriter, Stored, Target};
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{Notify, watch};
+
+#[derive(Debug)]
+struct Entry<D> {
+    desired: D,
+    priority: usize,
+    seq: i64,
+}
+
+#[derive(Debug)]
+struct Inner<K, D> {
+    order: BTreeSet<(usize, i64, K)>,
+    pending: HashMap<K, Entry<D>>,
+    next_seq: i64,
+    next_front: i64,
+}
+
+impl<K, D> Default for Inner<K, D> {
+    fn default() -> Self {
+        Inner {
+            order: BTreeSet::new(),
+            pending: HashMap::new(),
+            next_seq: 0,
+            next_front: -1,
+        }
+    }
+}
+
+/// Pending desired states by object, in priority order.
+#[derive(Debug)]
+pub struct WriteQueue<K, D> {
+    inner: Mutex<Inner<K, D>>,
+    notify: Notify,
+}
+
+impl<K, D> Default for WriteQueue<K, D> {
+    fn default() -> Self {
+        WriteQueue {
+            inner: Mutex::new(Inner::default()),
+            notify: Notify::new(),
+        }
+    }
+}
+
+impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<K, D>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn insert(q: &mut Inner<K, D>, key: K, desired: D, priority: usize, seq: i64) {
+        if let Some(old) = q.pending.remove(&key) {
+            q.order.remove(&(old.priority, old.seq, key.clone()));
+        }
+        q.order.insert((priority, seq, key.clone()));
+        q.pending.insert(
+            key,
+            Entry {
+                desired,
+                priority,
+                seq,
+            },
+        );
+    }
+
+    /// Queues `desired` for `key` at `priority` (lower goes first), replacing a pending one,
+    /// which keeps its place in line within the new priority.
+    pub fn push(&self, key: K, desired: D, priority: usize) {
+        {
+            let mut q = self.lock();
+            let seq = match q.pending.get(&key) {
+                Some(e) => e.seq,
+                None => {
+                    q.next_seq += 1;
+                    q.next_seq
+                }
+            };
+            Self::insert(&mut q, key, desired, priority, seq);
+        }
+        self.notify.notify_one();
+    }
+
+    /// Queues `desired` again after a failed attempt, ahead of its priority's line, unless a
+    /// newer desired state for the object arrived meanwhile.
+    pub fn retry(&self, key: K, desired: D, priority: usize) {
+        let queued = {
+            let mut q = self.lock();
+            if q.pending.contains_key(&key) {
+                false
+            } else {
+                q.next_front -= 1;
+                let seq = q.next_front;
+                Self::insert(&mut q, key, desired, priority, seq);
+                true
+            }
+        };
+        if queued {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Takes the next item.
+    pub fn pop(&self) -> Option<(K, D, usize)> {
+        let mut q = self.lock();
+        let (priority, _, key) = q.order.pop_first()?;
+        let entry = q.pending.remove(&key)?;
+        Some((key, entry.desired, priority))
+    }
+
+    /// Waits for and takes the next item.
+    pub async fn next(&self) -> (K, D, usize) {
+        loop {
+            if let Some(item) = self.pop() {
+                return item;
+            }
+            self.notify.notified().await;
+        }
+    }
+
+    /// The desired state pending for `key`, if any.
+    pub fn pending(&self, key: &K) -> Option<D> {
+        self.lock().pending.get(key).map(|e| e.desired.clone())
+    }
+
+    /// Drops everything (leadership lost: another replica writes now).
+    pub fn clear(&self) {
+        *self.lock() = Inner::default();
+    }
+
+    /// Number of objects with a pending write.
+    pub fn len(&self) -> usize {
+        self.lock().pending.len()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A [`Target`] whose writes go through a [`WriteQueue`]: it can read its cache, and turn a
+/// desired state into the value to store at write time (so `lastTransitionTime` is decided
+/// against what is stored then, including our own writes the cache has not shown yet).
+pub trait QueuedTarget: Target {
+    /// What the probe cycles want (a driver's report).
+    type Desired: Clone + Send + Sync + 'static;
+    /// The object as cached now; `None` when it is gone.
+    fn cached(&self, key: &Self::Key) -> Option<Stored<Self::Value>>;
+    /// The value to store over `before` for `desired`; `None` when nothing would change.
+    fn reconcile(&self, before: &Self::Value, desired: &Self::Desired) -> Option<Self::Value>;
+}
+
+/// The single writer draining a queue.
+pub struct WriteLoop<T: QueuedTarget> {
+    /// The write path.
+    pub writer: Arc<StatusWriter<T>>,
+    /// The queue the cycles fill.
+    pub queue: Arc<WriteQueue<T::Key, T::Desired>>,
+    /// `--kube-api-qps` / `--kube-api-burst` for status writes.
+    pub limiter: RateLimiter,
+    /// Whether this replica leads (always true without leader election).
+    pub leader: watch::Receiver<bool>,
+}
+
+impl<T: QueuedTarget> WriteLoop<T>
+where
+    T::Key: Ord,
+{
+    /// Writes until `shutdown` completes.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            if let Some(until) = self.writer.unreachable_until() {
+                tokio::select! {
+                    _ = &mut shutdown => return,
+                    _ = tokio::time::sleep_until(until) => {}
+                }
+            }
+            let (key, desired, priority) = tokio::select! {
+                _ = &mut shutdown => return,
+                item = self.queue.next() => item,
+            };
+            if !*self.leader.borrow() {
+                continue;
+            }
+            let target = self.writer.target();
+            let Some(stored) = target.cached(&key) else {
+                tracing::debug!(object = %key, "the object is gone; nothing to write");
+                continue;
+            };
+            let before = self.writer.effective(&key, &stored);
+            // No-ops and held objects cost no rate-limit token.
+            let Some(after) = target.reconcile(&before, &desired) else {
+                continue;
+            };
+            if !self.writer.may_write(&key) {
+                if self.writer.unreachable_until().is_some() {
+                    self.queue.retry(key, desired, priority);
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = self.limiter.acquire() => {}
+            }
+            // Checked again right before the write: a replica that lost the lease stops at once.
+            if !*self.leader.borrow() {
+                continue;
+            }
+            match self.writer.write(&key, &stored, &before, after).await {
+                Outcome::Unavailable | Outcome::Conflict => {
+                    self.queue.retry(key, desired, priority)
+                }
+                Outcome::Written(_)
+                | Outcome::Held
+                | Outcome::Dropped
+                | Outcome::Refused(_)
+                | Outcome::Forbidden(_)
+                | Outcome::Gone => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalesces_orders_by_severity_and_retries_never_override() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        q.push("a", "a1", 2);
+        q.push("b", "b1", 2);
+        q.push("a", "a2", 2);
+        q.push("c", "c1", 0);
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop(), Some(("c", "c1", 0)), "most severe first");
+        assert_eq!(
+            q.pop(),
+            Some(("a", "a2", 2)),
+            "latest wins, keeps its place"
+        );
+        q.push("b", "b2", 2);
+        q.retry("b", "stale", 2);
+        q.retry("d", "d0", 2);
+        assert_eq!(
+            q.pop(),
+            Some(("d", "d0", 2)),
+            "a retry goes ahead of its line"
+        );
+        assert_eq!(q.pop(), Some(("b", "b2", 2)));
+        assert!(q.is_empty());
+        q.push("e", "e", 1);
+        q.clear();
+        assert_eq!(q.pop(), None);
+    }
+}
