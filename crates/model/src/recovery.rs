@@ -93,10 +93,12 @@ impl ListRecovery {
             }
             let n = self.absences.entry(id.clone()).or_insert(0);
             *n += 1;
-            let verdict = if *n >= 2 {
-                ListVerdict::Clear
-            } else if get_available {
+            // With Get, only a confirming answer clears: a failed confirmation is no recovery,
+            // however often the volume is absent from the list.
+            let verdict = if get_available {
                 ListVerdict::Confirm
+            } else if *n >= 2 {
+                ListVerdict::Clear
             } else {
                 ListVerdict::Keep
             };
@@ -210,6 +212,19 @@ mod tests {
             message: String::new(),
         }];
         assert!(matches!(t.confirmed("v1", Ok(&e)), ListVerdict::Report(_)));
+    }
+
+    #[test]
+    fn with_get_a_failed_confirmation_never_clears() {
+        let mut t = ListRecovery::new();
+        for _ in 0..5 {
+            t.begin_cycle();
+            assert_eq!(
+                t.complete_cycle(&stored(&["v1"]), true)[0].1,
+                ListVerdict::Confirm
+            );
+            assert_eq!(t.confirmed("v1", Err(())), ListVerdict::Keep);
+        }
     }
 
     #[test]

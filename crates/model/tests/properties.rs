@@ -321,7 +321,8 @@ proptest! {
     }
 
     /// A real recovery (the volume leaves the list, Get answers healthy) is cleared within two
-    /// complete cycles, however many failed cycles come between.
+    /// complete cycles without Get, and on the first complete cycle whose confirming Get answers
+    /// with Get, however many failed cycles (or failed confirmations) come between.
     #[test]
     fn real_recovery_clears_within_two_complete_cycles(
         mask in prop::collection::vec(prop::option::of(0u8..5), 1..8),
@@ -336,12 +337,35 @@ proptest! {
         let healthy: Truth = sick.keys().map(|k| (k.clone(), vec![])).collect();
         let mut complete = 0;
         for (c, f) in faults.iter().enumerate() {
-            if run_cycle(&mut tracker, &mut api, &healthy, f, &BTreeSet::new(), get_available, 1 + c as i64) {
+            let completed = run_cycle(&mut tracker, &mut api, &healthy, f, &BTreeSet::new(), get_available, 1 + c as i64);
+            if completed && !(get_available && f.get_fails) {
                 complete += 1;
             }
-            if complete >= 2 {
+            if complete >= if get_available { 1 } else { 2 } {
                 prop_assert!(api.is_empty(), "still stored after {} complete cycles: {:?}", complete, api.keys());
             }
+        }
+    }
+
+    /// With Get advertised, failed confirmations never clear a condition, however many complete
+    /// cycles the volume is absent from.
+    #[test]
+    fn failed_confirmations_never_clear(
+        mask in prop::collection::vec(prop::option::of(0u8..5), 1..8),
+        cycles in 1usize..8,
+    ) {
+        let sick = truth_from(&mask);
+        let mut tracker = ListRecovery::new();
+        let mut api = BTreeMap::new();
+        let clean = CycleFaults { page_size: 2, fails: false, duplicate: vec![], omit: vec![], get_fails: false };
+        run_cycle(&mut tracker, &mut api, &sick, &clean, &BTreeSet::new(), true, 0);
+        let before: BTreeSet<String> = api.keys().cloned().collect();
+        let healthy: Truth = sick.keys().map(|k| (k.clone(), vec![])).collect();
+        let failing = CycleFaults { get_fails: true, ..clean };
+        for c in 0..cycles {
+            run_cycle(&mut tracker, &mut api, &healthy, &failing, &BTreeSet::new(), true, 1 + c as i64);
+            let now: BTreeSet<String> = api.keys().cloned().collect();
+            prop_assert_eq!(&now, &before, "cleared without a healthy answer");
         }
     }
 }

@@ -1,19 +1,15 @@
 //! Wiring: HTTP endpoint, driver connection and capability probe, caches, leader election, the
 //! writer and the probe cycles, all stopped by one shutdown future.
 
-use crate::clock::SystemClock;
-use crate::config::{DROPPED_WRITE_RETRY_FACTOR, MonitorConfig, SecretRef, lease_name};
+use crate::config::{MonitorConfig, SecretRef, lease_name};
 use crate::csi_source::{CsiCapabilities, CsiHealthSource, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
 use crate::http::{HealthFlags, endpoints};
 use crate::kube_claims::KubeClaims;
-use crate::kube_writer::KubeWriter;
-use crate::rate_limit::RateLimiter;
-use crate::write_loop::WriteLoop;
+use crate::kube_patcher::KubePatcher;
 use crate::{Error, Result, leader};
 use k8s_openapi::api::core::v1::Secret;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -21,7 +17,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 use volhealth_daemon::BoundEndpoint;
+use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
+use volhealth_writer::{KubeEventSink, RateLimiter, SystemClock, WriteLoop};
 
+/// The component name on Events.
+pub const COMPONENT: &str = "volhealth-monitor";
 /// How long a stopping monitor waits for its Lease to be released.
 const RELEASE_WAIT: Duration = Duration::from_secs(3);
 /// Longest wait between attempts to reach the driver at start.
@@ -29,21 +29,6 @@ const MAX_START_BACKOFF: Duration = Duration::from_secs(30);
 
 async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
-}
-
-async fn kube_config(config: &MonitorConfig) -> Result<Config> {
-    match &config.kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))
-        }
-        None => Config::infer()
-            .await
-            .map_err(|e| Error::KubeConfig(e.to_string())),
-    }
 }
 
 async fn load_secret(client: Client, r: &SecretRef) -> Result<Secrets> {
@@ -122,20 +107,24 @@ pub async fn run(
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let shared = Arc::new(Shared::default());
     let flags = Arc::new(HealthFlags::default());
+    let loaded = volhealth_writer::kube_client::load(config.kubeconfig.as_deref())
+        .await
+        .map_err(|volhealth_writer::Error::KubeConfig(m)| Error::KubeConfig(m))?;
+    let default_namespace = loaded.default_namespace.clone();
+    let client = loaded.client;
+    let claims = Arc::new(KubeClaims::start(client.clone()));
+    let shared = Arc::new(Shared::new(
+        claims.clone(),
+        KubePatcher::new(client.clone()),
+        Arc::new(SystemClock),
+        config.monitor_interval,
+    ));
 
     if let Some(addr) = config.http_endpoint {
         let bound = BoundEndpoint::bind(addr, endpoints(shared.clone(), flags.clone())).await?;
         tokio::spawn(bound.serve(stopped(stop_rx.clone())));
     }
-
-    let kube_config = kube_config(&config).await?;
-    let default_namespace = kube_config.default_namespace.clone();
-    let client = Client::try_from(kube_config).map_err(|source| Error::Kube {
-        what: "building the Kubernetes client".into(),
-        source,
-    })?;
 
     let timeout = config.timeout;
     let address = config.csi_address.clone();
@@ -165,8 +154,6 @@ pub async fn run(
         Some(r) => load_secret(client.clone(), r).await?,
         None => Secrets::default(),
     };
-    let claims = Arc::new(KubeClaims::start(client.clone()));
-
     let identity = config
         .leader_election
         .as_ref()
@@ -227,20 +214,25 @@ pub async fn run(
                 }
                 if !*rx.borrow() {
                     shared.queue.clear();
+                    shared.events.clear();
                 }
             }
         });
     }
 
     let writer = WriteLoop {
-        writer: Arc::new(KubeWriter::new(client.clone(), identity)),
-        claims: claims.clone(),
-        shared: shared.clone(),
+        writer: shared.writer.clone(),
+        queue: shared.queue.clone(),
         limiter: RateLimiter::new(config.kube_api_qps, config.kube_api_burst),
         leader: leader_rx.clone(),
-        dropped_retry: config.monitor_interval * DROPPED_WRITE_RETRY_FACTOR,
     };
     tokio::spawn(writer.run(stopped(stop_rx.clone())));
+    let sink = KubeEventSink::new(client.clone(), COMPONENT, identity.clone(), None);
+    tokio::spawn(shared.events.clone().run(
+        sink,
+        RateLimiter::new(EVENT_QPS, EVENT_BURST),
+        stopped(stop_rx.clone()),
+    ));
 
     tokio::select! {
         _ = stop_rx.wait_for(|v| *v) => return Ok(()),
@@ -259,14 +251,7 @@ pub async fn run(
         workers: config.worker_threads,
     };
     let source = Arc::new(CsiHealthSource::new(channel, secrets));
-    let engine = Engine::new(
-        source,
-        claims,
-        Arc::new(SystemClock),
-        shared,
-        settings,
-        info.mode,
-    );
+    let engine = Engine::new(source, shared, settings, info.mode);
     engine.run(&caps, leader_rx, stopped(stop_rx)).await;
     if let Some(done) = election_done {
         // Give the election a moment to release the Lease, so a successor starts at once.

@@ -70,12 +70,9 @@ impl HealthSource for CsiHealthSource {
             volume_id,
             secrets: self.secrets.map(),
         };
+        let id = req.volume_id.clone();
         let resp = client.controller_get_volume_health(req).await?.into_inner();
-        // proto3 cannot tell an absent message from an empty one, so absent means "no adverse condition".
-        Ok(resp
-            .volume_health
-            .map(|h| h.health_statuses)
-            .unwrap_or_default())
+        volhealth_writer::volume_answer(&id, resp.volume_health)
     }
 }
 

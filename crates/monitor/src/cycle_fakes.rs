@@ -1,16 +1,12 @@
 //! Fakes of the driver and the API server, and a rig running the cycles and the writer on
 //! paused tokio time, shared by the cycle tests.
 
+pub(crate) use crate::claim_target::{Health, HealthPatcher};
 pub(crate) use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
-pub(crate) use crate::clock::TokioClock;
 pub(crate) use crate::engine::{
     CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared,
 };
-pub(crate) use crate::events::{REASON_DEGRADED, REASON_RECOVERED, REASON_UNKNOWN};
-pub(crate) use crate::rate_limit::RateLimiter;
 pub(crate) use crate::source::{HealthSource, ListPage, ProbeError};
-pub(crate) use crate::status_writer::{ClaimEvent, Patched, StatusWriter, WriteError};
-pub(crate) use crate::write_loop::WriteLoop;
 pub(crate) use std::collections::{BTreeMap, BTreeSet};
 pub(crate) use std::sync::{Arc, Mutex};
 pub(crate) use std::time::Duration;
@@ -20,6 +16,13 @@ pub(crate) use volhealth_csi::capabilities::ControllerHealthMode;
 pub(crate) use volhealth_csi::v1::VolumeHealth;
 pub(crate) use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 pub(crate) use volhealth_model::{VolumeHealthCondition, VolumeHealthStatus};
+pub(crate) use volhealth_writer::events::{
+    REASON_UNKNOWN, REASON_VOLUME_DEGRADED as REASON_DEGRADED,
+    REASON_VOLUME_RECOVERED as REASON_RECOVERED,
+};
+pub(crate) use volhealth_writer::{
+    ApiFailure, EventSink, HealthEvent, Patched, RateLimiter, TokioClock, WriteLoop,
+};
 pub(crate) const DRIVER: &str = "fake.csi.example.com";
 pub(crate) const INTERVAL: Duration = Duration::from_secs(60);
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(15);
@@ -169,7 +172,7 @@ pub(crate) struct ApiState {
     pub(crate) claims: BTreeMap<String, BoundClaim>,
     pub(crate) rv: u64,
     pub(crate) patches: Vec<(ClaimKey, Option<VolumeHealthStatus>)>,
-    pub(crate) events: Vec<ClaimEvent>,
+    pub(crate) events: Vec<HealthEvent>,
     pub(crate) drop_health: bool,
     pub(crate) unavailable: bool,
     pub(crate) cache_lag: bool,
@@ -235,15 +238,18 @@ impl ClaimStore for FakeApi {
     }
 }
 
-impl StatusWriter for FakeApi {
+impl HealthPatcher for FakeApi {
     async fn patch_health(
         &self,
         key: &ClaimKey,
         health: Option<&VolumeHealthStatus>,
-    ) -> Result<Patched, WriteError> {
+    ) -> Result<Patched<Health>, ApiFailure> {
         self.with(|s| {
             if s.unavailable {
-                return Err(WriteError::Unavailable("connection refused".into()));
+                return Err(ApiFailure {
+                    code: None,
+                    message: "connection refused".into(),
+                });
             }
             s.patches.push((key.clone(), health.cloned()));
             s.rv += 1;
@@ -253,7 +259,10 @@ impl StatusWriter for FakeApi {
                 .claims
                 .values_mut()
                 .find(|c| &c.key == key)
-                .ok_or(WriteError::NotFound)?;
+                .ok_or(ApiFailure {
+                    code: Some(404),
+                    message: "not found".into(),
+                })?;
             let stored = if drop && health.is_some() {
                 claim.stored.health.clone()
             } else {
@@ -265,36 +274,39 @@ impl StatusWriter for FakeApi {
             }
             Ok(Patched {
                 resource_version: Some(rv),
-                health: stored,
+                value: stored,
             })
         })
     }
-    async fn event(&self, event: &ClaimEvent) -> Result<(), WriteError> {
+}
+
+impl HealthPatcher for Arc<FakeApi> {
+    async fn patch_health(
+        &self,
+        key: &ClaimKey,
+        health: Option<&VolumeHealthStatus>,
+    ) -> Result<Patched<Health>, ApiFailure> {
+        self.as_ref().patch_health(key, health).await
+    }
+}
+
+impl EventSink for FakeApi {
+    async fn create(&self, event: &HealthEvent, _count: i32) -> Result<(), ApiFailure> {
         self.with(|s| s.events.push(event.clone()));
         Ok(())
     }
 }
 
-impl StatusWriter for Arc<FakeApi> {
-    async fn patch_health(
-        &self,
-        key: &ClaimKey,
-        health: Option<&VolumeHealthStatus>,
-    ) -> Result<Patched, WriteError> {
-        self.as_ref().patch_health(key, health).await
-    }
-    async fn event(&self, event: &ClaimEvent) -> Result<(), WriteError> {
-        self.as_ref().event(event).await
-    }
-}
+/// The shared state of the rig.
+pub(crate) type RigShared = Shared<FakeApi, Arc<FakeApi>, TokioClock>;
 
 // ---------------------------------------------------------------- rig
 
 pub(crate) struct Rig {
     pub(crate) driver: Arc<FakeDriver>,
     pub(crate) api: Arc<FakeApi>,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) engine: Engine<FakeDriver, FakeApi, TokioClock>,
+    pub(crate) shared: Arc<RigShared>,
+    pub(crate) engine: Engine<FakeDriver, FakeApi, Arc<FakeApi>, TokioClock>,
     pub(crate) leader: watch::Sender<bool>,
     pub(crate) _stop: watch::Sender<bool>,
 }
@@ -312,7 +324,12 @@ pub(crate) fn rig_with(
             api.add_claim(v, None);
         }
     }
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared::new(
+        api.clone(),
+        api.clone(),
+        Arc::new(TokioClock::new()),
+        INTERVAL,
+    ));
     let settings = EngineSettings {
         driver_name: DRIVER.into(),
         interval: INTERVAL,
@@ -320,28 +337,27 @@ pub(crate) fn rig_with(
         page_size,
         workers,
     };
-    let engine = Engine::new(
-        driver.clone(),
-        api.clone(),
-        Arc::new(TokioClock::new()),
-        shared.clone(),
-        settings,
-        mode,
-    );
+    let engine = Engine::new(driver.clone(), shared.clone(), settings, mode);
     let (leader, leader_rx) = watch::channel(true);
     let (stop, stop_rx) = watch::channel(false);
     let writer = WriteLoop {
-        writer: Arc::new(api.clone()),
-        claims: api.clone(),
-        shared: shared.clone(),
+        writer: shared.writer.clone(),
+        queue: shared.queue.clone(),
         limiter: RateLimiter::new(1000.0, 1000),
         leader: leader_rx,
-        dropped_retry: INTERVAL * 10,
     };
+    let mut stop_writer = stop_rx.clone();
     tokio::spawn(writer.run(async move {
-        let mut rx = stop_rx;
-        let _ = rx.wait_for(|v| *v).await;
+        let _ = stop_writer.wait_for(|v| *v).await;
     }));
+    let mut stop_events = stop_rx;
+    tokio::spawn(shared.events.clone().run(
+        api.clone(),
+        RateLimiter::new(1000.0, 1000),
+        async move {
+            let _ = stop_events.wait_for(|v| *v).await;
+        },
+    ));
     Rig {
         driver,
         api,

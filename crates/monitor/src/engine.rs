@@ -1,23 +1,21 @@
-//! The probe cycles' shared core: the mode, turning one report into a desired status, unknown
-//! values, and the loop that runs one cycle per interval while this replica leads.
+//! The probe cycles' shared core: the mode, turning one report into a queued desired state,
+//! and the loop that runs one cycle per interval while this replica leads.
 
-use crate::claims::{BoundClaim, ClaimStore};
-use crate::clock::Clock;
-use crate::events::{condition_keys, unknown_event};
+use crate::claim_target::{ClaimTarget, Health, HealthPatcher, claim_ref};
+use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError};
-use crate::write_loop::lock;
-use crate::write_queue::{PendingWrite, WriteQueue};
-use crate::write_state::WriteState;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use volhealth_csi::capabilities::ControllerHealthMode;
-use volhealth_model::{
-    ListRecovery, Report, UnknownCondition, VolumeHealthCondition, Write, reconcile_pvc,
+use volhealth_model::{ListRecovery, Report, VolumeHealthCondition, condition_keys};
+use volhealth_writer::pacing::Ticker;
+use volhealth_writer::{
+    Clock, EventRecorder, FailureLog, QueuedTarget, ReportNotes, StatusWriter, Stored, WriteQueue,
 };
 
 /// How the driver is probed, from its controller capabilities.
@@ -77,77 +75,107 @@ pub struct EngineSettings {
     pub workers: usize,
 }
 
-/// State shared by the cycles, the writer and the HTTP endpoint.
-#[derive(Debug, Default)]
-pub struct Shared {
+/// The queue of desired claim states.
+pub type ClaimQueue = WriteQueue<ClaimKey, Report<VolumeHealthCondition>>;
+
+/// State shared by the cycles, the writer, the Event recorder and the HTTP endpoint.
+pub struct Shared<C: ClaimStore, P: HealthPatcher, K: Clock> {
     /// Desired states waiting to be written.
-    pub queue: WriteQueue,
-    /// Recent writes and held-back claims.
-    pub state: Mutex<WriteState>,
+    pub queue: Arc<ClaimQueue>,
+    /// The write path of claims.
+    pub writer: Arc<StatusWriter<ClaimTarget<C, P, K>>>,
+    /// Events waiting to be sent.
+    pub events: Arc<EventRecorder>,
+    /// Unknown values and fixes already reported.
+    pub notes: ReportNotes,
     /// Metrics.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
+}
+
+impl<C: ClaimStore, P: HealthPatcher, K: Clock> Shared<C, P, K> {
+    /// Wires the shared state of a monitor probing every `interval`.
+    pub fn new(claims: Arc<C>, patcher: P, clock: Arc<K>, interval: Duration) -> Self {
+        let metrics = Arc::new(Metrics::new());
+        let events = Arc::new(EventRecorder::new(metrics.writer.clone()));
+        let target = ClaimTarget {
+            claims,
+            patcher,
+            clock,
+            metrics: metrics.clone(),
+        };
+        Shared {
+            queue: Arc::new(WriteQueue::new()),
+            writer: Arc::new(StatusWriter::new(
+                target,
+                interval,
+                metrics.writer.clone(),
+                events.clone(),
+            )),
+            notes: ReportNotes::new(metrics.writer.clone(), events.clone()),
+            events,
+            metrics,
+        }
+    }
+
+    /// The claim cache.
+    pub fn claims(&self) -> &Arc<C> {
+        &self.writer.target().claims
+    }
+
+    /// The claim's health as stored now (our own last write while the cache lags behind it).
+    pub fn effective(&self, key: &ClaimKey, stored: &StoredClaim) -> Health {
+        self.writer.effective(key, &as_stored(stored))
+    }
+}
+
+fn as_stored(c: &StoredClaim) -> Stored<Health> {
+    Stored {
+        uid: Some(c.uid.clone()).filter(|u| !u.is_empty()),
+        resource_version: c.resource_version.clone(),
+        value: c.health.clone(),
+    }
+}
+
+/// Whether a health value holds any condition.
+pub(crate) fn has_conditions(h: &Health) -> bool {
+    h.as_ref()
+        .and_then(|h| h.health_conditions.as_ref())
+        .is_some_and(|cs| !cs.is_empty())
 }
 
 /// Runs the probe cycles.
-pub struct Engine<S: HealthSource, C: ClaimStore, K: Clock> {
+pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     pub(crate) source: Arc<S>,
-    pub(crate) claims: Arc<C>,
-    clock: Arc<K>,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared<C, P, K>>,
     pub(crate) settings: EngineSettings,
     mode: Mode,
     pub(crate) recovery: ListRecovery,
-    unknown_seen: HashMap<String, BTreeSet<(i32, String)>>,
     pub(crate) connection_lost: bool,
+    pub(crate) last_complete_listed: usize,
+    pub(crate) failures: FailureLog,
     last_unmapped_log: Option<Instant>,
 }
 
 /// How often the "volumes without PV" debug line may appear.
 const UNMAPPED_LOG_EVERY: Duration = Duration::from_secs(600);
 
-/// Calls `fut` with the per-call deadline, recording the probe metrics.
-pub(crate) async fn timed<T>(
-    metrics: &Metrics,
-    driver: &str,
-    method: &str,
-    timeout: Duration,
-    fut: impl Future<Output = Result<T, ProbeError>>,
-) -> Result<T, ProbeError> {
-    let start = Instant::now();
-    let result = match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(ProbeError {
-            code: tonic::Code::DeadlineExceeded,
-            message: format!(
-                "no answer within {}",
-                volhealth_daemon::duration::format(timeout)
-            ),
-        }),
-    };
-    metrics.probe(driver, method, result.is_ok(), start.elapsed());
-    result
-}
-
-impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
+impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
     /// An engine in `mode` with no history.
     pub fn new(
         source: Arc<S>,
-        claims: Arc<C>,
-        clock: Arc<K>,
-        shared: Arc<Shared>,
+        shared: Arc<Shared<C, P, K>>,
         settings: EngineSettings,
         mode: Mode,
     ) -> Self {
         Engine {
             source,
-            claims,
-            clock,
             shared,
             settings,
             mode,
             recovery: ListRecovery::new(),
-            unknown_seen: HashMap::new(),
             connection_lost: false,
+            last_complete_listed: 0,
+            failures: FailureLog::new(),
             last_unmapped_log: None,
         }
     }
@@ -169,7 +197,7 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
     pub async fn cycle(&mut self, start: Instant) {
         match self.mode {
             Mode::List { get } => {
-                self.list_cycle(get).await;
+                self.list_cycle(get, start).await;
             }
             Mode::Get => self.get_cycle(start).await,
             // Nothing to call, so nothing would notice a driver upgrade: ask again next time.
@@ -186,7 +214,7 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
         shutdown: impl Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut next = Instant::now();
+        let mut ticker = Ticker::new(self.settings.interval);
         let mut leader_open = true;
         loop {
             if !*leader.borrow_and_update() {
@@ -203,15 +231,14 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
                     // A new term starts from what is stored, not from an old term's counts.
                     tracing::info!("became leader; starting health probes");
                     self.recovery = ListRecovery::new();
-                    self.unknown_seen.clear();
-                    next = Instant::now();
+                    ticker.reset();
                 }
                 continue;
             }
             tokio::select! {
                 _ = &mut shutdown => return,
                 r = leader.changed(), if leader_open => { leader_open = r.is_ok(); continue; }
-                _ = tokio::time::sleep_until(next) => {}
+                _ = tokio::time::sleep_until(ticker.next_due()) => {}
             }
             if self.connection_lost {
                 match caps.probe().await {
@@ -234,11 +261,7 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
                 _ = &mut shutdown => return,
                 _ = self.cycle(start) => {}
             }
-            next = start + self.settings.interval;
-            if next <= Instant::now() {
-                tracing::warn!(interval = ?self.settings.interval, "a probe cycle took longer than the interval");
-                next = Instant::now();
-            }
+            ticker.cycle_done(start, "a probe cycle");
         }
     }
 
@@ -249,78 +272,34 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
         }
     }
 
-    /// Turns one authoritative report for a bound volume into a desired status.
+    /// Turns one authoritative report for a bound volume into a queued desired state, when it
+    /// would change what is stored (or supersede a write still queued).
     pub(crate) fn apply(&mut self, claim: &BoundClaim, report: &Report<VolumeHealthCondition>) {
-        self.note_unknown(claim, report);
-        for fix in &report.fixes {
-            tracing::debug!(volume = %claim.volume_id, fix = %fix, "sanitised the driver's report");
-        }
-        let (stored, held) = {
-            let mut s = lock(&self.shared.state);
-            (
-                s.effective(&claim.key, &claim.stored),
-                s.is_held(&claim.key),
-            )
-        };
-        let desired = match reconcile_pvc(stored.as_ref(), report, self.clock.now()) {
-            Some(Write::Set(h)) => Some(h),
-            Some(Write::Remove) => None,
-            None => {
-                // Nothing to change; a stale pending write must not land after this.
-                if self
-                    .shared
-                    .queue
-                    .pending(&claim.key)
-                    .is_some_and(|p| p.desired != stored)
-                {
-                    self.shared.queue.push(PendingWrite {
-                        key: claim.key.clone(),
-                        volume_id: claim.volume_id.clone(),
-                        desired: stored,
-                    });
-                }
-                return;
-            }
-        };
-        if held {
+        let shared = &self.shared;
+        shared.notes.note(
+            &format!("pvc {}", claim.key),
+            &claim_ref(&claim.key, Some(&claim.stored.uid)),
+            &format!("volume {}", claim.volume_id),
+            report,
+        );
+        let before = shared.effective(&claim.key, &claim.stored);
+        let changes = shared.writer.target().reconcile(&before, report).is_some();
+        // A stale pending write must not land after this report, so it is replaced either way.
+        let pending = shared.queue.pending(&claim.key).is_some();
+        if !(changes || pending) {
             return;
         }
-        self.shared.queue.push(PendingWrite {
-            key: claim.key.clone(),
-            volume_id: claim.volume_id.clone(),
-            desired,
-        });
-    }
-
-    fn note_unknown(&mut self, claim: &BoundClaim, report: &Report<VolumeHealthCondition>) {
-        let now: BTreeSet<(i32, String)> = report
-            .unknown
-            .iter()
-            .map(|u| (u.raw_status, u.reason.clone()))
-            .collect();
-        let before = self.unknown_seen.get(&claim.volume_id);
-        let new: Vec<&UnknownCondition> = report
-            .unknown
-            .iter()
-            .filter(|u| !before.is_some_and(|b| b.contains(&(u.raw_status, u.reason.clone()))))
-            .collect();
-        if !new.is_empty() {
-            for u in &new {
-                self.shared.metrics.unknown_condition(u.raw_status);
-            }
-            tracing::warn!(claim = %claim.key, volume = %claim.volume_id, values = ?new.iter().map(|u| u.raw_status).collect::<Vec<_>>(), "driver reported health status values this monitor does not know");
-            self.shared.queue.push_event(unknown_event(
-                &claim.key,
-                &claim.stored.uid,
-                &claim.volume_id,
-                &new,
-            ));
+        if changes
+            && !pending
+            && shared.writer.is_refused(&claim.key)
+            && !shared.writer.may_write(&claim.key)
+        {
+            // Held back after a refused or dropped write: the next cycle after the hold asks again.
+            return;
         }
-        if now.is_empty() {
-            self.unknown_seen.remove(&claim.volume_id);
-        } else {
-            self.unknown_seen.insert(claim.volume_id.clone(), now);
-        }
+        shared
+            .queue
+            .push(claim.key.clone(), report.clone(), report.severity());
     }
 
     /// Logs (debug, rate-limited) volumes the driver reported that have no bound PV.
@@ -342,20 +321,31 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
 
     /// Makes the per-claim status series follow what is stored, and forgets deleted claims.
     fn refresh_status_metrics(&mut self) {
-        let bound = self.claims.bound_claims(&self.settings.driver_name);
-        let metrics = &self.shared.metrics;
-        let mut s = lock(&self.shared.state);
+        let shared = &self.shared;
+        let bound = shared.claims().bound_claims(&self.settings.driver_name);
         let mut alive = BTreeSet::new();
         for claim in bound.values() {
-            let health = s.effective(&claim.key, &claim.stored);
-            metrics.set_claim_conditions(&claim.key, condition_keys(health.as_ref()));
+            let health = shared.effective(&claim.key, &claim.stored);
+            let keys = health
+                .as_ref()
+                .and_then(|h| h.health_conditions.as_deref())
+                .map(condition_keys)
+                .unwrap_or_default();
+            shared.metrics.set_claim_conditions(&claim.key, keys);
             alive.insert(claim.key.clone());
         }
-        for key in metrics.exported_claims() {
-            if !alive.contains(&key) {
-                metrics.set_claim_conditions(&key, BTreeSet::new());
-            }
-        }
-        s.retain(|k| alive.contains(k) || self.claims.claim(k).is_some());
+        shared.metrics.retain_claims(|k| alive.contains(k));
+        let claims = shared.claims().clone();
+        shared
+            .writer
+            .retain(|k| alive.contains(k) || claims.claim(k).is_some());
+        let noted: std::collections::HashSet<String> =
+            alive.iter().map(|a| format!("pvc {a}")).collect();
+        shared.notes.retain(|k| noted.contains(k));
+        let volumes: std::collections::HashSet<&str> = bound.keys().map(String::as_str).collect();
+        self.failures.retain(|t| {
+            t.split_once(' ')
+                .is_none_or(|(_, volume)| volumes.contains(volume))
+        });
     }
 }

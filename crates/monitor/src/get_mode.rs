@@ -1,9 +1,10 @@
 //! One ControllerGetVolumeHealth cycle: every bound volume exactly once, the calls spread evenly
 //! over the interval, at most `workers` in flight.
 
+use crate::claim_target::HealthPatcher;
 use crate::claims::{BoundClaim, ClaimStore};
-use crate::clock::Clock;
-use crate::engine::{Engine, Shared, timed};
+use crate::engine::Engine;
+use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError, method};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -12,42 +13,50 @@ use std::time::Duration;
 use tokio::time::Instant;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::volume_report;
+use volhealth_writer::pacing::Pacer;
+use volhealth_writer::{Clock, timed};
 
 type Answer = (BoundClaim, Result<Vec<VolumeHealthEntry>, ProbeError>);
 
 async fn probe<S: HealthSource>(
     source: Arc<S>,
-    shared: Arc<Shared>,
+    metrics: Arc<Metrics>,
     driver: String,
     timeout: Duration,
     claim: BoundClaim,
 ) -> Answer {
     let call = source.get(claim.volume_id.clone());
-    let r = timed(&shared.metrics, &driver, method::GET, timeout, call).await;
+    let r = timed(&metrics.writer, &driver, method::GET, timeout, call).await;
     (claim, r)
 }
 
-impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
+impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
     /// Runs one Get cycle that started at `start`; volumes bound later wait for the next cycle.
     pub(crate) async fn get_cycle(&mut self, start: Instant) {
         let driver = self.settings.driver_name.clone();
-        let claims: Vec<BoundClaim> = self.claims.bound_claims(&driver).into_values().collect();
+        let claims: Vec<BoundClaim> = self
+            .shared
+            .claims()
+            .bound_claims(&driver)
+            .into_values()
+            .collect();
         let n = claims.len();
         if n == 0 {
             return;
         }
-        let spacing = self.settings.interval / u32::try_from(n).unwrap_or(u32::MAX);
+        let pacer = Pacer::new(start, self.settings.interval, n);
         let workers = self.settings.workers.max(1);
         let mut inflight = FuturesUnordered::new();
         let mut launched = 0usize;
         let mut errors = 0usize;
         let mut last_error = None;
         loop {
-            let due = start + spacing.saturating_mul(u32::try_from(launched).unwrap_or(u32::MAX));
+            let due = pacer.due(launched);
             tokio::select! {
                 biased;
                 Some(answer) = inflight.next(), if !inflight.is_empty() => {
                     let (claim, result): Answer = answer;
+                    self.failures.note(&format!("{} {}", method::GET, claim.volume_id), &result);
                     match result {
                         Ok(entries) => self.apply(&claim, &volume_report(&entries)),
                         Err(e) => {
@@ -59,14 +68,14 @@ impl<S: HealthSource, C: ClaimStore, K: Clock> Engine<S, C, K> {
                 }
                 _ = tokio::time::sleep_until(due), if launched < n && inflight.len() < workers => {
                     let claim = claims[launched].clone();
-                    inflight.push(probe(self.source.clone(), self.shared.clone(), driver.clone(), self.settings.timeout, claim));
+                    inflight.push(probe(self.source.clone(), self.shared.metrics.clone(), driver.clone(), self.settings.timeout, claim));
                     launched += 1;
                 }
                 else => break,
             }
         }
         if let Some(e) = last_error {
-            tracing::warn!(failed = errors, of = n, last_error = %e, "ControllerGetVolumeHealth failed; keeping those volumes' stored conditions");
+            tracing::debug!(failed = errors, of = n, last_error = %e, "ControllerGetVolumeHealth failed for some volumes; keeping their stored conditions");
         }
     }
 }

@@ -1,10 +1,13 @@
 //! What `/metrics`, `/healthz` and `/readyz` report (`volhealth_daemon` serves them).
 
+use crate::claim_target::HealthPatcher;
+use crate::claims::ClaimStore;
 use crate::engine::Shared;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use volhealth_daemon::Endpoints;
 use volhealth_daemon::endpoint_server::flag_check;
+use volhealth_writer::Clock;
 
 /// Liveness and readiness as the endpoints report them.
 #[derive(Debug)]
@@ -24,15 +27,25 @@ impl Default for HealthFlags {
     }
 }
 
-/// What the endpoint answers: the monitor's metrics, liveness from the leader election and
-/// readiness from start-up.
-pub fn endpoints(shared: Arc<Shared>, flags: Arc<HealthFlags>) -> Endpoints {
-    Endpoints::new(move || shared.metrics.encode())
+/// What the endpoint answers: the monitor's metrics, liveness from the leader election, and
+/// readiness from start-up and from whether the API server can be reached for writes.
+pub fn endpoints<C: ClaimStore, P: HealthPatcher, K: Clock>(
+    shared: Arc<Shared<C, P, K>>,
+    flags: Arc<HealthFlags>,
+) -> Endpoints {
+    let metrics = shared.clone();
+    let ready = flags.ready.clone();
+    Endpoints::new(move || metrics.metrics.encode())
         .healthz(flag_check(flags.live.clone(), "leader election failed"))
-        .readyz(flag_check(
-            flags.ready.clone(),
-            "waiting for the caches and the driver",
-        ))
+        .readyz(move || {
+            if !ready.load(Ordering::Acquire) {
+                return Err("waiting for the caches and the driver".into());
+            }
+            if shared.writer.api_unreachable() {
+                return Err("the API server cannot be reached for status writes".into());
+            }
+            Ok(())
+        })
 }
 
 #[cfg(test)]
@@ -40,7 +53,6 @@ mod tests {
     use super::*;
     use axum::Router;
     use axum::http::StatusCode;
-    use std::sync::atomic::Ordering;
     use tower::ServiceExt;
 
     async fn status_of(r: &Router, path: &str) -> (StatusCode, String) {
@@ -62,7 +74,13 @@ mod tests {
 
     #[tokio::test]
     async fn endpoints_follow_the_flags() {
-        let shared = Arc::new(Shared::default());
+        let api = Arc::new(crate::cycle_fakes::FakeApi::default());
+        let shared = Arc::new(Shared::new(
+            api.clone(),
+            api,
+            Arc::new(volhealth_writer::TokioClock::new()),
+            std::time::Duration::from_secs(60),
+        ));
         let flags = Arc::new(HealthFlags::default());
         let r = endpoints(shared.clone(), flags.clone()).into_router();
         assert_eq!(
@@ -77,11 +95,16 @@ mod tests {
             status_of(&r, "/healthz").await.0,
             StatusCode::SERVICE_UNAVAILABLE
         );
-        shared.metrics.write("success");
+        shared
+            .metrics
+            .writer
+            .write(crate::claim_target::RESOURCE, "success");
         let (code, body) = status_of(&r, "/metrics").await;
         assert_eq!(code, StatusCode::OK);
         assert!(
-            body.contains("csi_volume_health_status_writes_total{result=\"success\"} 1"),
+            body.contains(
+                "csi_volume_health_status_writes_total{resource=\"persistentvolumeclaims/status\",result=\"success\"} 1"
+            ),
             "{body}"
         );
     }

@@ -8,40 +8,35 @@
 //! from what is stored.
 //!
 //! # Layout
-//! - [`controller`]: wiring, and [`run`] itself.
-//! - [`engine`]: the mode, one report → desired status, unknown values, the cycle loop;
-//!   [`list_mode`] and [`get_mode`] are the two kinds of cycle.
-//! - [`write_queue`] (keyed coalescing queue), [`write_loop`] (the single writer),
-//!   [`write_state`] (own recent writes, dropped-write holds), [`rate_limit`], [`events`].
+//! The machinery both writers share (timed probes, pacing, the write path with its overlay,
+//! outcomes and backoff, the queue, Events, metric families) is `volhealth_writer`; this crate
+//! keeps what is the monitor's own:
+//! - [`controller`]: wiring, and [`run`] itself; [`leader`] (Lease election).
+//! - [`engine`]: the mode, one report → queued desired state, the cycle loop; [`list_mode`] and
+//!   [`get_mode`] are the two kinds of cycle.
+//! - [`claim_target`]: PVC health as the shared writer's target; [`kube_patcher`] patches it.
 //! - Boundaries, each with a real implementation and fakes in the unit tests:
 //!   [`source::HealthSource`] ([`csi_source`]), [`claims::ClaimStore`] ([`kube_claims`]),
-//!   [`status_writer::StatusWriter`] ([`kube_writer`]), [`clock::Clock`].
-//! - [`leader`] (Lease election), [`http`] (what `/metrics`, `/healthz`, `/readyz` report; served
-//!   by `volhealth_daemon`), [`metrics`], [`config`] ([`MonitorConfig`]).
+//!   [`claim_target::HealthPatcher`] ([`kube_patcher`]).
+//! - [`http`] (what `/metrics`, `/healthz`, `/readyz` report), [`metrics`], [`config`].
 //! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
 //!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
 
+pub mod claim_target;
 pub mod claims;
-pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod csi_source;
 pub mod engine;
 mod error;
-pub mod events;
 pub mod get_mode;
 pub mod http;
 pub mod kube_claims;
-pub mod kube_writer;
+pub mod kube_patcher;
 pub mod leader;
 pub mod list_mode;
 pub mod metrics;
-pub mod rate_limit;
 pub mod source;
-pub mod status_writer;
-pub mod write_loop;
-pub mod write_queue;
-pub mod write_state;
 
 #[cfg(test)]
 mod cycle_fakes;

@@ -31,6 +31,10 @@ pub const REASON_STORAGE_RECOVERED: &str = "StorageHealthRecovered";
 /// Warning: the driver sent a status value this version does not know.
 pub const REASON_UNKNOWN: &str = "UnknownVolumeHealthCondition";
 
+/// Events sent per second at most, sustained (their own budget, apart from status writes).
+pub const EVENT_QPS: f64 = 5.0;
+/// Events sent at once at most.
+pub const EVENT_BURST: u32 = 25;
 /// Most Events kept waiting; the oldest is dropped first (Events are advisory).
 pub const MAX_PENDING_EVENTS: usize = 4096;
 /// More similar Events than this waiting at once are sent as one summary.
@@ -185,6 +189,16 @@ pub trait EventSink: Send + Sync + 'static {
         event: &HealthEvent,
         count: i32,
     ) -> impl Future<Output = Result<(), ApiFailure>> + Send;
+}
+
+impl<T: EventSink> EventSink for Arc<T> {
+    fn create(
+        &self,
+        event: &HealthEvent,
+        count: i32,
+    ) -> impl Future<Output = Result<(), ApiFailure>> + Send {
+        self.as_ref().create(event, count)
+    }
 }
 
 /// [`EventSink`] over a kube client.

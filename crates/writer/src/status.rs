@@ -51,6 +51,8 @@ pub trait Target: Send + Sync + 'static {
         key: &Self::Key,
         value: &Self::Value,
     ) -> impl Future<Output = Result<Patched<Self::Value>, ApiFailure>> + Send;
+    /// Called after `value` was stored for `key` (e.g. to make metric series follow it).
+    fn written(&self, _key: &Self::Key, _value: &Self::Value) {}
     /// The Events a stored change from `before` to `after` deserves.
     fn transitions(
         &self,
@@ -217,6 +219,7 @@ impl<T: Target> StatusWriter<T> {
                     tracing::info!(object = %key, %resource, "health status write accepted again");
                 }
                 tracing::info!(object = %key, %resource, "updated the health status");
+                self.target.written(key, &patched.value);
                 self.raise(self.target.transitions(key, stored, before, &patched.value));
                 return Outcome::Written(patched.value);
             }

@@ -1,0 +1,159 @@
+//! The monitor's object kind for the shared writer: a PVC's `status.healthStatus`, read from the
+//! claim cache, reconciled with `volhealth_model`, patched through [`HealthPatcher`].
+
+use crate::claims::{ClaimKey, ClaimStore};
+use crate::metrics::Metrics;
+use std::future::Future;
+use std::sync::Arc;
+use volhealth_model::{
+    Report, VolumeHealthCondition, VolumeHealthStatus, Write, condition_keys, reconcile_pvc,
+};
+use volhealth_writer::events::{Subject, transition_event};
+use volhealth_writer::{
+    ApiFailure, Clock, HealthEvent, ObjectRef, Patched, QueuedTarget, Stored, Target,
+};
+
+/// The `resource` label of the monitor's writes.
+pub const RESOURCE: &str = "persistentvolumeclaims/status";
+
+/// The stored field: `None` when the claim has no `status.healthStatus`.
+pub type Health = Option<VolumeHealthStatus>;
+
+/// The boundary to the API server's write side for claims.
+pub trait HealthPatcher: Send + Sync + 'static {
+    /// Merge-patches `status.healthStatus` of the claim to `health` (None removes the field).
+    fn patch_health(
+        &self,
+        key: &ClaimKey,
+        health: Option<&VolumeHealthStatus>,
+    ) -> impl Future<Output = Result<Patched<Health>, ApiFailure>> + Send;
+}
+
+/// The merge patch body for `health` (`{"status":{"healthStatus":null}}` removes it).
+pub fn health_patch(
+    health: Option<&VolumeHealthStatus>,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let value = match health {
+        Some(h) => serde_json::to_value(h)?,
+        None => serde_json::Value::Null,
+    };
+    Ok(serde_json::json!({ "status": { "healthStatus": value } }))
+}
+
+fn conditions(h: &Health) -> &[VolumeHealthCondition] {
+    h.as_ref()
+        .and_then(|h| h.health_conditions.as_deref())
+        .unwrap_or(&[])
+}
+
+/// The Event object of a claim.
+pub fn claim_ref(key: &ClaimKey, uid: Option<&str>) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1",
+        kind: "PersistentVolumeClaim",
+        namespace: Some(key.namespace.clone()),
+        name: key.name.clone(),
+        uid: uid.map(str::to_string),
+    }
+}
+
+/// PVC health as a [`Target`] of the shared writer.
+pub struct ClaimTarget<C, P, K> {
+    /// The claim cache.
+    pub claims: Arc<C>,
+    /// The write side.
+    pub patcher: P,
+    /// Where `lastTransitionTime` comes from.
+    pub clock: Arc<K>,
+    /// The metrics whose per-claim series follow what is stored.
+    pub metrics: Arc<Metrics>,
+}
+
+impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> {
+    type Key = ClaimKey;
+    type Value = Health;
+
+    fn resource(&self) -> &'static str {
+        RESOURCE
+    }
+
+    fn is_empty(&self, value: &Health) -> bool {
+        conditions(value).is_empty()
+    }
+
+    fn patch(
+        &self,
+        key: &ClaimKey,
+        value: &Health,
+    ) -> impl Future<Output = Result<Patched<Health>, ApiFailure>> + Send {
+        self.patcher.patch_health(key, value.as_ref())
+    }
+
+    fn written(&self, key: &ClaimKey, value: &Health) {
+        self.metrics
+            .set_claim_conditions(key, condition_keys(conditions(value)));
+    }
+
+    fn transitions(
+        &self,
+        key: &ClaimKey,
+        stored: &Stored<Health>,
+        before: &Health,
+        after: &Health,
+    ) -> Vec<HealthEvent> {
+        let object = claim_ref(key, stored.uid.as_deref());
+        transition_event(
+            &object,
+            Subject::Volume,
+            None,
+            conditions(before),
+            conditions(after),
+        )
+        .into_iter()
+        .collect()
+    }
+}
+
+impl<C: ClaimStore, P: HealthPatcher, K: Clock> QueuedTarget for ClaimTarget<C, P, K> {
+    type Desired = Report<VolumeHealthCondition>;
+
+    fn cached(&self, key: &ClaimKey) -> Option<Stored<Health>> {
+        self.claims.claim(key).map(|c| Stored {
+            uid: Some(c.uid).filter(|u| !u.is_empty()),
+            resource_version: c.resource_version,
+            value: c.health,
+        })
+    }
+
+    fn reconcile(&self, before: &Health, desired: &Self::Desired) -> Option<Health> {
+        match reconcile_pvc(before.as_ref(), desired, self.clock.now())? {
+            Write::Set(h) => Some(Some(h)),
+            Write::Remove => Some(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_bodies() {
+        assert_eq!(
+            health_patch(None).unwrap(),
+            serde_json::json!({"status": {"healthStatus": null}})
+        );
+        let h = VolumeHealthStatus {
+            health_conditions: Some(vec![VolumeHealthCondition {
+                status: "Degraded".into(),
+                reason: "SlowDisk".into(),
+                message: None,
+            }]),
+            last_transition_time: None,
+        };
+        assert_eq!(
+            health_patch(Some(&h)).unwrap(),
+            serde_json::json!({"status": {"healthStatus": {"healthConditions": [{"status": "Degraded", "reason": "SlowDisk"}]}}})
+        );
+    }
+}
