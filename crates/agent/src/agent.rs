@@ -1,18 +1,19 @@
 //! The probe loop: every interval, probe the node's volumes and storage backends and write what changed.
 
-use crate::clock::Clock;
 use crate::cluster::{ApiFailure, Cluster, PodSource};
 use crate::drivers::DriverSet;
 use crate::error::{Error, Result};
 use crate::kubelet_dirs::KubeletDirs;
 use crate::metrics::Metrics;
 use crate::pod_volumes::CsiVolume;
-use crate::write_backoff::WriteBackoff;
-use k8s_openapi::api::core::v1::PodVolumeHealth;
+use crate::targets::{ClusterEvents, PodKey, PodTarget, StorageTarget};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use volhealth_writer::backoff::RefusalBackoff;
+use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
+use volhealth_writer::{Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter};
 
 /// What the probe loop works with; every boundary is a trait so the loop is tested with fakes.
 pub struct AgentDeps {
@@ -51,39 +52,12 @@ pub(crate) enum Resolution {
 pub(crate) struct State {
     /// (pod UID, volume name) → resolution.
     pub resolved: HashMap<(String, String), Resolution>,
-    /// pod UID → our last write, until the watch catches up with it.
-    pub written: HashMap<String, Written>,
     /// pod UID → (namespace, name) of pods seen last cycle.
     pub seen_pods: HashMap<String, (String, String)>,
-    pub backoff: WriteBackoff,
-    /// Things logged once (unknown conditions, sanitising fixes, resolution failures).
+    /// Holds of refused `csinodes` (spec.drivers) writes, by the shared policy.
+    pub spec_backoff: RefusalBackoff<&'static str>,
+    /// Things logged once (resolution failures).
     pub logged: HashSet<String>,
-}
-
-/// A pod status write the watch may not have delivered yet.
-#[derive(Debug, Clone)]
-pub(crate) struct Written {
-    /// resourceVersion of the copy the write was based on.
-    pub rv_before: Option<String>,
-    /// resourceVersion the server returned.
-    pub rv_after: Option<String>,
-    /// volumeHealth the server returned.
-    pub value: Vec<PodVolumeHealth>,
-}
-
-impl Written {
-    /// Whether a watched copy with `rv` predates this write (so the write's value is the stored one).
-    pub fn newer_than(&self, rv: Option<&str>) -> bool {
-        if rv == self.rv_after.as_deref() {
-            return false;
-        }
-        let number = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok());
-        match (number(rv), number(self.rv_after.as_deref())) {
-            (Some(seen), Some(after)) => seen < after,
-            // Opaque versions cannot be ordered: only the copy the write was based on is known to be older.
-            _ => rv == self.rv_before.as_deref(),
-        }
-    }
 }
 
 /// The node agent's probe loop.
@@ -91,27 +65,75 @@ pub struct Agent {
     pub(crate) deps: AgentDeps,
     pub(crate) state: Mutex<State>,
     pub(crate) probes: Semaphore,
+    /// The write path of `pods/status`.
+    pub(crate) pod_writer: StatusWriter<PodTarget>,
+    /// The write path of `csinodes/status`.
+    pub(crate) storage_writer: StatusWriter<StorageTarget>,
+    /// Events waiting to be sent.
+    pub events: Arc<EventRecorder>,
+    /// Unknown values and fixes already reported.
+    pub(crate) notes: ReportNotes,
+    /// Which health calls are failing now.
+    pub(crate) failures: FailureLog,
 }
 
 impl Agent {
     /// A loop over `deps`.
     pub fn new(deps: AgentDeps) -> Agent {
-        let backoff = WriteBackoff::new(
-            deps.interval,
-            (deps.interval * 10).max(Duration::from_secs(300)),
-        );
         let permits = deps.max_concurrent_probes.max(1);
+        let writer_metrics = deps.metrics.writer.clone();
+        let events = Arc::new(EventRecorder::new(writer_metrics.clone()));
+        let pod_writer = StatusWriter::new(
+            PodTarget {
+                cluster: deps.cluster.clone(),
+                metrics: deps.metrics.clone(),
+            },
+            deps.interval,
+            writer_metrics.clone(),
+            events.clone(),
+        );
+        let storage_writer = StatusWriter::new(
+            StorageTarget {
+                cluster: deps.cluster.clone(),
+                metrics: deps.metrics.clone(),
+                uid: Mutex::new(None),
+            },
+            deps.interval,
+            writer_metrics.clone(),
+            events.clone(),
+        );
         Agent {
-            deps,
             state: Mutex::new(State {
                 resolved: HashMap::new(),
-                written: HashMap::new(),
                 seen_pods: HashMap::new(),
-                backoff,
+                spec_backoff: RefusalBackoff::new(deps.interval),
                 logged: HashSet::new(),
             }),
             probes: Semaphore::new(permits),
+            pod_writer,
+            storage_writer,
+            notes: ReportNotes::new(writer_metrics, events.clone()),
+            events,
+            failures: FailureLog::new(),
+            deps,
         }
+    }
+
+    /// Sends this agent's Events through its cluster until `shutdown`, on their own budget.
+    pub async fn send_events(&self, shutdown: impl std::future::Future<Output = ()>) {
+        self.events
+            .clone()
+            .run(
+                ClusterEvents(self.deps.cluster.clone()),
+                RateLimiter::new(EVENT_QPS, EVENT_BURST),
+                shutdown,
+            )
+            .await;
+    }
+
+    /// Whether the last status write could not reach the API server (for `/readyz`).
+    pub fn api_unreachable(&self) -> bool {
+        self.pod_writer.api_unreachable() || self.storage_writer.api_unreachable()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
@@ -163,13 +185,24 @@ impl Agent {
             .filter(|(uid, _)| !now.contains_key(*uid))
             .map(|(u, k)| (u.clone(), k.clone()))
             .collect();
-        for (uid, (ns, name)) in gone {
+        for (_, (ns, name)) in gone {
             self.deps.metrics.forget_pod(&ns, &name);
-            state.written.remove(&uid);
-            state.backoff.forget(&pod_key(&uid));
         }
         state.resolved.retain(|(uid, _), _| now.contains_key(uid));
-        state.seen_pods = now;
+        drop(state);
+        self.pod_writer
+            .retain(|k: &PodKey| now.contains_key(&k.uid));
+        let prefixes: HashSet<String> = now
+            .values()
+            .map(|(ns, name)| format!("pod {ns}/{name} "))
+            .collect();
+        self.notes.retain(|k| {
+            !k.starts_with("pod ")
+                || k.match_indices(' ')
+                    .nth(1)
+                    .is_some_and(|(i, _)| prefixes.contains(&k[..=i]))
+        });
+        self.state().seen_pods = now;
     }
 
     /// Logs `message` at warn level the first time `key` is seen.
@@ -186,9 +219,4 @@ impl Agent {
             detail: format!("{what} was forbidden: {failure}"),
         }
     }
-}
-
-/// Backoff key of a pod's status.
-pub(crate) fn pod_key(uid: &str) -> String {
-    format!("pods/{uid}")
 }

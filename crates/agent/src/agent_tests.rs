@@ -476,31 +476,6 @@ async fn inline_csi_volumes_are_probed_with_the_kubelet_handle() {
     );
 }
 
-#[test]
-fn a_write_is_newer_than_the_copies_before_it() {
-    use crate::agent::Written;
-    let w = Written {
-        rv_before: Some("5".into()),
-        rv_after: Some("9".into()),
-        value: Vec::new(),
-    };
-    assert!(w.newer_than(Some("5")));
-    assert!(
-        w.newer_than(Some("7")),
-        "an update between our read and our write is still older"
-    );
-    assert!(!w.newer_than(Some("9")));
-    assert!(!w.newer_than(Some("12")));
-    let opaque = Written {
-        rv_before: Some("a".into()),
-        rv_after: Some("c".into()),
-        value: Vec::new(),
-    };
-    assert!(opaque.newer_than(Some("a")));
-    assert!(!opaque.newer_than(Some("b")));
-    assert!(!opaque.newer_than(Some("c")));
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_lagging_watch_does_not_cause_a_second_write() {
     let w = world();
@@ -521,4 +496,77 @@ async fn a_lagging_watch_does_not_cause_a_second_write() {
     *w.cluster.pods.lock().unwrap() = after;
     w.cycle().await.unwrap();
     assert_eq!(pod_writes(&w), 1);
+}
+
+fn event_reasons(w: &World) -> Vec<(String, &'static str, String)> {
+    let mut out = Vec::new();
+    while let Some(o) = w.agent.events.pop() {
+        let (e, _) = match o {
+            volhealth_writer::events::Outgoing::One(e, n)
+            | volhealth_writer::events::Outgoing::Summary(e, n) => (e, n),
+        };
+        out.push((e.object.kind.to_string(), e.reason, e.object.name.clone()));
+    }
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn transitions_raise_events_on_the_pod_and_the_csinode() {
+    use v1::StorageHealthErrorType as S;
+    use volhealth_writer::events::{
+        REASON_STORAGE_DEGRADED, REASON_STORAGE_RECOVERED, REASON_UNKNOWN, REASON_VOLUME_DEGRADED,
+        REASON_VOLUME_RECOVERED,
+    };
+    let w = world();
+    w.one_pod();
+    w.cluster.set_csinode(&[DRIVER], vec![]);
+    w.node
+        .set_volume("vol-1", Ok(vec![entry(V::Inaccessible, "Gone", "m")]));
+    *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
+    w.cycle().await.unwrap();
+    let mut got = event_reasons(&w);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("CSINode".into(), REASON_STORAGE_DEGRADED, "node-a".into()),
+            ("Pod".into(), REASON_VOLUME_DEGRADED, "web".into()),
+        ]
+    );
+    // Unchanged: no Event. Unknown value: a Warning, once.
+    w.node.set_volume(
+        "vol-1",
+        Ok(vec![
+            entry(V::Inaccessible, "Gone", "m"),
+            volhealth_csi::v1::volume_health::VolumeHealthEntry {
+                status: 42,
+                reason: "Future".into(),
+                message: String::new(),
+            },
+        ]),
+    );
+    w.cycle().await.unwrap();
+    w.cycle().await.unwrap();
+    assert_eq!(
+        event_reasons(&w),
+        vec![("Pod".into(), REASON_UNKNOWN, "web".into())]
+    );
+    w.node.set_volume("vol-1", Ok(vec![]));
+    *w.node.storage.lock().unwrap() = Ok(vec![]);
+    w.cycle().await.unwrap();
+    let mut got = event_reasons(&w);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("CSINode".into(), REASON_STORAGE_RECOVERED, "node-a".into()),
+            ("Pod".into(), REASON_VOLUME_RECOVERED, "web".into()),
+        ]
+    );
+    assert!(
+        w.metrics
+            .encode()
+            .contains(r#"csi_volume_health_unknown_condition_total{status="42"} 1"#),
+        "counted once per transition, not once per cycle"
+    );
 }

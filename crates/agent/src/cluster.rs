@@ -8,55 +8,8 @@ use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, StorageHealth};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use std::sync::Arc;
 
-/// A failed API request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiFailure {
-    /// HTTP status, when the server answered.
-    pub code: Option<u16>,
-    /// What the server or the transport said.
-    pub message: String,
-}
-
-impl std::fmt::Display for ApiFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.code {
-            Some(code) => write!(f, "HTTP {code}: {}", self.message),
-            None => write!(f, "{}", self.message),
-        }
-    }
-}
-
-impl ApiFailure {
-    /// 403: the credentials may not do this.
-    pub fn is_forbidden(&self) -> bool {
-        self.code == Some(403)
-    }
-
-    /// 404.
-    pub fn is_not_found(&self) -> bool {
-        self.code == Some(404)
-    }
-
-    /// The server refused the request itself (4xx): retrying at once would be refused again.
-    pub fn is_rejected(&self) -> bool {
-        matches!(self.code, Some(c) if (400..500).contains(&c) && c != 404 && c != 409 && c != 429)
-    }
-}
-
-impl From<kube::Error> for ApiFailure {
-    fn from(e: kube::Error) -> Self {
-        match e {
-            kube::Error::Api(status) => ApiFailure {
-                code: Some(status.code),
-                message: status.message.clone(),
-            },
-            other => ApiFailure {
-                code: None,
-                message: other.to_string(),
-            },
-        }
-    }
-}
+pub use volhealth_writer::ApiFailure;
+use volhealth_writer::{EventSink, HealthEvent, KubeEventSink};
 
 /// The Kubernetes requests the agent makes.
 #[async_trait]
@@ -95,18 +48,30 @@ pub trait Cluster: Send + Sync {
         name: &str,
         value: &[StorageHealth],
     ) -> Result<CSINode, ApiFailure>;
+    /// Creates an Event standing for `count` occurrences.
+    async fn create_event(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure>;
 }
+
+/// The component name on Events.
+pub const COMPONENT: &str = "volhealth-agent";
 
 /// [`Cluster`] over a kube client.
 #[derive(Clone)]
 pub struct KubeCluster {
     client: kube::Client,
+    events: KubeEventSink,
 }
 
 impl KubeCluster {
-    /// Wraps a client.
-    pub fn new(client: kube::Client) -> Arc<KubeCluster> {
-        Arc::new(KubeCluster { client })
+    /// Wraps a client of the agent on `node`.
+    pub fn new(client: kube::Client, node: &str) -> Arc<KubeCluster> {
+        let events = KubeEventSink::new(
+            client.clone(),
+            COMPONENT,
+            node.to_string(),
+            Some(node.to_string()),
+        );
+        Arc::new(KubeCluster { client, events })
     }
 }
 
@@ -115,7 +80,7 @@ fn list_or_null<T: serde::Serialize>(value: &[T]) -> Result<serde_json::Value, A
         return Ok(serde_json::Value::Null);
     }
     serde_json::to_value(value).map_err(|e| ApiFailure {
-        code: None,
+        code: Some(400),
         message: format!("encoding the patch: {e}"),
     })
 }
@@ -176,7 +141,7 @@ impl Cluster for KubeCluster {
         drivers: &[CSINodeDriver],
     ) -> Result<CSINode, ApiFailure> {
         let drivers = serde_json::to_value(drivers).map_err(|e| ApiFailure {
-            code: None,
+            code: Some(400),
             message: format!("encoding the patch: {e}"),
         })?;
         let mut patch = serde_json::json!({ "spec": { "drivers": drivers } });
@@ -199,6 +164,10 @@ impl Cluster for KubeCluster {
         Ok(api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?)
+    }
+
+    async fn create_event(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure> {
+        self.events.create(event, count).await
     }
 }
 

@@ -91,30 +91,12 @@ pub fn parse_driver(input: &str) -> Result<StaticDriver> {
 
 /// Parses `--feature-gates` (`Name=bool,...`) and returns whether `CSIVolumeHealth` is on (default on).
 pub fn parse_feature_gates(input: &str) -> Result<bool> {
-    let fail = |reason: String| Error::FeatureGates {
-        input: input.to_string(),
-        reason,
-    };
-    let mut enabled = true;
-    for item in input.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, value) = item
-            .split_once('=')
-            .ok_or_else(|| fail(format!("{item:?} is not Name=true|false")))?;
-        let value = match value.trim().to_ascii_lowercase().as_str() {
-            "true" => true,
-            "false" => false,
-            other => return Err(fail(format!("{other:?} is not true or false"))),
-        };
-        match name.trim() {
-            "CSIVolumeHealth" => enabled = value,
-            other => {
-                return Err(fail(format!(
-                    "unknown feature gate {other:?} (this agent knows CSIVolumeHealth)"
-                )));
-            }
+    volhealth_daemon::feature_gates::csi_volume_health(input).map_err(|reason| {
+        Error::FeatureGates {
+            input: input.to_string(),
+            reason,
         }
-    }
-    Ok(enabled)
+    })
 }
 
 #[cfg(test)]

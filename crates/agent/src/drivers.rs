@@ -104,11 +104,11 @@ impl NodeHealthClient for GrpcNodeHealth {
         request: v1::NodeGetVolumeHealthRequest,
     ) -> Result<Vec<VolumeHealthEntry>, tonic::Status> {
         let mut client = v1::node_client::NodeClient::new(self.channel.clone());
+        let id = request.volume_id.clone();
         let answer = client.node_get_volume_health(request).await?.into_inner();
-        Ok(answer
-            .volume_health
-            .map(|v| v.health_statuses)
-            .unwrap_or_default())
+        // An answer without volume_health (REQUIRED) or about another volume is no report.
+        volhealth_writer::volume_answer(&id, answer.volume_health)
+            .map_err(|e| tonic::Status::internal(e.message))
     }
 
     async fn storage_health(&self) -> Result<Vec<StorageBackendHealth>, tonic::Status> {

@@ -1,6 +1,5 @@
 //! Fakes of the agent's boundaries, for unit tests only.
 
-use crate::clock::Clock;
 use crate::cluster::{ApiFailure, Cluster, PodSource};
 use crate::drivers::{Driver, NodeHealthClient};
 use crate::kubelet_dirs::{KubeletDirs, MountAttempt};
@@ -21,6 +20,7 @@ use std::time::Duration;
 use volhealth_csi::v1;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_writer::{Clock, HealthEvent};
 
 /// In-memory API server with request accounting.
 #[derive(Default)]
@@ -36,6 +36,8 @@ pub struct FakeCluster {
     pub fail_writes: Mutex<Option<ApiFailure>>,
     /// Accept writes but drop the health fields (the API server's gate is off).
     pub drop_health_fields: Mutex<bool>,
+    /// Every Event created, with its count.
+    pub events: Mutex<Vec<(HealthEvent, i32)>>,
     pub rv: AtomicUsize,
 }
 
@@ -263,6 +265,11 @@ impl Cluster for FakeCluster {
                 (!value.is_empty()).then(|| value.to_vec());
         }
         Ok(c.clone())
+    }
+
+    async fn create_event(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure> {
+        self.events.lock().unwrap().push((event.clone(), count));
+        Ok(())
     }
 }
 

@@ -4,9 +4,14 @@
 //! Every interval it finds the CSI volumes of the pods bound to its node whose stage or publish the kubelet has
 //! attempted, calls NodeGetVolumeHealth and NodeGetStorageHealth on drivers that advertise them, and writes the
 //! result through the `/status` subresources only when it differs from what is stored.
+//!
+//! The machinery both writers share (timed probes, pacing, the write path with its overlay,
+//! outcomes and backoff, Events, metric families, the clock) is `volhealth_writer`; this crate
+//! keeps what is the agent's own: finding the node's pods and their attempted CSI volumes
+//! ([`pod_volumes`], [`kubelet_dirs`]), the drivers registered on the node ([`discovery`],
+//! [`drivers`]), the two object kinds it writes ([`targets`]), and the wiring ([`run`]).
 
 pub mod agent;
-pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod discovery;
@@ -17,8 +22,8 @@ pub mod metrics;
 pub mod pod_volumes;
 mod run;
 mod storage_cycle;
+pub mod targets;
 mod volume_cycle;
-pub mod write_backoff;
 
 pub use config::{AgentConfig, StaticDriver};
 pub use error::{Error, Result};

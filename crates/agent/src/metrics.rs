@@ -1,39 +1,19 @@
-//! The agent's Prometheus metrics.
+//! The agent's Prometheus metrics: the shared writer families, plus its per-pod-volume and
+//! per-driver condition series.
 
+use k8s_openapi::api::core::v1::PodVolumeHealth;
+use k8s_openapi::api::storage::v1::StorageHealthCondition;
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
+use volhealth_writer::{StatusSeries, WriterMetrics};
 
 /// `method` label of NodeGetVolumeHealth.
-pub const METHOD_VOLUME: &str = "NodeGetVolumeHealth";
+pub const METHOD_VOLUME: &str = volhealth_writer::probe::method::NODE_VOLUME;
 /// `method` label of NodeGetStorageHealth.
-pub const METHOD_STORAGE: &str = "NodeGetStorageHealth";
-
-/// Labels of `csi_volume_health_probe_total`.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ProbeLabels {
-    /// CSI driver.
-    pub driver_name: String,
-    /// RPC name.
-    pub method: String,
-    /// `success` or `error`.
-    pub result: String,
-}
-
-/// Labels of `csi_volume_health_probe_duration_seconds`.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DurationLabels {
-    /// CSI driver.
-    pub driver_name: String,
-    /// RPC name.
-    pub method: String,
-}
+pub const METHOD_STORAGE: &str = volhealth_writer::probe::method::NODE_STORAGE;
 
 /// Labels of `csi_node_volume_health_status`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
@@ -61,42 +41,16 @@ pub struct StorageStatusLabels {
     pub reason: String,
 }
 
-/// Labels of `csi_volume_health_status_writes_total`.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    /// `pods/status`, `csinodes/status` or `csinodes`.
-    pub resource: String,
-    /// `success`, `rejected` (4xx), `dropped` (accepted but the field was not stored: gate off), `error`.
-    pub result: String,
-}
-
-/// Labels of `csi_volume_health_unknown_condition_total`.
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct UnknownLabels {
-    /// The numeric status this version does not know.
-    pub status: String,
-}
-
 type VolumeKey = (String, String, String);
 
-/// All metrics, with the bookkeeping that removes status series on recovery.
+/// All metrics of one agent.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    probes: Family<ProbeLabels, Counter>,
-    durations: Family<DurationLabels, Histogram, fn() -> Histogram>,
-    volume_status: Family<VolumeStatusLabels, Gauge>,
-    storage_status: Family<StorageStatusLabels, Gauge>,
-    writes: Family<WriteLabels, Counter>,
-    unknown: Family<UnknownLabels, Counter>,
-    volume_series: Mutex<BTreeMap<VolumeKey, BTreeSet<VolumeStatusLabels>>>,
-    storage_series: Mutex<BTreeMap<String, BTreeSet<StorageStatusLabels>>>,
-}
-
-fn duration_histogram() -> Histogram {
-    Histogram::new([
-        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
-    ])
+    /// The families both writers share.
+    pub writer: Arc<WriterMetrics>,
+    volume_status: StatusSeries<VolumeKey, VolumeStatusLabels>,
+    storage_status: StatusSeries<String, StorageStatusLabels>,
 }
 
 impl Default for Metrics {
@@ -109,93 +63,33 @@ impl Metrics {
     /// Creates and registers every metric.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let probes = Family::<ProbeLabels, Counter>::default();
-        let durations =
-            Family::<DurationLabels, Histogram, fn() -> Histogram>::new_with_constructor(
-                duration_histogram as fn() -> Histogram,
-            );
-        let volume_status = Family::<VolumeStatusLabels, Gauge>::default();
-        let storage_status = Family::<StorageStatusLabels, Gauge>::default();
-        let writes = Family::<WriteLabels, Counter>::default();
-        let unknown = Family::<UnknownLabels, Counter>::default();
-        registry.register(
-            "csi_volume_health_probe",
-            "CSI node health RPCs made, by result",
-            probes.clone(),
-        );
-        registry.register(
-            "csi_volume_health_probe_duration_seconds",
-            "Duration of CSI node health RPCs",
-            durations.clone(),
-        );
-        registry.register(
+        let writer = Arc::new(WriterMetrics::new(&mut registry));
+        let volume_status = StatusSeries::register(
+            &mut registry,
             "csi_node_volume_health_status",
             "1 while a pod volume has this health condition on this node",
-            volume_status.clone(),
         );
-        registry.register(
+        let storage_status = StatusSeries::register(
+            &mut registry,
             "csi_node_storage_health_status",
             "1 while a driver reports this storage backend condition on this node",
-            storage_status.clone(),
-        );
-        registry.register(
-            "csi_volume_health_status_writes",
-            "Status writes of the agent, by resource and result",
-            writes.clone(),
-        );
-        registry.register(
-            "csi_volume_health_unknown_condition",
-            "Health entries with a status number this version does not know (never treated as healthy)",
-            unknown.clone(),
         );
         Metrics {
             registry,
-            probes,
-            durations,
+            writer,
             volume_status,
             storage_status,
-            writes,
-            unknown,
-            volume_series: Mutex::new(BTreeMap::new()),
-            storage_series: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// Records one RPC.
     pub fn probe(&self, driver: &str, method: &str, ok: bool, took: Duration) {
-        let result = if ok { "success" } else { "error" };
-        self.probes
-            .get_or_create(&ProbeLabels {
-                driver_name: driver.to_string(),
-                method: method.to_string(),
-                result: result.to_string(),
-            })
-            .inc();
-        self.durations
-            .get_or_create(&DurationLabels {
-                driver_name: driver.to_string(),
-                method: method.to_string(),
-            })
-            .observe(took.as_secs_f64());
+        self.writer.probe(driver, method, ok, took);
     }
 
     /// Records one status write.
     pub fn write(&self, resource: &str, result: &str) {
-        self.writes
-            .get_or_create(&WriteLabels {
-                resource: resource.to_string(),
-                result: result.to_string(),
-            })
-            .inc();
-    }
-
-    /// Records an entry with an unknown status number.
-    pub fn unknown_condition(&self, raw_status: i32) {
-        self.unknown
-            .get_or_create(&UnknownLabels {
-                status: raw_status.to_string(),
-            })
-            .inc();
+        self.writer.write(resource, result);
     }
 
     /// Sets the series of one pod volume to exactly `conditions` (status, reason).
@@ -206,7 +100,7 @@ impl Metrics {
         volume: &str,
         conditions: &[(String, String)],
     ) {
-        let new: BTreeSet<VolumeStatusLabels> = conditions
+        let labels = conditions
             .iter()
             .map(|(status, reason)| VolumeStatusLabels {
                 namespace: namespace.to_string(),
@@ -216,42 +110,35 @@ impl Metrics {
                 reason: reason.clone(),
             })
             .collect();
-        let Ok(mut series) = self.volume_series.lock() else {
-            return;
-        };
         let key = (namespace.to_string(), pod.to_string(), volume.to_string());
-        let old = series.remove(&key).unwrap_or_default();
-        for gone in old.difference(&new) {
-            self.volume_status.remove(gone);
-        }
-        for labels in &new {
-            self.volume_status.get_or_create(labels).set(1);
-        }
-        if !new.is_empty() {
-            series.insert(key, new);
+        self.volume_status.set(&key, labels);
+    }
+
+    /// Makes a pod's series follow its stored `volumeHealth` list.
+    pub fn set_pod(&self, namespace: &str, pod: &str, list: &[PodVolumeHealth]) {
+        let listed: BTreeSet<&str> = list.iter().map(|e| e.name.as_str()).collect();
+        self.volume_status
+            .retain(|(ns, p, v)| !(ns == namespace && p == pod && !listed.contains(v.as_str())));
+        for entry in list {
+            let conditions: Vec<(String, String)> = entry
+                .health_conditions
+                .iter()
+                .flatten()
+                .map(|c| (c.status.clone(), c.reason.clone()))
+                .collect();
+            self.set_volume(namespace, pod, &entry.name, &conditions);
         }
     }
 
     /// Removes the series of every volume of a pod that is gone.
     pub fn forget_pod(&self, namespace: &str, pod: &str) {
-        let Ok(mut series) = self.volume_series.lock() else {
-            return;
-        };
-        let keys: Vec<VolumeKey> = series
-            .keys()
-            .filter(|(ns, p, _)| ns == namespace && p == pod)
-            .cloned()
-            .collect();
-        for key in keys {
-            for labels in series.remove(&key).unwrap_or_default() {
-                self.volume_status.remove(&labels);
-            }
-        }
+        self.volume_status
+            .retain(|(ns, p, _)| !(ns == namespace && p == pod));
     }
 
-    /// Sets a driver's storage series; when its conditions change, all its old series go first.
+    /// Sets a driver's storage series to exactly `conditions` (status, reason).
     pub fn set_storage(&self, driver: &str, conditions: &[(String, String)]) {
-        let new: BTreeSet<StorageStatusLabels> = conditions
+        let labels = conditions
             .iter()
             .map(|(status, reason)| StorageStatusLabels {
                 driver_name: driver.to_string(),
@@ -259,21 +146,16 @@ impl Metrics {
                 reason: reason.clone(),
             })
             .collect();
-        let Ok(mut series) = self.storage_series.lock() else {
-            return;
-        };
-        let old = series.remove(driver).unwrap_or_default();
-        if old != new {
-            for labels in &old {
-                self.storage_status.remove(labels);
-            }
-        }
-        for labels in &new {
-            self.storage_status.get_or_create(labels).set(1);
-        }
-        if !new.is_empty() {
-            series.insert(driver.to_string(), new);
-        }
+        self.storage_status.set(&driver.to_string(), labels);
+    }
+
+    /// Sets a driver's storage series from its stored conditions.
+    pub fn set_storage_conditions(&self, driver: &str, conditions: &[StorageHealthCondition]) {
+        let pairs: Vec<(String, String)> = conditions
+            .iter()
+            .map(|c| (c.status.clone(), c.reason.clone()))
+            .collect();
+        self.set_storage(driver, &pairs);
     }
 
     /// The text exposition of every metric.

@@ -1,7 +1,6 @@
 //! Wiring: the real Kubernetes client, pod watch, driver discovery, HTTP endpoint and the probe loop.
 
 use crate::agent::{Agent, AgentDeps};
-use crate::clock::SystemClock;
 use crate::cluster::{Cluster, KubeCluster};
 use crate::config::AgentConfig;
 use crate::drivers::DriverSet;
@@ -18,21 +17,38 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use volhealth_daemon::endpoint_server::flag_check;
 use volhealth_daemon::{BoundEndpoint, Endpoints};
+use volhealth_writer::SystemClock;
 
 /// Runs the agent until `shutdown` completes, or until an error that must stop it.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
     let metrics = Arc::new(Metrics::new());
     let ready = Arc::new(AtomicBool::new(false));
+    let api_unreachable = Arc::new(AtomicBool::new(false));
     let mut tasks = JoinSet::new();
     if let Some(addr) = config.http_endpoint {
         let page = metrics.clone();
-        let endpoints =
-            Endpoints::new(move || page.encode()).readyz(flag_check(ready.clone(), "not ready"));
+        let ready_flag = flag_check(ready.clone(), "not ready");
+        let unreachable = api_unreachable.clone();
+        let endpoints = Endpoints::new(move || page.encode()).readyz(move || {
+            ready_flag()?;
+            if unreachable.load(Ordering::Acquire) {
+                return Err("the API server cannot be reached for status writes".into());
+            }
+            Ok(())
+        });
         let bound = BoundEndpoint::bind(addr, endpoints).await?;
         // Stopped by `abort_all` below, together with the other tasks.
         tasks.spawn(bound.serve(std::future::pending()));
     }
-    let result = run_inner(config, metrics, ready, &mut tasks, shutdown).await;
+    let result = run_inner(
+        config,
+        metrics,
+        ready,
+        api_unreachable,
+        &mut tasks,
+        shutdown,
+    )
+    .await;
     tasks.abort_all();
     result
 }
@@ -41,6 +57,7 @@ async fn run_inner(
     config: AgentConfig,
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
+    api_unreachable: Arc<AtomicBool>,
     tasks: &mut JoinSet<()>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
@@ -53,7 +70,7 @@ async fn run_inner(
     }
     let node = config.node_name.clone();
     let client = client(&config).await?;
-    let cluster = KubeCluster::new(client.clone());
+    let cluster = KubeCluster::new(client.clone(), &node);
     let node_uid = tokio::select! {
         _ = &mut shutdown => return Ok(()),
         r = verify_node(cluster.as_ref(), &node, config.timeout) => r?,
@@ -132,10 +149,18 @@ async fn run_inner(
         timeout: config.timeout,
         max_concurrent_probes: config.max_concurrent_probes,
     });
+    let readiness = async {
+        loop {
+            api_unreachable.store(agent.api_unreachable(), Ordering::Release);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    };
     tokio::select! {
         _ = &mut shutdown => Ok(()),
         Some(e) = fatal_rx.recv() => Err(e),
         r = agent.run() => r,
+        _ = agent.send_events(std::future::pending()) => Ok(()),
+        _ = readiness => Ok(()),
     }
 }
 
@@ -153,36 +178,17 @@ fn watch_error_code(e: &watcher::Error) -> Option<u16> {
 }
 
 async fn client(config: &AgentConfig) -> Result<kube::Client> {
-    let kube_config = match &config.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
-            check_kubeconfig_user(&kubeconfig, &config.node_name)?;
-            kube::Config::from_custom_kubeconfig(
-                kubeconfig,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| Error::KubeConfig(e.to_string()))?,
-    };
-    kube::Client::try_from(kube_config).map_err(|e| Error::KubeConfig(e.to_string()))
+    let loaded = volhealth_writer::kube_client::load(config.kubeconfig.as_deref())
+        .await
+        .map_err(|volhealth_writer::Error::KubeConfig(m)| Error::KubeConfig(m))?;
+    check_kubeconfig_user(loaded.kubeconfig_user.as_deref(), &config.node_name)?;
+    Ok(loaded.client)
 }
 
 /// A kubeconfig whose user is named `system:node:OTHER` says outright that it belongs to another node.
-fn check_kubeconfig_user(kubeconfig: &kube::config::Kubeconfig, node: &str) -> Result<()> {
-    let context_name = kubeconfig.current_context.clone().unwrap_or_default();
-    let user = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == context_name)
-        .and_then(|c| c.context.as_ref())
-        .and_then(|c| c.user.clone());
+fn check_kubeconfig_user(user: Option<&str>, node: &str) -> Result<()> {
     if let Some(user) = user
-        && let Some(other) = user.strip_prefix("system:node:")
+        && let Some(other) = volhealth_model::identity::node_of_user(user)
         && other != node
     {
         return Err(Error::NodeIdentity {
@@ -261,11 +267,12 @@ clusters: [{name: k, cluster: {server: "http://127.0.0.1:1"}}]
 users: [{name: "system:node:node-b", user: {token: t}}]
 "#;
         let kc: kube::config::Kubeconfig = serde_yaml_from(yaml);
+        let user = volhealth_writer::kube_client::current_user(&kc);
         assert!(matches!(
-            check_kubeconfig_user(&kc, "node-a"),
+            check_kubeconfig_user(user.as_deref(), "node-a"),
             Err(Error::NodeIdentity { .. })
         ));
-        assert!(check_kubeconfig_user(&kc, "node-b").is_ok());
+        assert!(check_kubeconfig_user(user.as_deref(), "node-b").is_ok());
     }
 
     fn serde_yaml_from(yaml: &str) -> kube::config::Kubeconfig {

@@ -4,15 +4,14 @@ use crate::agent::Agent;
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::metrics::METHOD_STORAGE;
-use k8s_openapi::api::storage::v1::{
-    CSINode, CSINodeDriver, CSINodeSpec, StorageHealth, VolumeNodeResources,
-};
+use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_model::{reconcile_entry, reconcile_storage};
+use volhealth_writer::{FailureKind, ObjectRef, Outcome, ProbeError, Stored, timed};
 
-const STATUS_KEY: &str = "csinodes/status";
 const SPEC_KEY: &str = "csinodes";
 
 /// The CSINode spec.drivers entry the kubelet would write for a driver.
@@ -59,81 +58,98 @@ impl Agent {
         let probed: Vec<&Arc<Driver>> = drivers.values().filter(|d| d.storage_health).collect();
         let answers = futures::future::join_all(probed.iter().map(|d| self.probe_storage(d))).await;
 
-        let stored = csinode
-            .status
-            .as_ref()
-            .and_then(|s| s.storage_health.clone())
-            .unwrap_or_default();
-        let mut list = stored;
+        let stored = Stored {
+            uid: csinode.metadata.uid.clone(),
+            resource_version: csinode.metadata.resource_version.clone(),
+            value: csinode
+                .status
+                .as_ref()
+                .and_then(|s| s.storage_health.clone())
+                .unwrap_or_default(),
+        };
+        let before = self.storage_writer.effective(&node, &stored);
+        let object = ObjectRef {
+            api_version: "storage.k8s.io/v1",
+            kind: "CSINode",
+            namespace: None,
+            name: node.clone(),
+            uid: csinode.metadata.uid.clone(),
+        };
+        let mut list = before.clone();
         let now = self.deps.clock.now();
         let mut changed = false;
+        let mut reported = Vec::new();
         for (driver, answer) in probed.iter().zip(answers) {
             let Some(entries) = answer else { continue };
             if !registered.contains(&driver.name) {
                 continue;
             }
             let report = volhealth_model::storage_report(&entries);
-            let object = format!("CSINode {node} driver {}", driver.name);
-            for unknown in &report.unknown {
-                self.deps.metrics.unknown_condition(unknown.raw_status);
-                self.warn_once(format!("unknown {object} {} {}", unknown.raw_status, unknown.reason), || {
-                    format!(
-                        "{object}: unknown storage health status {} (reason {:?}); not treated as healthy",
-                        unknown.raw_status, unknown.reason
-                    )
-                });
-            }
-            for fix in &report.fixes {
-                self.warn_once(format!("fix {object} {fix}"), || format!("{object}: {fix}"));
-            }
-            let position = list.iter().position(|e| e.name == driver.name);
-            if let Some(write) = volhealth_model::reconcile_storage(
-                position.map(|i| &list[i]),
-                &driver.name,
+            self.notes.note(
+                &format!("csinode {node} driver {}", driver.name),
+                &object,
+                &format!("the storage backend of driver {}", driver.name),
                 &report,
-                now,
-            ) {
-                write.apply_at(&mut list, position);
-                changed = true;
-            }
-            let conditions: Vec<(String, String)> = list
-                .iter()
-                .find(|e| e.name == driver.name)
-                .and_then(|e| e.health_conditions.as_ref())
-                .map(|c| {
-                    c.iter()
-                        .map(|c| (c.status.clone(), c.reason.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            self.deps.metrics.set_storage(&driver.name, &conditions);
+            );
+            changed |= reconcile_entry(&mut list, &driver.name, |entry| {
+                reconcile_storage(entry, &driver.name, &report, now)
+            });
+            reported.push(driver.name.clone());
         }
-        if changed {
+        let shown = if changed {
             list.sort_by(|a, b| a.name.cmp(&b.name));
-            self.write_storage(&node, list).await?;
+            match self
+                .storage_writer
+                .write(&node, &stored, &before, list)
+                .await
+            {
+                Outcome::Written(v) => v,
+                Outcome::Forbidden(e) => {
+                    return Err(
+                        self.identity_error(&format!("patching csinodes/{node}/status"), &e)
+                    );
+                }
+                Outcome::Held
+                | Outcome::Dropped
+                | Outcome::Refused(_)
+                | Outcome::Gone
+                | Outcome::Conflict
+                | Outcome::Unavailable => before,
+            }
+        } else {
+            before
+        };
+        for name in &reported {
+            let conditions = shown
+                .iter()
+                .find(|e| &e.name == name)
+                .and_then(|e| e.health_conditions.as_deref())
+                .unwrap_or(&[]);
+            self.deps.metrics.set_storage_conditions(name, conditions);
         }
         Ok(())
     }
 
     async fn probe_storage(&self, driver: &Driver) -> Option<Vec<StorageBackendHealth>> {
         let _permit = self.probes.acquire().await.ok()?;
-        let started = tokio::time::Instant::now();
-        let answer = tokio::time::timeout(self.deps.timeout, driver.client.storage_health()).await;
-        let ok = matches!(answer, Ok(Ok(_)));
-        self.deps
-            .metrics
-            .probe(&driver.name, METHOD_STORAGE, ok, started.elapsed());
-        match answer {
-            Ok(Ok(entries)) => Some(entries),
-            Ok(Err(status)) => {
-                tracing::debug!(driver = %driver.name, "NodeGetStorageHealth failed, keeping the stored health: {}: {}", status.code(), status.message());
-                None
-            }
-            Err(_) => {
-                tracing::debug!(driver = %driver.name, "NodeGetStorageHealth timed out after {:?}, keeping the stored health", self.deps.timeout);
-                None
-            }
-        }
+        let call = async {
+            driver
+                .client
+                .storage_health()
+                .await
+                .map_err(ProbeError::from)
+        };
+        let answer = timed(
+            &self.deps.metrics.writer,
+            &driver.name,
+            METHOD_STORAGE,
+            self.deps.timeout,
+            call,
+        )
+        .await;
+        self.failures
+            .note(&format!("{METHOD_STORAGE} {}", driver.name), &answer);
+        answer.ok()
     }
 
     /// Makes sure the CSINode exists and lists every registered driver, as the kubelet does, so that
@@ -145,9 +161,8 @@ impl Agent {
     ) -> Result<Option<CSINode>> {
         let node = self.deps.node_name.clone();
         let wanted: Vec<CSINodeDriver> = drivers.values().map(|d| csinode_driver(d)).collect();
-        let now = tokio::time::Instant::now();
         let Some(current) = existing else {
-            if !self.state().backoff.allowed(SPEC_KEY, now) {
+            if !self.state().spec_backoff.allowed(&SPEC_KEY) {
                 return Ok(None);
             }
             let csinode = CSINode {
@@ -198,7 +213,7 @@ impl Agent {
                 }
             }
         }
-        if !changed || !self.state().backoff.allowed(SPEC_KEY, now) {
+        if !changed || !self.state().spec_backoff.allowed(&SPEC_KEY) {
             return Ok(Some(current));
         }
         let rv = current.metadata.resource_version.clone();
@@ -210,7 +225,7 @@ impl Agent {
         {
             Ok(updated) => {
                 self.deps.metrics.write(SPEC_KEY, "success");
-                self.state().backoff.succeeded(SPEC_KEY);
+                self.state().spec_backoff.accepted(&SPEC_KEY);
                 tracing::info!("updated the drivers of CSINode {node}");
                 Ok(Some(updated))
             }
@@ -226,91 +241,19 @@ impl Agent {
     }
 
     fn spec_write_failed(&self, node: &str, e: &crate::cluster::ApiFailure) {
-        if e.is_rejected() {
-            self.deps.metrics.write(SPEC_KEY, "rejected");
-            if self
-                .state()
-                .backoff
-                .failed(SPEC_KEY, tokio::time::Instant::now())
-            {
+        let kind = e.kind();
+        self.deps.metrics.write(SPEC_KEY, kind.result_label());
+        if kind == FailureKind::Refused {
+            let (_, first) = self.state().spec_backoff.refused(&SPEC_KEY);
+            if first {
                 tracing::warn!(
                     "CSINode {node}: the API server refused the drivers update ({e}); retrying slowly"
                 );
             }
         } else {
-            self.deps.metrics.write(SPEC_KEY, "error");
             tracing::warn!(
                 "CSINode {node}: updating the drivers failed ({e}); retrying next cycle"
             );
-        }
-    }
-
-    async fn write_storage(&self, node: &str, list: Vec<StorageHealth>) -> Result<()> {
-        if !self
-            .state()
-            .backoff
-            .allowed(STATUS_KEY, tokio::time::Instant::now())
-        {
-            return Ok(());
-        }
-        match self
-            .deps
-            .cluster
-            .patch_csinode_storage_health(node, &list)
-            .await
-        {
-            Ok(returned) => {
-                let got = returned
-                    .status
-                    .and_then(|s| s.storage_health)
-                    .unwrap_or_default();
-                if !list.is_empty() && got.is_empty() {
-                    self.deps.metrics.write(STATUS_KEY, "dropped");
-                    if self
-                        .state()
-                        .backoff
-                        .failed(STATUS_KEY, tokio::time::Instant::now())
-                    {
-                        tracing::warn!(
-                            "CSINode {node}: the API server accepted the write but did not store \
-                             status.storageHealth (is the CSIVolumeHealth feature gate off there?); retrying slowly"
-                        );
-                    }
-                    return Ok(());
-                }
-                self.deps.metrics.write(STATUS_KEY, "success");
-                if self.state().backoff.succeeded(STATUS_KEY) {
-                    tracing::info!("CSINode {node}: status write accepted again");
-                }
-                tracing::info!(drivers = list.len(), "wrote CSINode {node} storage health");
-                Ok(())
-            }
-            Err(e) if e.is_forbidden() => {
-                self.deps.metrics.write(STATUS_KEY, "rejected");
-                Err(self.identity_error(&format!("patching csinodes/{node}/status"), &e))
-            }
-            Err(e) => {
-                let rejected = e.is_rejected();
-                self.deps
-                    .metrics
-                    .write(STATUS_KEY, if rejected { "rejected" } else { "error" });
-                if rejected {
-                    if self
-                        .state()
-                        .backoff
-                        .failed(STATUS_KEY, tokio::time::Instant::now())
-                    {
-                        tracing::warn!(
-                            "CSINode {node}: the API server refused the status write ({e}); retrying slowly"
-                        );
-                    }
-                } else {
-                    tracing::warn!(
-                        "CSINode {node}: writing status failed ({e}); retrying next cycle"
-                    );
-                }
-                Ok(())
-            }
         }
     }
 }

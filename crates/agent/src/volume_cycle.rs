@@ -1,16 +1,20 @@
 //! Per-pod volume health: probe each attempted CSI volume with NodeGetVolumeHealth and write pod.status.volumeHealth.
 
-use crate::agent::{Agent, Resolution, Written, pod_key};
+use crate::agent::{Agent, Resolution};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::kubelet_dirs::MountAttempt;
 use crate::metrics::METHOD_VOLUME;
 use crate::pod_volumes::{self, CsiVolume, VolumeRef};
+use crate::targets::PodKey;
 use k8s_openapi::api::core::v1::{Pod, PodVolumeHealth};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_model::{reconcile_entry, reconcile_pod_volume};
+use volhealth_writer::pacing::Pacer;
+use volhealth_writer::{ObjectRef, Outcome, ProbeError, Stored, timed};
 
 /// One volume to probe.
 struct Target {
@@ -56,9 +60,9 @@ impl Agent {
             return Ok(());
         }
         // Spread the pods over the interval so a node with many pods does not probe in bursts.
-        let spacing = self.deps.interval / u32::try_from(work.len()).unwrap_or(u32::MAX);
+        let pacer = Pacer::new(start, self.deps.interval, work.len());
         let jobs = work.into_iter().enumerate().map(|(i, (pod, targets))| {
-            let at = start + spacing * u32::try_from(i).unwrap_or(u32::MAX);
+            let at = pacer.due(i);
             async move {
                 tokio::time::sleep_until(at).await;
                 self.probe_pod(&pod, targets).await
@@ -154,33 +158,30 @@ impl Agent {
             staging_target_path: path(&target.attempt.staging_path),
         };
         let _permit = self.probes.acquire().await.ok()?;
-        let started = tokio::time::Instant::now();
-        let answer = tokio::time::timeout(
+        let call = async {
+            target
+                .driver
+                .client
+                .volume_health(request)
+                .await
+                .map_err(ProbeError::from)
+        };
+        let answer = timed(
+            &self.deps.metrics.writer,
+            &target.driver.name,
+            METHOD_VOLUME,
             self.deps.timeout,
-            target.driver.client.volume_health(request),
+            call,
         )
         .await;
-        let ok = matches!(answer, Ok(Ok(_)));
-        self.deps
-            .metrics
-            .probe(&target.driver.name, METHOD_VOLUME, ok, started.elapsed());
-        match answer {
-            Ok(Ok(entries)) => Some(entries),
-            Ok(Err(status)) => {
-                tracing::debug!(
-                    driver = %target.driver.name, volume = %target.volume.volume_handle,
-                    "NodeGetVolumeHealth failed, keeping the stored health: {}: {}", status.code(), status.message()
-                );
-                None
-            }
-            Err(_) => {
-                tracing::debug!(
-                    driver = %target.driver.name, volume = %target.volume.volume_handle,
-                    "NodeGetVolumeHealth timed out after {:?}, keeping the stored health", self.deps.timeout
-                );
-                None
-            }
-        }
+        self.failures.note(
+            &format!(
+                "{METHOD_VOLUME} {} {}",
+                target.driver.name, target.volume.volume_handle
+            ),
+            &answer,
+        );
+        answer.ok()
     }
 
     async fn probe_pod(&self, pod: &Pod, targets: Vec<Target>) -> Result<()> {
@@ -201,160 +202,65 @@ impl Agent {
         else {
             return Ok(());
         };
-        let stored = self.stored_volume_health(&pod);
-        let mut list = stored.clone();
+        let key = PodKey {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            uid: uid.clone(),
+        };
+        let stored = Stored {
+            uid: Some(uid.clone()),
+            resource_version: pod.metadata.resource_version.clone(),
+            value: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.volume_health.clone())
+                .unwrap_or_default(),
+        };
+        let before = self.pod_writer.effective(&key, &stored);
+        let object = ObjectRef {
+            api_version: "v1",
+            kind: "Pod",
+            namespace: Some(namespace.clone()),
+            name: name.clone(),
+            uid: Some(uid.clone()),
+        };
+        let mut list = before.clone();
         let now = self.deps.clock.now();
         let mut changed = false;
         for (target, answer) in targets.iter().zip(answers) {
             let Some(entries) = answer else { continue };
             let report = volhealth_model::volume_report(&entries);
-            let object = format!("pod {namespace}/{name} volume {}", target.volume.name);
-            for unknown in &report.unknown {
-                self.deps.metrics.unknown_condition(unknown.raw_status);
-                self.warn_once(format!("unknown {object} {} {}", unknown.raw_status, unknown.reason), || {
-                    format!(
-                        "{object}: driver {} reported unknown health status {} (reason {:?}); not treated as healthy",
-                        target.driver.name, unknown.raw_status, unknown.reason
-                    )
-                });
-            }
-            for fix in &report.fixes {
-                self.warn_once(format!("fix {object} {fix}"), || format!("{object}: {fix}"));
-            }
-            let position = list.iter().position(|e| e.name == target.volume.name);
-            if let Some(write) = volhealth_model::reconcile_pod_volume(
-                position.map(|i| &list[i]),
-                &target.volume.name,
+            let volume = &target.volume.name;
+            self.notes.note(
+                &format!("pod {namespace}/{name} volume {volume}"),
+                &object,
+                &format!("volume {volume} (driver {})", target.driver.name),
                 &report,
-                now,
-            ) {
-                write.apply_at(&mut list, position);
-                changed = true;
-            }
-            let conditions: Vec<(String, String)> = list
-                .iter()
-                .find(|e| e.name == target.volume.name)
-                .and_then(|e| e.health_conditions.as_ref())
-                .map(|c| {
-                    c.iter()
-                        .map(|c| (c.status.clone(), c.reason.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            self.deps
-                .metrics
-                .set_volume(&namespace, &name, &target.volume.name, &conditions);
+            );
+            changed |= reconcile_entry(&mut list, volume, |entry| {
+                reconcile_pod_volume(entry, volume, &report, now)
+            });
         }
         if !changed {
+            self.deps.metrics.set_pod(&namespace, &name, &before);
             return Ok(());
         }
         sort_by_spec_order(&pod, &mut list);
-        self.write_pod(&pod, &namespace, &name, &uid, list).await
-    }
-
-    /// What is stored for the pod: the watched copy, or what the last write returned while the watch lags behind.
-    fn stored_volume_health(&self, pod: &Pod) -> Vec<PodVolumeHealth> {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let mut state = self.state();
-        if let Some(written) = state.written.get(&uid) {
-            if written.newer_than(pod.metadata.resource_version.as_deref()) {
-                return written.value.clone();
-            }
-            state.written.remove(&uid);
-        }
-        pod.status
-            .as_ref()
-            .and_then(|s| s.volume_health.clone())
-            .unwrap_or_default()
-    }
-
-    async fn write_pod(
-        &self,
-        pod: &Pod,
-        namespace: &str,
-        name: &str,
-        uid: &str,
-        list: Vec<PodVolumeHealth>,
-    ) -> Result<()> {
-        let key = pod_key(uid);
-        if !self
-            .state()
-            .backoff
-            .allowed(&key, tokio::time::Instant::now())
-        {
-            return Ok(());
-        }
-        const RESOURCE: &str = "pods/status";
-        match self
-            .deps
-            .cluster
-            .patch_pod_volume_health(namespace, name, &list)
-            .await
-        {
-            Ok(returned) => {
-                let rv_after = returned.metadata.resource_version.clone();
-                let got = returned
-                    .status
-                    .and_then(|s| s.volume_health)
-                    .unwrap_or_default();
-                if !list.is_empty() && got.is_empty() {
-                    self.deps.metrics.write(RESOURCE, "dropped");
-                    if self
-                        .state()
-                        .backoff
-                        .failed(&key, tokio::time::Instant::now())
-                    {
-                        tracing::warn!(
-                            "pod {namespace}/{name}: the API server accepted the write but did not store \
-                             status.volumeHealth (is the CSIVolumeHealth feature gate off there?); retrying slowly"
-                        );
-                    }
-                    return Ok(());
-                }
-                self.deps.metrics.write(RESOURCE, "success");
-                let mut state = self.state();
-                if state.backoff.succeeded(&key) {
-                    tracing::info!("pod {namespace}/{name}: status write accepted again");
-                }
-                state.written.insert(
-                    uid.to_string(),
-                    Written {
-                        rv_before: pod.metadata.resource_version.clone(),
-                        rv_after,
-                        value: got,
-                    },
+        match self.pod_writer.write(&key, &stored, &before, list).await {
+            Outcome::Written(_) => {}
+            Outcome::Forbidden(e) => {
+                return Err(
+                    self.identity_error(&format!("patching pods/{name}/status in {namespace}"), &e)
                 );
-                tracing::info!(pod = %format!("{namespace}/{name}"), volumes = list.len(), "wrote pod volume health");
-                Ok(())
             }
-            Err(e) if e.is_forbidden() => {
-                self.deps.metrics.write(RESOURCE, "rejected");
-                Err(self.identity_error(&format!("patching pods/{name}/status in {namespace}"), &e))
-            }
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => {
-                let rejected = e.is_rejected();
-                self.deps
-                    .metrics
-                    .write(RESOURCE, if rejected { "rejected" } else { "error" });
-                if rejected {
-                    if self
-                        .state()
-                        .backoff
-                        .failed(&key, tokio::time::Instant::now())
-                    {
-                        tracing::warn!(
-                            "pod {namespace}/{name}: the API server refused the status write ({e}); retrying slowly"
-                        );
-                    }
-                } else {
-                    tracing::warn!(
-                        "pod {namespace}/{name}: writing status failed ({e}); retrying next cycle"
-                    );
-                }
-                Ok(())
-            }
+            Outcome::Held
+            | Outcome::Dropped
+            | Outcome::Refused(_)
+            | Outcome::Gone
+            | Outcome::Conflict
+            | Outcome::Unavailable => self.deps.metrics.set_pod(&namespace, &name, &before),
         }
+        Ok(())
     }
 }
 

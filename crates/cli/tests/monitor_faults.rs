@@ -249,29 +249,40 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
     world.inject_condition(&vol, "Degraded", "SlowDisk");
     wait_for_async(WAIT, "a dropped write to be counted", || async {
         (monitor
-            .metric("csi_volume_health_writes_dropped_total", &[])
+            .metric("csi_volume_health_status_writes_dropped_total", &[])
             .await
             >= 1.0)
             .then_some(())
     })
     .await;
-    // Five more cycles (of 1s, one Get each): well inside the 10-interval hold, so no new write.
-    monitor.wait_probes(5.0).await;
+    // One more cycle (of 1s, one Get each): inside the first hold of two intervals, so no new write.
+    monitor.wait_probes(1.0).await;
     assert_eq!(
         world.status_patches().await - base,
         1.0,
         "held back after a dropped write"
     );
+    // The hold ends after two intervals, the next one after four more: retried slowly, not dropped.
+    wait_for_async(WAIT, "the retry after the first hold", || async {
+        (monitor
+            .metric("csi_volume_health_status_writes_dropped_total", &[])
+            .await
+            >= 2.0)
+            .then_some(())
+    })
+    .await;
+    monitor.wait_probes(2.0).await;
     assert_eq!(
         monitor
-            .metric("csi_volume_health_writes_dropped_total", &[])
+            .metric("csi_volume_health_status_writes_dropped_total", &[])
             .await,
-        1.0
+        2.0,
+        "the second hold is longer than the first"
     );
     assert!(world.conditions("claim-a").await.is_empty());
     let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
     assert_eq!(
-        log.matches("retrying such claims slowly").count(),
+        log.matches("retrying this object slowly").count(),
         1,
         "logged once"
     );

@@ -2,6 +2,7 @@
 //! the flag formats of the upstream sidecars and the `/metrics`, `/healthz`, `/readyz` endpoint.
 //!
 //! - [`duration`]: Go-style durations (`90s`, `1m30s`), parsed and formatted.
+//! - [`feature_gates`]: `--feature-gates`, parsed once for every component.
 //! - [`http_endpoint`]: `--http-endpoint` (`:PORT` or `HOST:PORT`).
 //! - [`metrics_text`]: a prometheus-client registry in the text exposition format.
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
@@ -10,6 +11,7 @@
 pub mod duration;
 pub mod endpoint_server;
 mod error;
+pub mod feature_gates;
 pub mod http_endpoint;
 pub mod metrics_text;
 pub mod shutdown_signal;

@@ -110,6 +110,22 @@ mod tests {
         assert_eq!(o.effective(&"k", Some("9"), &"B"), "B");
     }
 
+    #[test]
+    fn a_write_is_newer_than_the_copies_before_it() {
+        let p = |seen| predates(Some(seen), Some("5"), Some("9"));
+        assert!(p("5"));
+        assert!(
+            p("7"),
+            "an update between our read and our write is still older"
+        );
+        assert!(!p("9"));
+        assert!(!p("12"));
+        let opaque = |seen| predates(Some(seen), Some("a"), Some("c"));
+        assert!(opaque("a"));
+        assert!(!opaque("b"));
+        assert!(!opaque("c"));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn opaque_versions_and_expiry() {
         let mut o = OwnWrites::new();

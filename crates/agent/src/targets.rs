@@ -1,0 +1,215 @@
+//! The agent's two object kinds for the shared writer: a pod's `status.volumeHealth` and a
+//! CSINode's `status.storageHealth`, each a list keyed by name, with one Event per entry that
+//! changed.
+
+use crate::cluster::Cluster;
+use crate::metrics::Metrics;
+use k8s_openapi::api::core::v1::PodVolumeHealth;
+use k8s_openapi::api::storage::v1::StorageHealth;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use volhealth_model::sanitize::Condition;
+use volhealth_writer::events::{Subject, transition_event};
+use volhealth_writer::{ApiFailure, EventSink, HealthEvent, ObjectRef, Patched, Stored, Target};
+
+/// `resource` label of pod status writes.
+pub const POD_RESOURCE: &str = "pods/status";
+/// `resource` label of CSINode status writes.
+pub const STORAGE_RESOURCE: &str = "csinodes/status";
+
+/// A pod by namespace, name and uid (a pod re-created under the same name is another pod).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodKey {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+}
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The Events for a keyed list whose entries went from `before` to `after`.
+fn entry_events<E, C: Condition>(
+    object: &ObjectRef,
+    subject: Subject,
+    noun: &str,
+    before: &[E],
+    after: &[E],
+    name: impl Fn(&E) -> &str,
+    conditions: impl Fn(&E) -> &[C],
+) -> Vec<HealthEvent> {
+    let names: BTreeSet<&str> = before.iter().chain(after).map(&name).collect();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let find = |list: &[E]| -> Vec<C> {
+                list.iter()
+                    .find(|e| name(e) == n)
+                    .map(|e| conditions(e).to_vec())
+                    .unwrap_or_default()
+            };
+            transition_event(
+                object,
+                subject,
+                Some(&format!("{noun} {n}")),
+                &find(before),
+                &find(after),
+            )
+        })
+        .collect()
+}
+
+/// Pod volume health as a [`Target`].
+pub struct PodTarget {
+    /// The API.
+    pub cluster: Arc<dyn Cluster>,
+    /// Series that follow what is stored.
+    pub metrics: Arc<Metrics>,
+}
+
+impl Target for PodTarget {
+    type Key = PodKey;
+    type Value = Vec<PodVolumeHealth>;
+
+    fn resource(&self) -> &'static str {
+        POD_RESOURCE
+    }
+
+    fn is_empty(&self, value: &Self::Value) -> bool {
+        value.is_empty()
+    }
+
+    async fn patch(
+        &self,
+        key: &PodKey,
+        value: &Self::Value,
+    ) -> Result<Patched<Self::Value>, ApiFailure> {
+        let pod = self
+            .cluster
+            .patch_pod_volume_health(&key.namespace, &key.name, value)
+            .await?;
+        Ok(Patched {
+            resource_version: pod.metadata.resource_version.clone(),
+            value: pod.status.and_then(|s| s.volume_health).unwrap_or_default(),
+        })
+    }
+
+    fn written(&self, key: &PodKey, value: &Self::Value) {
+        self.metrics.set_pod(&key.namespace, &key.name, value);
+    }
+
+    fn transitions(
+        &self,
+        key: &PodKey,
+        _stored: &Stored<Self::Value>,
+        before: &Self::Value,
+        after: &Self::Value,
+    ) -> Vec<HealthEvent> {
+        let object = ObjectRef {
+            api_version: "v1",
+            kind: "Pod",
+            namespace: Some(key.namespace.clone()),
+            name: key.name.clone(),
+            uid: Some(key.uid.clone()),
+        };
+        entry_events(
+            &object,
+            Subject::Volume,
+            "volume",
+            before,
+            after,
+            |e| e.name.as_str(),
+            |e| e.health_conditions.as_deref().unwrap_or(&[]),
+        )
+    }
+}
+
+/// CSINode storage health as a [`Target`]; the key is the node name.
+pub struct StorageTarget {
+    /// The API.
+    pub cluster: Arc<dyn Cluster>,
+    /// Series that follow what is stored.
+    pub metrics: Arc<Metrics>,
+    /// The CSINode's uid, once read.
+    pub uid: std::sync::Mutex<Option<String>>,
+}
+
+impl Target for StorageTarget {
+    type Key = String;
+    type Value = Vec<StorageHealth>;
+
+    fn resource(&self) -> &'static str {
+        STORAGE_RESOURCE
+    }
+
+    fn is_empty(&self, value: &Self::Value) -> bool {
+        value.is_empty()
+    }
+
+    async fn patch(
+        &self,
+        node: &String,
+        value: &Self::Value,
+    ) -> Result<Patched<Self::Value>, ApiFailure> {
+        let csinode = self
+            .cluster
+            .patch_csinode_storage_health(node, value)
+            .await?;
+        Ok(Patched {
+            resource_version: csinode.metadata.resource_version.clone(),
+            value: csinode
+                .status
+                .and_then(|s| s.storage_health)
+                .unwrap_or_default(),
+        })
+    }
+
+    fn written(&self, _node: &String, value: &Self::Value) {
+        for entry in value {
+            self.metrics.set_storage_conditions(
+                &entry.name,
+                entry.health_conditions.as_deref().unwrap_or(&[]),
+            );
+        }
+    }
+
+    fn transitions(
+        &self,
+        node: &String,
+        stored: &Stored<Self::Value>,
+        before: &Self::Value,
+        after: &Self::Value,
+    ) -> Vec<HealthEvent> {
+        let object = ObjectRef {
+            api_version: "storage.k8s.io/v1",
+            kind: "CSINode",
+            namespace: None,
+            name: node.clone(),
+            uid: stored.uid.clone(),
+        };
+        entry_events(
+            &object,
+            Subject::Storage,
+            "driver",
+            before,
+            after,
+            |e| e.name.as_str(),
+            |e| e.health_conditions.as_deref().unwrap_or(&[]),
+        )
+    }
+}
+
+/// Events through the agent's [`Cluster`] boundary.
+pub struct ClusterEvents(pub Arc<dyn Cluster>);
+
+impl EventSink for ClusterEvents {
+    async fn create(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure> {
+        self.0.create_event(event, count).await
+    }
+}
