@@ -40,6 +40,7 @@ pub struct Args {
     /// Feature gates, e.g. CSIVolumeHealth=false.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+    /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
 }

@@ -61,6 +61,7 @@ pub struct Args {
     /// Secret (NAMESPACE/NAME) whose data is passed as `secrets` in the health RPCs.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub health_secret: Option<String>,
+    /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
 }
