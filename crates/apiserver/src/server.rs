@@ -279,11 +279,8 @@ async fn dispatch(
         }
         "/version" if is_get => return Ok(json_response(200, &discovery::version())),
         "/metrics" if is_get => {
-            return Ok(text(
-                200,
-                st.metrics.encode(),
-                "text/plain; version=0.0.4; charset=utf-8",
-            ));
+            let page = volhealth_daemon::exposition::page(Some(&accept), &st.metrics.encode());
+            return Ok(text(200, page.body, page.content_type));
         }
         "/openapi/v2" if is_get => {
             return Ok(text(

@@ -5,7 +5,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Kubernetes volume health monitoring (KEP-1432), out of tree.
@@ -32,14 +32,48 @@ enum Command {
     Up(cmd::up::Args),
     /// Show every volume and storage health condition in the cluster.
     Status(cmd::status::Args),
+    /// Print a shell completion script (bash, zsh, fish...) to stdout.
+    Completions(cmd::completions::Args),
+    /// Write man pages for volhealth and every subcommand into a directory.
+    Man(cmd::man::Args),
+    /// Make this binary the kubectl plugin `kubectl volhealth` (a symlink in a directory on PATH).
+    KubectlPlugin(cmd::kubectl_plugin::Args),
+}
+
+impl Command {
+    /// The component name reported in `volhealth_build_info`, for those that serve metrics.
+    fn component(&self) -> Option<&'static str> {
+        match self {
+            Command::Apiserver(_) => Some("apiserver"),
+            Command::Driver(_) => Some("driver"),
+            Command::Monitor(_) => Some("monitor"),
+            Command::Agent(_) => Some("agent"),
+            _ => None,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
     let cli = Cli::parse_from(cmd::status::plugin_argv(std::env::args_os()));
     // `status` speaks for itself on stderr; client-library logs would only repeat its errors.
-    if !matches!(cli.command, Command::Status(_)) {
-        cmd::init_logging();
+    let default_log = cmd::logging::LogArgs::default();
+    let log = match &cli.command {
+        Command::Status(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::KubectlPlugin(_) => None,
+        Command::Apiserver(a) => Some(&a.log),
+        Command::Driver(a) => Some(&a.log),
+        Command::Monitor(a) => Some(&a.log),
+        Command::Agent(a) => Some(&a.log),
+        Command::Inject(_) | Command::Up(_) => Some(&default_log),
+    };
+    if let Some(log) = log {
+        cmd::init_logging(log);
+    }
+    if let Some(component) = cli.command.component() {
+        volhealth_daemon::build_info::set_component(component);
     }
     let result = match cli.command {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),
@@ -49,6 +83,9 @@ fn main() -> ExitCode {
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Man(a) => cmd::man::run(a, Cli::command()),
+        Command::KubectlPlugin(a) => cmd::kubectl_plugin::run(a),
     };
     match result {
         Ok(code) => code,

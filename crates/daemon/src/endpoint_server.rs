@@ -1,17 +1,47 @@
 //! The HTTP endpoint of a long-running component: `/metrics`, `/healthz` and `/readyz`.
 
 use crate::error::{Error, Result};
-use crate::metrics_text;
+use crate::{exposition, metrics_text};
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use prometheus_client::registry::Registry;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Where the metrics page is served unless `--metrics-path` says otherwise.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
+
+/// The metrics path of this process, set once from the command line.
+static METRICS_PATH: OnceLock<String> = OnceLock::new();
+
+/// Sets the path of the metrics page for every endpoint of this process (the upstream sidecars'
+/// `--metrics-path`); it must start with `/` and not be `/healthz` or `/readyz`. The first call wins.
+pub fn set_metrics_path(path: &str) -> std::result::Result<(), String> {
+    if !path.starts_with('/') {
+        return Err("must start with /".into());
+    }
+    if path == "/healthz" || path == "/readyz" {
+        return Err("is taken by the health checks".into());
+    }
+    if path.contains(['{', '}', '*']) {
+        return Err("must be a plain path".into());
+    }
+    let _ = METRICS_PATH.set(path.to_string());
+    Ok(())
+}
+
+/// The path the metrics page is served on.
+pub fn metrics_path() -> &'static str {
+    METRICS_PATH
+        .get()
+        .map(String::as_str)
+        .unwrap_or(DEFAULT_METRICS_PATH)
+}
 
 /// A health check: `Ok` answers 200 `ok`, `Err(reason)` answers 503 with the reason.
 pub type Check = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
@@ -33,7 +63,9 @@ impl std::fmt::Debug for Endpoints {
 }
 
 impl Endpoints {
-    /// `/metrics` answers with `encode()`; `/healthz` and `/readyz` pass until replaced.
+    /// `/metrics` answers with `encode()` (OpenMetrics text, as [`metrics_text::encode`] writes
+    /// it), build info and process metrics, in the format the client asks for; `/healthz` and
+    /// `/readyz` pass until replaced.
     pub fn new(encode: impl Fn() -> String + Send + Sync + 'static) -> Endpoints {
         let pass: Check = Arc::new(|| Ok(()));
         Endpoints {
@@ -69,7 +101,7 @@ impl Endpoints {
     /// The three routes, for serving elsewhere or for in-process tests.
     pub fn into_router(self) -> Router {
         Router::new()
-            .route("/metrics", get(metrics_page))
+            .route(metrics_path(), get(metrics_page))
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
             .with_state(self)
@@ -90,11 +122,10 @@ pub fn flag_check(
     }
 }
 
-async fn metrics_page(State(e): State<Endpoints>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, metrics_text::CONTENT_TYPE)],
-        (e.metrics)(),
-    )
+async fn metrics_page(State(e): State<Endpoints>, headers: HeaderMap) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let page = exposition::page(accept, &(e.metrics)());
+    ([(header::CONTENT_TYPE, page.content_type)], page.body)
 }
 
 fn answer(check: &Check) -> (StatusCode, String) {
@@ -130,7 +161,10 @@ impl BoundEndpoint {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
         let bound = listener.local_addr().map_err(fail)?;
         // Tests and operators find the port in this line when port 0 was asked for.
-        tracing::info!("serving /metrics, /healthz and /readyz on http://{bound}");
+        tracing::info!(
+            "serving {}, /healthz and /readyz on http://{bound}",
+            metrics_path()
+        );
         Ok(BoundEndpoint {
             listener,
             addr: bound,
@@ -194,8 +228,27 @@ mod tests {
 
         let (code, content_type, body) = get(&base, "/metrics").await;
         assert_eq!(code, 200);
-        assert_eq!(content_type, metrics_text::CONTENT_TYPE);
-        assert!(body.contains("test_hits_total 3"), "{body}");
+        assert_eq!(content_type, crate::negotiation::PROMETHEUS_TEXT);
+        assert!(
+            body.contains("# TYPE test_hits_total counter\ntest_hits_total 3\n"),
+            "{body}"
+        );
+        let resp = reqwest::Client::new()
+            .get(format!("{base}/metrics"))
+            .header("accept", "application/openmetrics-text; version=1.0.0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            metrics_text::CONTENT_TYPE
+        );
+        let body = resp.text().await.unwrap();
+        assert!(
+            body.contains("# TYPE test_hits counter\ntest_hits_total 3\n"),
+            "{body}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
 
         assert_eq!(get(&base, "/healthz").await, (200, ct(), "ok".into()));
         let (code, _, body) = get(&base, "/readyz").await;
@@ -216,6 +269,13 @@ mod tests {
 
     fn ct() -> String {
         "text/plain; charset=utf-8".into()
+    }
+
+    #[test]
+    fn metrics_paths_are_checked() {
+        assert!(set_metrics_path("metrics").is_err());
+        assert!(set_metrics_path("/healthz").is_err());
+        assert!(set_metrics_path("/{x}").is_err());
     }
 
     #[tokio::test]

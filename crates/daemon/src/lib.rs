@@ -1,19 +1,28 @@
-//! Plumbing shared by volhealth's long-running components (the monitor and the node agent):
+//! Plumbing shared by volhealth's long-running components (the monitor, the node agent, and the
+//! API server's `/metrics`):
 //! the flag formats of the upstream sidecars and the `/metrics`, `/healthz`, `/readyz` endpoint.
 //!
 //! - [`duration`]: Go-style durations (`90s`, `1m30s`), parsed and formatted.
 //! - [`feature_gates`]: `--feature-gates`, parsed once for every component.
 //! - [`http_endpoint`]: `--http-endpoint` (`:PORT` or `HOST:PORT`).
-//! - [`metrics_text`]: a prometheus-client registry in the text exposition format.
+//! - [`metrics_text`]: a prometheus-client registry in OpenMetrics text.
+//! - [`exposition`]: the `/metrics` page: a component's families plus [`build_info`] and
+//!   [`process_metrics`], in the format [`negotiation`] picks (Prometheus text 0.0.4 unless the
+//!   client asks for OpenMetrics; [`prometheus_text`] rewrites one into the other).
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
 //! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
 
+pub mod build_info;
 pub mod duration;
 pub mod endpoint_server;
 mod error;
+pub mod exposition;
 pub mod feature_gates;
 pub mod http_endpoint;
 pub mod metrics_text;
+pub mod negotiation;
+pub mod process_metrics;
+pub mod prometheus_text;
 pub mod shutdown_signal;
 
 pub use endpoint_server::{BoundEndpoint, Endpoints};

@@ -1,4 +1,5 @@
-//! A prometheus-client registry in the text exposition format.
+//! A prometheus-client registry in OpenMetrics text (the endpoint serves it, or its
+//! Prometheus text 0.0.4 rewrite, per the request; see [`crate::exposition`]).
 
 use prometheus_client::registry::Registry;
 

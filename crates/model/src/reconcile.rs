@@ -188,7 +188,7 @@ pub fn reconcile_storage(
 mod tests {
     use super::*;
     use crate::volume_report;
-    use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+    use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 
     fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH)

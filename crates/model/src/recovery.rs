@@ -8,8 +8,8 @@
 
 use crate::{Report, VolumeHealthCondition, volume_report};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use volhealth_csi::v1::VolumeHealth;
-use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_csi_proto::v1::VolumeHealth;
+use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 
 /// What to do with one volume after a list cycle.
 #[derive(Debug, Clone, PartialEq)]

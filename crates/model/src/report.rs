@@ -5,9 +5,9 @@ use crate::sanitize::{
     Condition, Fix, MAX_CONDITIONS, MAX_MESSAGE_BYTES, MAX_REASON_BYTES, sanitize, truncate_utf8,
 };
 use crate::{StorageHealthCondition, StorageStatus, VolumeHealthCondition, VolumeStatus};
-use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
-use volhealth_csi::v1::volume_capability::{AccessType, access_mode::Mode};
-use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_csi_proto::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_csi_proto::v1::volume_capability::{AccessType, access_mode::Mode};
+use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 
 /// An entry whose numeric status this version does not know. Never treated as healthy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +181,7 @@ pub fn storage_report(entries: &[StorageBackendHealth]) -> Report<StorageHealthC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use volhealth_csi::v1::{VolumeCapability, volume_capability};
+    use volhealth_csi_proto::v1::{VolumeCapability, volume_capability};
 
     fn entry(status: i32, reason: &str, message: &str) -> VolumeHealthEntry {
         VolumeHealthEntry {

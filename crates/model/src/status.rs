@@ -3,7 +3,7 @@
 //! The KEP text numbers the CSI enums differently from the released spec; the released numbers
 //! (`DEGRADED=1, INACCESSIBLE=2, DATA_LOSS=3`, `STORAGE_DEGRADED=1, STORAGE_UNREACHABLE=2`) win.
 
-use volhealth_csi::v1::{StorageHealthErrorType, VolumeHealthErrorType};
+use volhealth_csi_proto::v1::{StorageHealthErrorType, VolumeHealthErrorType};
 
 /// A per-volume health category, as `pvc.status.healthStatus` and `pod.status.volumeHealth` spell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

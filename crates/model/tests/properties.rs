@@ -2,10 +2,12 @@
 
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
-use volhealth_csi::v1::volume_capability::{AccessMode, AccessType, BlockVolume, MountVolume};
-use volhealth_csi::v1::volume_health::VolumeHealthEntry;
-use volhealth_csi::v1::{VolumeCapability, VolumeHealth};
+use volhealth_csi_proto::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_csi_proto::v1::volume_capability::{
+    AccessMode, AccessType, BlockVolume, MountVolume,
+};
+use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
+use volhealth_csi_proto::v1::{VolumeCapability, VolumeHealth};
 use volhealth_model::sanitize::{
     MAX_CONDITIONS, MAX_MESSAGE_BYTES, MAX_REASON_BYTES, is_camel_case,
 };

@@ -31,9 +31,18 @@ pub struct Args {
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT.
     #[arg(long, default_value = ":8081")]
     pub http_endpoint: String,
+    /// Older name of --http-endpoint, accepted as the upstream sidecars accept it.
+    #[arg(long, value_name = "ADDR", conflicts_with = "http_endpoint")]
+    pub metrics_address: Option<String>,
+    /// Path of the metrics page on the HTTP endpoint.
+    #[arg(long, default_value = volhealth_daemon::endpoint_server::DEFAULT_METRICS_PATH)]
+    pub metrics_path: String,
     /// Feature gates, e.g. CSIVolumeHealth=false.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+    /// Log verbosity and format.
+    #[command(flatten)]
+    pub log: crate::cmd::logging::LogArgs,
 }
 
 /// Turns the flags into the library's configuration.
@@ -56,7 +65,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
         !cfg.timeout.is_zero(),
         "--timeout must be greater than zero"
     );
-    cfg.http_endpoint = Some(http_endpoint::parse(&args.http_endpoint)?);
+    cfg.http_endpoint = Some(match &args.metrics_address {
+        Some(addr) => http_endpoint::parse(addr).context("--metrics-address")?,
+        None => http_endpoint::parse(&args.http_endpoint)?,
+    });
+    crate::cmd::set_metrics_path(&args.metrics_path)?;
     cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
     anyhow::ensure!(!cfg.node_name.is_empty(), "--node-name is empty");
     Ok(cfg)

@@ -34,6 +34,9 @@ pub struct Args {
     /// How many changes the watch history keeps at least.
     #[arg(long, default_value_t = 50_000, hide = true)]
     pub retained_changes: u64,
+    /// Log verbosity and format.
+    #[command(flatten)]
+    pub log: crate::cmd::logging::LogArgs,
 }
 
 /// Runs `volhealth apiserver` until SIGINT or SIGTERM.

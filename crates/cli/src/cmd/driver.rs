@@ -48,6 +48,9 @@ pub struct Args {
     /// the request's secrets hold KEY with VALUE (tests a consumer's secret plumbing).
     #[arg(long, value_name = "KEY=VALUE")]
     require_secret: Option<volhealth_driver::required_secret::RequiredSecret>,
+    /// Log verbosity and format.
+    #[command(flatten)]
+    pub log: crate::cmd::logging::LogArgs,
 }
 
 /// Runs `volhealth driver` until SIGINT or SIGTERM.

@@ -2,8 +2,12 @@
 
 pub mod agent;
 pub mod apiserver;
+pub mod completions;
 pub mod driver;
 pub mod inject;
+pub mod kubectl_plugin;
+pub mod logging;
+pub mod man;
 pub mod monitor;
 pub mod status;
 pub mod up;
@@ -11,14 +15,15 @@ pub mod up;
 use std::future::Future;
 use std::process::ExitCode;
 
-/// Sets up `tracing` with `RUST_LOG` (default `info`) on stderr.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// Sets up `tracing` on stderr from the log flags (see [`logging`]) and `RUST_LOG`.
+pub fn init_logging(args: &logging::LogArgs) {
+    logging::init(args);
+}
+
+/// `--metrics-path`: where the HTTP endpoint serves the metrics page, for the whole process.
+pub fn set_metrics_path(path: &str) -> anyhow::Result<()> {
+    volhealth_daemon::endpoint_server::set_metrics_path(path)
+        .map_err(|reason| anyhow::anyhow!("invalid --metrics-path {path:?}: {reason}"))
 }
 
 /// Runs a subcommand on a multi-threaded tokio runtime.

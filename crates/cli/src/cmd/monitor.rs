@@ -46,6 +46,12 @@ pub struct Args {
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
     #[arg(long, default_value = ":8080")]
     pub http_endpoint: String,
+    /// Older name of --http-endpoint, still accepted as the upstream sidecar accepts it.
+    #[arg(long, value_name = "ADDR", conflicts_with = "http_endpoint")]
+    pub metrics_address: Option<String>,
+    /// Path of the metrics page on the HTTP endpoint.
+    #[arg(long, default_value = volhealth_daemon::endpoint_server::DEFAULT_METRICS_PATH)]
+    pub metrics_path: String,
     /// Sustained writes per second to the API server.
     #[arg(long, default_value_t = config::DEFAULT_KUBE_API_QPS)]
     pub kube_api_qps: f64,
@@ -55,6 +61,9 @@ pub struct Args {
     /// Secret (NAMESPACE/NAME) whose data is passed as `secrets` in the health RPCs.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub health_secret: Option<String>,
+    /// Log verbosity and format.
+    #[command(flatten)]
+    pub log: crate::cmd::logging::LogArgs,
 }
 
 /// Turns the flags into the library's configuration.
@@ -81,7 +90,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
             })
         })
         .transpose()?;
-    let http_endpoint = http_endpoint::parse_optional(&args.http_endpoint)?;
+    let http_endpoint = match &args.metrics_address {
+        Some(addr) => http_endpoint::parse_optional(addr).context("--metrics-address")?,
+        None => http_endpoint::parse_optional(&args.http_endpoint)?,
+    };
+    crate::cmd::set_metrics_path(&args.metrics_path)?;
     let health_secret = args
         .health_secret
         .as_deref()

@@ -4,6 +4,7 @@
 //! and published. State lives in `--dir`, so a second `up` resumes where the first stopped.
 
 pub mod children;
+pub mod endpoints;
 pub mod layout;
 pub mod resolve;
 pub mod workload;
@@ -38,6 +39,10 @@ pub struct Args {
     /// How often each node agent asks its node plugin about volume and storage health.
     #[arg(long, default_value = "5s", value_parser = volhealth_daemon::duration::parse)]
     pub agent_interval: Duration,
+    /// First metrics port: the monitor's; the agent of node N gets PORT + N (default: the
+    /// --listen port + 1; 0 picks free ports).
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
 }
 
 fn millis(d: Duration) -> String {
@@ -184,6 +189,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("  resuming the cluster kept in {}", layout.root().display());
     }
     check_listen(&args.listen)?;
+    let base = args
+        .metrics_port
+        .unwrap_or_else(|| endpoints::default_base(&args.listen));
+    let metrics = endpoints::MetricsPorts::plan(base, &nodes)?;
 
     // Listeners made once: a signal that arrives between two loop turns is kept, not lost.
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -192,7 +201,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the SIGTERM handler")?;
     let mut running = Running::default();
     let started = tokio::select! {
-        r = start(&args, &layout, &nodes, &mut running) => Some(r),
+        r = start(&args, &layout, &nodes, &metrics, &mut running) => Some(r),
         _ = interrupt.recv() => None,
         _ = terminate.recv() => None,
     };
@@ -208,7 +217,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Ok(record)) => record,
     };
-    print_summary(&args, &layout, &record, &running);
+    if let Err(e) = metrics.write(layout.root(), &record.server) {
+        running.stop_all().await;
+        return Err(e);
+    }
+    print_summary(&args, &layout, &record, &running, &metrics);
 
     let outcome = loop {
         tokio::select! {
@@ -247,6 +260,7 @@ async fn start(
     args: &Args,
     layout: &Layout,
     nodes: &[String],
+    metrics: &endpoints::MetricsPorts,
     running: &mut Running,
 ) -> anyhow::Result<RunRecord> {
     let p = Progress;
@@ -406,7 +420,7 @@ async fn start(
             "--monitor-interval".into(),
             millis(args.monitor_interval),
             "--http-endpoint".into(),
-            "127.0.0.1:0".into(),
+            metrics.http_endpoint("monitor")?,
         ],
     )?;
     p.done("ok");
@@ -427,7 +441,7 @@ async fn start(
                 "--interval".into(),
                 millis(args.agent_interval),
                 "--http-endpoint".into(),
-                "127.0.0.1:0".into(),
+                metrics.http_endpoint(&format!("agent-{node}"))?,
             ],
         )?;
     }
@@ -449,7 +463,13 @@ async fn start(
     Ok(record)
 }
 
-fn print_summary(args: &Args, layout: &Layout, record: &RunRecord, running: &Running) {
+fn print_summary(
+    args: &Args,
+    layout: &Layout,
+    record: &RunRecord,
+    running: &Running,
+    metrics: &endpoints::MetricsPorts,
+) {
     let me = self_command();
     let dir = args.dir.display();
     let kubeconfig = Path::new(&args.dir).join("kubeconfig");
@@ -475,6 +495,13 @@ fn print_summary(args: &Args, layout: &Layout, record: &RunRecord, running: &Run
         "  sample workload        namespace {}: pods web-N using PVCs data-N",
         workload::NAMESPACE
     );
+    println!(
+        "\nMetrics (also in {}):",
+        layout.root().join(endpoints::FILE).display()
+    );
+    for (name, url) in metrics.urls(&record.server) {
+        println!("  {name:<22} {url}");
+    }
     println!("\nTry, in another terminal:");
     println!(
         "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",

@@ -4,7 +4,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use prost::Message;
 use std::hint::black_box;
-use volhealth_csi::v1;
+use volhealth_csi_proto::v1;
 
 fn page(volumes: usize) -> v1::ControllerListVolumeHealthResponse {
     let entries = (0..volumes)

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use prost::Message;
-use volhealth_csi::v1;
+use volhealth_csi_proto::v1;
 
 fn check<M: Message + Default + PartialEq + std::fmt::Debug>(
     bytes: &[u8],

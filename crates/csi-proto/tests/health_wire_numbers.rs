@@ -4,9 +4,9 @@
 
 use prost::Message;
 use protox::prost_reflect::DescriptorPool;
-use volhealth_csi::v1;
-use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
-use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
+use volhealth_csi_proto::v1;
+use volhealth_csi_proto::v1::controller_service_capability::rpc::Type as ControllerRpc;
+use volhealth_csi_proto::v1::node_service_capability::rpc::Type as NodeRpc;
 
 /// (enum full name, [(value name, number)]): the released values.
 const ENUMS: &[(&str, &[(&str, i32)])] = &[
@@ -120,7 +120,7 @@ const RPCS: &[(&str, &str, &str, &str)] = &[
 ];
 
 fn pool() -> DescriptorPool {
-    DescriptorPool::decode(volhealth_csi::FILE_DESCRIPTOR_SET).expect("decode our descriptor")
+    DescriptorPool::decode(volhealth_csi_proto::FILE_DESCRIPTOR_SET).expect("decode our descriptor")
 }
 
 #[test]
