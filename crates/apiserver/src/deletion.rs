@@ -1,12 +1,14 @@
 //! Deletion: preconditions, finalizers (terminate instead of delete), namespace contents, and
 //! deletecollection.
 
+use crate::call::Call;
 use crate::errors::ApiError;
 use crate::objects;
 use crate::patch;
+use crate::query::select;
 use crate::registry::{self, ResourceDef};
-use crate::rest::{Call, list_response, render_one, select};
-use crate::server::{AppState, json_response};
+use crate::response::{json_response, list_response, render_one};
+use crate::state::AppState;
 use crate::store::Outcome;
 use axum::response::Response;
 use serde_json::{Value, json};

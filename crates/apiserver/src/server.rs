@@ -2,17 +2,20 @@
 //! `serve` entry point.
 
 use crate::authz::{Tokens, User};
-use crate::errors::{ApiError, Result};
+use crate::call::{self, Call};
+use crate::errors::{ApiError, Error, Result};
 use crate::gate::FeatureGates;
 use crate::metrics::Metrics;
 use crate::request::{self, Route};
+use crate::response::{error_response, json_response, json_response_typed, text};
+use crate::state::AppState;
 use crate::store::Store;
 use crate::{discovery, kubeconfig, rest};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,53 +55,6 @@ impl ServerConfig {
     }
 }
 
-/// Shared state of the request handlers.
-pub struct AppState {
-    /// The object store.
-    pub store: Arc<Store>,
-    /// Feature gates.
-    pub gates: FeatureGates,
-    /// Static tokens, if authentication is on.
-    pub tokens: Option<Tokens>,
-    /// Request metrics.
-    pub metrics: Metrics,
-    /// Bookmark interval for watches.
-    pub bookmark_interval: Duration,
-    /// `host:port` clients reach us at.
-    pub address: String,
-    /// Flips to true on shutdown so that open watches end.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
-}
-
-/// A JSON answer.
-pub fn json_response(code: u16, v: &Value) -> Response {
-    json_response_typed(code, v, "application/json")
-}
-
-/// A JSON answer with a specific Content-Type.
-pub fn json_response_typed(code: u16, v: &Value, content_type: &str) -> Response {
-    let body = serde_json::to_vec(v).unwrap_or_default();
-    Response::builder()
-        .status(code)
-        .header("content-type", content_type)
-        .header("cache-control", "no-cache, private")
-        .body(Body::from(body))
-        .unwrap_or_default()
-}
-
-/// A Status answer for an error.
-pub fn error_response(e: &ApiError) -> Response {
-    json_response(e.code, &e.status_json())
-}
-
-fn text(code: u16, body: String, content_type: &str) -> Response {
-    Response::builder()
-        .status(code)
-        .header("content-type", content_type)
-        .body(Body::from(body))
-        .unwrap_or_default()
-}
-
 const NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 fn seed(store: &Store) -> std::result::Result<(), ApiError> {
@@ -128,7 +84,7 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let addr = listener.local_addr().map_err(|source| crate::Error::Io {
+    let addr = listener.local_addr().map_err(|source| Error::Io {
         what: "reading the listener's address".into(),
         source,
     })?;
@@ -136,7 +92,7 @@ pub async fn serve(
     let retain = config.retained_changes;
     let store = tokio::task::spawn_blocking(move || Store::open(&data_dir, retain))
         .await
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "opening the store",
             reason: e.to_string(),
         })??;
@@ -144,11 +100,11 @@ pub async fn serve(
     let seed_store = store.clone();
     tokio::task::spawn_blocking(move || seed(&seed_store))
         .await
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "creating the built-in namespaces",
             reason: e.to_string(),
         })?
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "creating the built-in namespaces",
             reason: e.message,
         })?;
@@ -176,7 +132,7 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(graceful)
         .await
-        .map_err(|source| crate::Error::Io {
+        .map_err(|source| Error::Io {
             what: format!("serving HTTP on {addr}"),
             source,
         })
@@ -341,7 +297,7 @@ async fn dispatch(
                 ),
             };
             let query = request::parse_query(parts.uri.query());
-            let verb = rest::verb(
+            let verb = call::verb(
                 &parts.method,
                 &target,
                 &query,
@@ -351,7 +307,7 @@ async fn dispatch(
             acct.resource = target.def.plural.to_string();
             acct.subresource = target.sub.clone().unwrap_or_default();
             let body = read_body(&parts, body).await?;
-            let call = rest::Call {
+            let call = Call {
                 target,
                 verb,
                 query,

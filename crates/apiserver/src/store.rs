@@ -71,8 +71,6 @@ pub enum Outcome {
 /// The result of a committed mutation.
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// The object before.
-    pub old: Option<Arc<Value>>,
     /// The object after (None when deleted); for a delete, `deleted` holds the last state.
     pub new: Option<Arc<Value>>,
     /// The deleted object's last state, with the resourceVersion of the delete.
@@ -365,8 +363,7 @@ impl Store {
                     self.wait_commit(batch)?;
                 }
                 return Ok(Written {
-                    new: old.clone(),
-                    old,
+                    new: old,
                     deleted: None,
                 });
             }
@@ -452,13 +449,11 @@ impl Store {
         self.wait_commit(batch)?;
         Ok(if kind == ChangeKind::Deleted {
             Written {
-                old,
                 new: None,
                 deleted: Some(object),
             }
         } else {
             Written {
-                old,
                 new: Some(object),
                 deleted: None,
             }

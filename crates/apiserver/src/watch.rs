@@ -6,7 +6,7 @@ use crate::errors::ApiError;
 use crate::registry::ResourceDef;
 use crate::request::{self, Format, Target};
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::{Change, ChangeKind};
 use crate::table;
 use axum::body::{Body, Bytes};
@@ -116,7 +116,7 @@ pub fn start(
     accept: &str,
 ) -> Result<Response, ApiError> {
     let q = |k: &str| query.get(k).map(String::as_str).filter(|s| !s.is_empty());
-    let (label, mut field) = crate::rest::selectors(t.def, query)?;
+    let (label, mut field) = crate::query::selectors(t.def, query)?;
     if let Some(name) = &t.name {
         field = FieldSelector::parse(&format!("metadata.name={name}"), t.def)?;
     }
