@@ -172,9 +172,13 @@ async fn validation_answers_422_with_field_paths() {
         {"status": "Inaccessible", "reason": "Y"}]}]}}),
         )
         .await;
+    // A driver's conditions are keyed by (status, reason): a second capability is a duplicate.
     assert_eq!(
         causes(&r.json),
-        ["status.storageHealth[0].healthConditions[2].status"],
+        [
+            "status.storageHealth[0].healthConditions[1]",
+            "status.storageHealth[0].healthConditions[2].status"
+        ],
         "{}",
         r.text
     );
