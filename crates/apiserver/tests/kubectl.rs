@@ -1,4 +1,4 @@
-//! kubectl against `volhealth apiserver`: get (with the HEALTH column), -o yaml, describe with
+//! kubectl against the API server: get (with the HEALTH column), -o yaml, describe with
 //! events, create/apply/server-side apply, status patches, get -w, wait and delete. Skipped when
 //! kubectl is missing (fails under VOLHEALTH_REQUIRE_TOOLS=1).
 
