@@ -9,6 +9,7 @@ use crate::objects;
 use crate::patch::{self, PatchType, apply};
 use crate::query::select;
 use crate::registry::{self, ResourceDef};
+use crate::request::Target;
 use crate::response::{json_response, list_response, render_one};
 use crate::state::AppState;
 use crate::store::Outcome;
@@ -61,6 +62,34 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
         },
     };
     authz::authorize(user, &attrs, bound.as_deref())
+}
+
+/// Refuses, before the body is read or parsed, what no body could make allowed: the authorizer
+/// is asked with the most permissive values a body or the store could still supply (for a
+/// create, the node's own name; an object bound to the node). [`handle`] asks again with the
+/// real ones.
+pub(crate) fn authorize_before_body(
+    user: Option<&User>,
+    target: &Target,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    let Some(user) = user else { return Ok(()) };
+    let Some(node) = user.node_name() else {
+        return Ok(());
+    };
+    let name = match verb {
+        Verb::Create => node,
+        _ => target.name.as_deref().unwrap_or(""),
+    };
+    let attrs = Attributes {
+        verb: verb.authz_name(),
+        group: target.def.group,
+        resource: target.def.plural,
+        subresource: target.sub.as_deref().unwrap_or(""),
+        namespace: &target.ns,
+        name,
+    };
+    authz::authorize(user, &attrs, Some(node))
 }
 
 /// The requesting node, when a pod bound to it references Secret `ns/name`.

@@ -176,14 +176,20 @@ async fn read_body(
 const DISCARD_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Reads and drops the rest of an oversized body (up to [`DISCARD_LIMIT`]), then gives the 413.
-async fn discard_oversized(mut stream: axum::body::BodyDataStream, mut seen: usize) -> ApiError {
+async fn discard_oversized(stream: axum::body::BodyDataStream, seen: usize) -> ApiError {
+    discard(stream, seen).await;
+    ApiError::too_large()
+}
+
+/// Reads and drops the rest of a body nobody will look at (up to [`DISCARD_LIMIT`]), so that the
+/// client gets to read the answer.
+async fn discard(mut stream: axum::body::BodyDataStream, mut seen: usize) {
     while seen <= DISCARD_LIMIT {
         match stream.next().await {
             Some(Ok(chunk)) => seen += chunk.len(),
             _ => break,
         }
     }
-    ApiError::too_large()
 }
 
 /// What the metrics call the request.
@@ -306,6 +312,10 @@ async fn dispatch(
             acct.verb = verb.metric_name().to_string();
             acct.resource = target.def.plural.to_string();
             acct.subresource = target.sub.clone().unwrap_or_default();
+            if let Err(e) = rest::authorize_before_body(user.as_ref(), &target, verb) {
+                discard(body.into_data_stream(), 0).await;
+                return Err(e);
+            }
             let body = read_body(&parts, body).await?;
             let call = Call {
                 target,
