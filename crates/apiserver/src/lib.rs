@@ -8,6 +8,7 @@
 
 pub mod authz;
 mod call;
+mod connections;
 mod convert;
 mod deletion;
 mod discovery;

@@ -10,7 +10,7 @@ use crate::request::{self, Route};
 use crate::response::{error_response, json_response, json_response_typed, text};
 use crate::state::AppState;
 use crate::store::Store;
-use crate::{discovery, kubeconfig, rest};
+use crate::{connections, discovery, kubeconfig, rest};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 
 /// Largest accepted request body (as kube-apiserver: 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
+/// Longest accepted request target (path and query), in bytes.
+pub const MAX_URI: usize = 32 * 1024;
+/// Largest accepted request head (target and headers), in bytes.
+pub const MAX_HEAD: usize = 256 * 1024;
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -39,10 +43,16 @@ pub struct ServerConfig {
     pub retained_changes: u64,
     /// Interval of watch bookmarks (when the client allows them).
     pub bookmark_interval: Duration,
+    /// Most connections served at once; more wait until one closes.
+    pub max_connections: usize,
+    /// Time a client has to send a request's head, and the longest a kept-alive connection
+    /// may idle between requests.
+    pub header_read_timeout: Duration,
 }
 
 impl ServerConfig {
-    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks.
+    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
+    /// 512 connections, 32 s to send a request head (as kube-apiserver).
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -51,6 +61,8 @@ impl ServerConfig {
             write_kubeconfig: None,
             retained_changes: 50_000,
             bookmark_interval: Duration::from_secs(10),
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(32),
         }
     }
 }
@@ -129,13 +141,12 @@ pub async fn serve(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(graceful)
-        .await
-        .map_err(|source| Error::Io {
-            what: format!("serving HTTP on {addr}"),
-            source,
-        })
+    let limits = connections::Limits {
+        max_connections: config.max_connections,
+        header_read_timeout: config.header_read_timeout,
+    };
+    connections::serve(listener, app, limits, graceful).await;
+    Ok(())
 }
 
 fn header<'a>(parts: &'a http::request::Parts, name: &str) -> &'a str {
@@ -192,6 +203,38 @@ async fn discard(mut stream: axum::body::BodyDataStream, mut seen: usize) {
     }
 }
 
+/// Refuses a request target longer than [`MAX_URI`] (414) or a head larger than [`MAX_HEAD`]
+/// (431), with a Status body, as the HTTP layer would answer without one.
+fn head_within_limits(parts: &http::request::Parts) -> std::result::Result<(), ApiError> {
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path().len(), |pq| pq.as_str().len());
+    if target > MAX_URI {
+        return Err(ApiError::new(
+            414,
+            "RequestURITooLong",
+            format!("the request URI is {target} bytes long; the limit is {MAX_URI}"),
+        ));
+    }
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if target + headers > MAX_HEAD {
+        return Err(ApiError::new(
+            431,
+            "RequestHeaderFieldsTooLarge",
+            format!(
+                "the request head is {} bytes; the limit is {MAX_HEAD}",
+                target + headers
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What the metrics call the request.
 struct Accounting {
     verb: String,
@@ -207,9 +250,12 @@ async fn handle(State(st): State<Arc<AppState>>, req: Request) -> Response {
         resource: String::new(),
         subresource: String::new(),
     };
-    let resp = match dispatch(&st, parts, body, &mut acct).await {
-        Ok(r) => r,
+    let resp = match head_within_limits(&parts) {
         Err(e) => error_response(&e),
+        Ok(()) => match dispatch(&st, parts, body, &mut acct).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        },
     };
     st.metrics.observe(
         &acct.verb,
