@@ -7,6 +7,7 @@
 //! (`call`, `query`, `response`, `state`) over the object rules and the store.
 
 pub mod authz;
+mod backlog;
 mod call;
 mod connections;
 mod convert;

@@ -48,11 +48,16 @@ pub struct ServerConfig {
     /// Time a client has to send a request's head, and the longest a kept-alive connection
     /// may idle between requests.
     pub header_read_timeout: Duration,
+    /// Bytes of events one watcher may leave unread before it counts as slow.
+    pub watch_backlog_bytes: usize,
+    /// How long a slow watcher's backlog may stay full before it is closed with a 410.
+    pub slow_watcher_patience: Duration,
 }
 
 impl ServerConfig {
     /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
-    /// 512 connections, 32 s to send a request head (as kube-apiserver).
+    /// 512 connections, 32 s to send a request head (as kube-apiserver), 16 MiB of unread
+    /// events per watcher for at most 10 s.
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -63,6 +68,8 @@ impl ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             max_connections: 512,
             header_read_timeout: Duration::from_secs(32),
+            watch_backlog_bytes: 16 * 1024 * 1024,
+            slow_watcher_patience: Duration::from_secs(10),
         }
     }
 }
@@ -128,6 +135,10 @@ pub async fn serve(
         metrics: Metrics::new(),
         bookmark_interval: config.bookmark_interval,
         address: addr.to_string(),
+        watch_backlog: crate::backlog::Limits {
+            bytes: config.watch_backlog_bytes,
+            patience: config.slow_watcher_patience,
+        },
         shutdown: stop_rx,
     });
     let app = axum::Router::new().fallback(handle).with_state(state);

@@ -21,6 +21,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// `host:port` clients reach us at.
     pub address: String,
+    /// How much each watcher may leave unread, and for how long.
+    pub watch_backlog: crate::backlog::Limits,
     /// Flips to true on shutdown so that open watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
 }

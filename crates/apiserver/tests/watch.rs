@@ -178,3 +178,73 @@ async fn bookmarks_initial_events_and_table_watches() {
     assert!(tables[0]["object"]["columnDefinitions"].is_array());
     assert!(tables[1]["object"]["columnDefinitions"].is_null());
 }
+
+/// A watcher whose client never reads is closed with one 410 ERROR event once its backlog has
+/// stayed full for the patience, instead of holding every later event in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_never_reads_is_closed_with_410() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = support::config_from_flags(dir.path(), &[]);
+    config.watch_backlog_bytes = 256 * 1024;
+    config.slow_watcher_patience = Duration::from_secs(1);
+    let server = support::start_with_config(config);
+    let api = Api::new(&server.url);
+    assert_eq!(api.post(PVCS, &pvc("big")).await.code, 201);
+    let addr = server.url.strip_prefix("http://").unwrap().to_string();
+    let mut watcher = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        watcher,
+        "GET {PVCS}?watch=true&timeoutSeconds=120 HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    // Far more than the backlog and the sockets' buffers hold, while the watcher reads nothing.
+    let padding = "p".repeat(200 * 1024);
+    const PATCHES: usize = 200;
+    for i in 0..PATCHES {
+        let r = api
+            .patch(
+                &format!("{PVCS}/big"),
+                MERGE,
+                &json!({"metadata": {"annotations": {"padding": padding, "n": i.to_string()}}}),
+            )
+            .await;
+        assert_eq!(r.code, 200, "{}", r.text);
+    }
+    // Now read what the server kept for us: it ends, with the ERROR last.
+    let read = tokio::task::spawn_blocking(move || {
+        watcher
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match watcher.read(&mut buf) {
+                Ok(0) => return (got, true),
+                Ok(n) => {
+                    got.extend_from_slice(&buf[..n]);
+                    if got.ends_with(b"\r\n0\r\n\r\n") {
+                        return (got, true);
+                    }
+                }
+                Err(_) => return (got, false),
+            }
+        }
+    });
+    let (got, ended) = read.await.unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(ended, "the slow watch must end, not stay open");
+    let events: Vec<Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = events.last().expect("some events");
+    assert_eq!(last["type"], "ERROR", "{last}");
+    assert_eq!(last["object"]["code"], 410, "{last}");
+    let modified = events.iter().filter(|e| e["type"] == "MODIFIED").count();
+    assert!(
+        modified < PATCHES,
+        "the watcher was cut off, not sent all {PATCHES} changes"
+    );
+}
