@@ -109,6 +109,7 @@ fn secret_node(st: &AppState, user: &User, ns: &str, name: &str) -> Option<Strin
 /// Runs one resource request.
 pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     authorize(&st, &c)?;
+    crate::query::check_options(c.verb, &c.query)?;
     match c.verb {
         Verb::Get => get(&st, &c),
         Verb::List => list(&st, &c),
@@ -253,6 +254,17 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let api_def = c.target.def;
     let def = convert::storage_def(api_def);
     let mut proposed = parse_body(c)?;
+    // An update names its object: a body without a name would replace it with a nameless one.
+    if proposed
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object () does not match the name on the URL ({})",
+            c.name()
+        )));
+    }
     check_name(c, &proposed)?;
     objects::check_type(api_def, &mut proposed)?;
     let proposed = convert::to_storage(api_def, proposed);

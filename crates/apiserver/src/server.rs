@@ -292,6 +292,10 @@ async fn dispatch(
     };
     let is_get = parts.method == http::Method::GET || parts.method == http::Method::HEAD;
     let accept = header(&parts, "accept").to_string();
+    // Non-resource paths are open to callers without credentials, not to wrong ones.
+    if let (Some(tokens), Some(auth)) = (&st.tokens, parts.headers.get("authorization")) {
+        tokens.authenticate(auth.to_str().ok())?;
+    }
     match path {
         "/healthz" | "/readyz" | "/livez" if is_get => {
             return Ok(text(200, "ok".into(), "text/plain; charset=utf-8"));

@@ -1,0 +1,121 @@
+//! The API server refuses what kube-apiserver refuses, with a Status body: each test here sends
+//! one kind of request that an earlier version accepted.
+
+mod apiserver_http;
+mod support;
+
+use apiserver_http::*;
+use serde_json::json;
+
+fn start(flags: &[&str]) -> (tempfile::TempDir, support::ApiServer, Api) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = support::start_apiserver(dir.path(), flags);
+    let api = Api::new(&server.url);
+    (dir, server, api)
+}
+
+fn assert_status(a: &Answer, code: u16, what: &str) {
+    assert_eq!(a.code, code, "{what}: {}", a.text);
+    assert_eq!(a.json["kind"], "Status", "{what}: {}", a.text);
+    assert_eq!(a.json["code"], code, "{what}: {}", a.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_without_a_name_does_not_replace_the_object() {
+    let (_d, _s, api) = start(&[]);
+    assert_eq!(api.post(PVCS, &pvc("d")).await.code, 201);
+    let mut nameless = pvc("d");
+    nameless["metadata"] = json!({"labels": {"a": "b"}});
+    let r = api.put(&format!("{PVCS}/d"), &nameless).await;
+    assert_status(&r, 400, "PUT without metadata.name");
+    let got = api.get(&format!("{PVCS}/d")).await;
+    assert_eq!(got.json["metadata"]["name"], "d");
+    assert!(got.json["metadata"].get("labels").is_none(), "{}", got.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn option_values_are_checked() {
+    let (_d, _s, api) = start(&[]);
+    assert_eq!(api.post(PVCS, &pvc("d")).await.code, 201);
+    for (method, path) in [
+        ("POST", format!("{PVCS}?dryRun=Sometimes")),
+        (
+            "GET",
+            format!("{PVCS}?resourceVersionMatch=Newest&resourceVersion=1"),
+        ),
+        ("GET", format!("{PVCS}?resourceVersionMatch=NotOlderThan")),
+        (
+            "GET",
+            format!("{PVCS}?resourceVersionMatch=Exact&resourceVersion=0"),
+        ),
+        (
+            "GET",
+            format!("{PVCS}?watch=true&resourceVersionMatch=NotOlderThan"),
+        ),
+        ("GET", format!("{PVCS}?watch=true&timeoutSeconds=soon")),
+        ("GET", format!("{PVCS}?watch=true&timeoutSeconds=-5")),
+    ] {
+        let body = if method == "POST" {
+            pvc("e").to_string().into_bytes()
+        } else {
+            Vec::new()
+        };
+        let r = api
+            .raw(method, &path, Some("application/json"), None, body)
+            .await;
+        assert_status(&r, 400, &format!("{method} {path}"));
+    }
+    assert!(
+        api.get(&format!("{PVCS}/e")).await.code == 404,
+        "a refused dry run stored nothing"
+    );
+    // What clients do send still works.
+    for path in [
+        format!("{PVCS}?resourceVersionMatch=NotOlderThan&resourceVersion=0"),
+        format!(
+            "{PVCS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+        ),
+        format!("{PVCS}?watch=true&timeoutSeconds=1"),
+    ] {
+        assert_eq!(api.get(&path).await.code, 200, "{path}");
+    }
+    let dry = api.post(&format!("{PVCS}?dryRun=All"), &pvc("f")).await;
+    assert_eq!(dry.code, 201, "{}", dry.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_csinode_starts_without_status() {
+    let (_d, _s, api) = start(&[]);
+    let mut n = csinode("node-a", "d.example.com");
+    n["status"] = json!({"storageHealth": [{"name": "d.example.com",
+        "healthConditions": conditions("StorageDegraded", "Slow")}]});
+    let r = api.post(CSINODES, &n).await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    assert!(r.json.get("status").is_none(), "{}", r.text);
+    let got = api.get(&format!("{CSINODES}/node-a")).await;
+    assert!(got.json.get("status").is_none(), "{}", got.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_refused_on_non_resource_paths_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "admin-token,admin,1,\"system:masters\"\n").expect("tokens");
+    let server =
+        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let anon = Api::new(&server.url);
+    let wrong = anon.with_token("wrong");
+    let admin = anon.with_token("admin-token");
+    for path in [
+        "/version",
+        "/api",
+        "/apis",
+        "/healthz",
+        "/metrics",
+        "/openapi/v2",
+    ] {
+        assert_status(&wrong.get(path).await, 401, path);
+        assert_eq!(admin.get(path).await.code, 200, "{path}");
+        assert_eq!(anon.get(path).await.code, 200, "{path} without credentials");
+    }
+}
