@@ -2,6 +2,8 @@
 //! KEP-1432 fields must follow the KEP's limits. Failures are 422 Invalid with field paths.
 
 use crate::errors::{ApiError, Cause};
+use crate::names::{self, NameRule};
+use crate::quantity;
 use crate::registry::{Printer, ResourceDef};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1 as storage;
@@ -36,16 +38,6 @@ fn supported(vals: &[&str]) -> String {
         .join(", ")
 }
 
-fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
-}
-
 /// Validates an object about to be stored.
 pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     let name = obj
@@ -59,16 +51,18 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             "metadata.name",
             "Required value: name or generateName is required",
         ));
-    } else if def.printer != Printer::Event
-        && def.printer != Printer::EventV1
-        && !is_dns_subdomain(name)
-    {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            "metadata.name",
-            format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
-        ));
+    } else {
+        let rule = match def.printer {
+            Printer::Event | Printer::EventV1 => NameRule::PathSegment,
+            Printer::Namespace => NameRule::Label,
+            _ => NameRule::Subdomain,
+        };
+        names::check_name(name, rule, &mut causes);
     }
+    if let Some(meta) = obj.get("metadata") {
+        names::check_labels_and_annotations(meta, &mut causes);
+    }
+    quantity::check(def.printer, obj, &mut causes);
     match def.printer {
         Printer::Pvc => {
             let pvc: core::PersistentVolumeClaim = decode(obj, def.kind)?;

@@ -119,3 +119,77 @@ async fn a_wrong_token_is_refused_on_non_resource_paths_too() {
         assert_eq!(anon.get(path).await.code, 200, "{path} without credentials");
     }
 }
+
+fn fields(a: &Answer) -> Vec<String> {
+    a.json["details"]["causes"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| c["field"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_labels_annotations_and_quantities_are_validated() {
+    let (_d, _s, api) = start(&[]);
+    let ns = "/api/v1/namespaces";
+    for (path, body, field) in [
+        (PVCS.to_string(), pvc("a..b"), "metadata.name"),
+        (
+            ns.to_string(),
+            json!({"metadata": {"name": "n".repeat(64)}}),
+            "metadata.name",
+        ),
+        (
+            ns.to_string(),
+            json!({"metadata": {"name": "team.b"}}),
+            "metadata.name",
+        ),
+        (
+            "/api/v1/namespaces/default/events".to_string(),
+            json!({"metadata": {"name": "a/b"}, "involvedObject": {"kind": "Pod", "name": "p"}}),
+            "metadata.name",
+        ),
+    ] {
+        let r = api.post(&path, &body).await;
+        assert_status(&r, 422, &format!("{path} {body}"));
+        assert_eq!(fields(&r), [field], "{}", r.text);
+    }
+    let mut labelled = pvc("l");
+    labelled["metadata"]["labels"] = json!({"bad key": "x", "ok": "not ok!"});
+    let r = api.post(PVCS, &labelled).await;
+    assert_status(&r, 422, "labels");
+    assert_eq!(
+        fields(&r),
+        ["metadata.labels", "metadata.labels[ok]"],
+        "{}",
+        r.text
+    );
+    let mut annotated = pvc("an");
+    annotated["metadata"]["annotations"] = json!({"big": "x".repeat(300 * 1024)});
+    let r = api.post(PVCS, &annotated).await;
+    assert_status(&r, 422, "annotations");
+    assert_eq!(fields(&r), ["metadata.annotations"], "{}", r.text);
+    let mut bad_size = pvc("q");
+    bad_size["spec"]["resources"]["requests"]["storage"] = json!("lots");
+    let r = api.post(PVCS, &bad_size).await;
+    assert_status(&r, 422, "quantity");
+    assert_eq!(
+        fields(&r),
+        ["spec.resources.requests[storage]"],
+        "{}",
+        r.text
+    );
+    // And an update cannot bring them in either.
+    assert_eq!(api.post(PVCS, &pvc("fine")).await.code, 201);
+    let r = api
+        .patch(
+            &format!("{PVCS}/fine"),
+            MERGE,
+            &json!({"spec": {"resources": {"requests": {"storage": "1GB"}}}}),
+        )
+        .await;
+    assert_status(&r, 422, "patched quantity");
+}
