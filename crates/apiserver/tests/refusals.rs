@@ -193,3 +193,41 @@ async fn names_labels_annotations_and_quantities_are_validated() {
         .await;
     assert_status(&r, 422, "patched quantity");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_options_of_the_wrong_type_delete_nothing() {
+    let (_d, _s, api) = start(&[]);
+    assert_eq!(api.post(PVCS, &pvc("d")).await.code, 201);
+    let path = format!("{PVCS}/d");
+    for opts in [
+        json!({"preconditions": {"resourceVersion": 1}}),
+        json!({"preconditions": {"uid": ["x"]}}),
+        json!({"gracePeriodSeconds": "soon"}),
+        json!({"propagationPolicy": "Sideways"}),
+        json!("delete"),
+    ] {
+        let r = api
+            .raw(
+                "DELETE",
+                &path,
+                Some("application/json"),
+                None,
+                opts.to_string().into_bytes(),
+            )
+            .await;
+        assert_status(&r, 400, &opts.to_string());
+        assert_eq!(api.get(&path).await.code, 200, "{opts} deleted nothing");
+    }
+    let ok = api
+        .raw(
+            "DELETE",
+            &path,
+            Some("application/json"),
+            None,
+            json!({"propagationPolicy": "Background"})
+                .to_string()
+                .into_bytes(),
+        )
+        .await;
+    assert_eq!(ok.code, 200, "{}", ok.text);
+}
