@@ -76,6 +76,13 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         }
         Printer::Pod => {
             let pod: core::Pod = decode(obj, def.kind)?;
+            if pod.spec.is_none() {
+                causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.containers",
+                    "Required value",
+                ));
+            }
             let volumes: HashSet<String> = pod
                 .spec
                 .as_ref()

@@ -231,3 +231,43 @@ async fn delete_options_of_the_wrong_type_delete_nothing() {
         .await;
     assert_eq!(ok.code, 200, "{}", ok.text);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_strategic_merge_directives_change_nothing() {
+    let (_d, _s, api) = start(&[]);
+    assert_eq!(api.post(PVCS, &pvc("d")).await.code, 201);
+    assert_eq!(api.post(PODS, &pod("p", "node-a", "d")).await.code, 201);
+    let path = format!("{PODS}/p");
+    for (patch, code) in [
+        (json!({"$patch": "delete"}), 422),
+        (json!({"spec": {"$patch": "delete"}}), 422),
+        (json!({"spec": {"$retainKeys": [1, 2]}}), 422),
+        (json!({"metadata": {"$retainKeys": "name"}}), 422),
+        (json!({"spec": {"containers": [{"image": "nginx"}]}}), 422),
+        (json!({"spec": {"containers": ["c"]}}), 422),
+    ] {
+        let r = api.patch(&path, STRATEGIC, &patch).await;
+        assert_status(&r, code, &patch.to_string());
+    }
+    let got = api.get(&path).await;
+    assert_eq!(
+        got.json["spec"]["containers"],
+        json!([{"name": "c", "image": "busybox"}]),
+        "{}",
+        got.text
+    );
+    // Every client can still list the pods.
+    let listed = api.get(PODS).await;
+    assert_eq!(listed.code, 200);
+    assert_eq!(listed.json["items"].as_array().map(Vec::len), Some(1));
+    // Directives used as intended still work.
+    let ok = api
+        .patch(
+            &path,
+            STRATEGIC,
+            &json!({"spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .await;
+    assert_eq!(ok.code, 200, "{}", ok.text);
+    assert_eq!(ok.json["spec"]["containers"][0]["image"], "nginx");
+}
