@@ -460,6 +460,40 @@ mod tests {
     }
 
     #[test]
+    fn nodes_create_and_patch_events_in_any_namespace_and_nothing_more() {
+        let node = User {
+            name: "system:node:a".into(),
+            uid: "2".into(),
+            groups: vec!["system:nodes".into()],
+        };
+        for group in ["", "events.k8s.io"] {
+            for ns in ["default", "kube-system", "team-b"] {
+                for verb in ["create", "patch", "update"] {
+                    let name = if verb == "create" { "" } else { "x.1" };
+                    assert!(
+                        authorize(&node, &attrs(verb, group, "events", "", ns, name), None).is_ok(),
+                        "{verb} {group} events in {ns}"
+                    );
+                }
+                for verb in ["delete", "deletecollection"] {
+                    let e = authorize(&node, &attrs(verb, group, "events", "", ns, ""), None)
+                        .unwrap_err();
+                    assert_eq!(e.code, 403, "{verb} {group} events in {ns}");
+                }
+            }
+        }
+        // Still refused: another node's CSINode, PVC status.
+        assert!(
+            authorize(
+                &node,
+                &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "b"),
+                None
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
     fn anonymous_admin_only_covers_requests_without_credentials() {
         let t = Tokens::parse("nodetok,system:node:a,2,\"system:nodes\"\n")
             .unwrap()

@@ -1,14 +1,17 @@
 //! Deletion: preconditions, finalizers (terminate instead of delete), namespace contents, and
 //! deletecollection.
 
+use crate::call::Call;
 use crate::errors::ApiError;
 use crate::objects;
 use crate::patch;
+use crate::query::select;
 use crate::registry::{self, ResourceDef};
-use crate::rest::{Call, list_response, render_one, select};
-use crate::server::{AppState, json_response};
+use crate::response::{json_response, list_response, render_one};
+use crate::state::AppState;
 use crate::store::Outcome;
 use axum::response::Response;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -81,11 +84,30 @@ fn delete_one(
     Ok(w.new.or(w.deleted))
 }
 
+/// The body of a DELETE, which must decode as `DeleteOptions` (400 otherwise: a precondition
+/// of the wrong type must not be ignored).
 fn delete_options(c: &Call) -> Result<Value, ApiError> {
     if c.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
-    patch::parse_json(&c.body)
+    let opts = patch::parse_json(&c.body)?;
+    let decoded: DeleteOptions = serde_json::from_value(opts.clone())
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    if let Some(p) = decoded
+        .propagation_policy
+        .as_deref()
+        .filter(|p| !matches!(*p, "Orphan" | "Background" | "Foreground"))
+    {
+        return Err(ApiError::bad_request(format!(
+            "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+        )));
+    }
+    if let Some(d) = decoded.dry_run.iter().flatten().find(|d| *d != "All") {
+        return Err(ApiError::bad_request(format!(
+            "Invalid value: \"{d}\": dryRun: supported values: \"All\""
+        )));
+    }
+    Ok(opts)
 }
 
 /// DELETE of one object: finalizers make it terminate instead; namespaces take their contents along.

@@ -29,6 +29,16 @@ pub enum Error {
         /// The serde error.
         source: serde_json::Error,
     },
+    /// The database file is damaged, truncated, or not a database.
+    #[error(
+        "the store {path} is corrupt: {reason}; restore it from a backup, or move it away to start with an empty store"
+    )]
+    Corrupt {
+        /// The database file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The token file is malformed.
     #[error("token file {path}, line {line}: {reason}")]
     TokenFile {

@@ -1,27 +1,39 @@
 //! volhealth's embedded Kubernetes API server: a v1.37 subset (core, storage, events,
 //! coordination) persisted in SQLite, with the KEP-1432 health fields, their feature gate and
 //! validation, node-scoped authorization, watch with resume, and `kubectl` tables.
+//!
+//! Modules import one another in one direction only (`tests/module_graph.rs` checks it): the
+//! HTTP front (`server`) over the verbs (`rest`, `deletion`, `watch`) over the leaves they share
+//! (`call`, `query`, `response`, `state`) over the object rules and the store.
 
 pub mod authz;
-pub mod convert;
-pub mod deletion;
-pub mod discovery;
+mod backlog;
+mod call;
+mod connections;
+mod convert;
+mod deletion;
+mod discovery;
 pub mod errors;
-pub mod gate;
+mod gate;
 pub mod kubeconfig;
-pub mod metrics;
-pub mod objects;
+mod metrics;
+mod names;
+mod objects;
 pub mod patch;
+mod quantity;
+mod query;
 pub mod registry;
 pub mod request;
-pub mod rest;
-pub mod secrets;
+mod response;
+mod rest;
+mod secrets;
 pub mod selectors;
-pub mod server;
-pub mod store;
-pub mod table;
+mod server;
+mod state;
+mod store;
+mod table;
 pub mod validation;
-pub mod watch;
+mod watch;
 
 pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;

@@ -138,6 +138,10 @@ pub fn prepare_create(def: &ResourceDef, obj: &mut Value, ns: &str) -> Result<St
         Printer::Pvc | Printer::Pv => {
             o.insert("status".into(), json!({"phase": "Pending"}));
         }
+        // Status is written through /status only; a create starts without one.
+        Printer::CsiNode | Printer::VolumeAttachment => {
+            o.remove("status");
+        }
         Printer::Namespace => {
             o.insert("status".into(), json!({"phase": "Active"}));
             let spec = o.entry("spec").or_insert_with(|| json!({}));

@@ -2,163 +2,20 @@
 //! deletecollection; watch is in `watch`.
 
 use crate::authz::{self, Attributes, User};
+use crate::call::{Call, Verb};
 use crate::convert;
 use crate::errors::ApiError;
 use crate::objects;
 use crate::patch::{self, PatchType, apply};
+use crate::query::select;
 use crate::registry::{self, ResourceDef};
-use crate::request::{self, Format, Target};
-use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::{AppState, json_response};
+use crate::request::Target;
+use crate::response::{json_response, list_response, render_one};
+use crate::state::AppState;
 use crate::store::Outcome;
-use crate::table;
-use axum::body::Bytes;
 use axum::response::Response;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::Arc;
-
-/// A resource verb.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    /// Read one object.
-    Get,
-    /// Read a collection.
-    List,
-    /// Stream changes.
-    Watch,
-    /// POST.
-    Create,
-    /// PUT.
-    Update,
-    /// PATCH of the given type.
-    Patch(PatchType),
-    /// DELETE of one object.
-    Delete,
-    /// DELETE of a collection.
-    DeleteCollection,
-}
-
-impl Verb {
-    /// The `verb` label of `apiserver_request_total`.
-    pub fn metric_name(self) -> &'static str {
-        match self {
-            Verb::Get => "GET",
-            Verb::List => "LIST",
-            Verb::Watch => "WATCH",
-            Verb::Create => "POST",
-            Verb::Update => "PUT",
-            Verb::Patch(PatchType::Apply) => "APPLY",
-            Verb::Patch(_) => "PATCH",
-            Verb::Delete => "DELETE",
-            Verb::DeleteCollection => "DELETECOLLECTION",
-        }
-    }
-
-    /// The authorization verb.
-    pub fn authz_name(self) -> &'static str {
-        match self {
-            Verb::Get => "get",
-            Verb::List => "list",
-            Verb::Watch => "watch",
-            Verb::Create => "create",
-            Verb::Update => "update",
-            Verb::Patch(_) => "patch",
-            Verb::Delete => "delete",
-            Verb::DeleteCollection => "deletecollection",
-        }
-    }
-}
-
-/// Maps method, path and query to a verb.
-pub fn verb(
-    method: &http::Method,
-    t: &Target,
-    query: &HashMap<String, String>,
-    content_type: &str,
-) -> Result<Verb, ApiError> {
-    let named = t.name.is_some();
-    let v = match (method.as_str(), named) {
-        ("GET" | "HEAD", _) if request::parse_bool(query.get("watch").map(String::as_str)) => {
-            Verb::Watch
-        }
-        ("GET" | "HEAD", true) => Verb::Get,
-        ("GET" | "HEAD", false) => Verb::List,
-        ("POST", false) => Verb::Create,
-        ("PUT", true) => Verb::Update,
-        ("PATCH", true) => Verb::Patch(patch::patch_type(content_type)?),
-        ("DELETE", true) => Verb::Delete,
-        ("DELETE", false) => Verb::DeleteCollection,
-        _ => {
-            return Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource ({})",
-                method
-            )));
-        }
-    };
-    if t.sub.is_some() && !matches!(v, Verb::Get | Verb::Update | Verb::Patch(_)) {
-        return Err(ApiError::method_not_allowed(
-            "the status subresource only allows get, update and patch",
-        ));
-    }
-    Ok(v)
-}
-
-/// One resource request, fully read.
-pub struct Call {
-    /// What it targets.
-    pub target: Target,
-    /// The verb.
-    pub verb: Verb,
-    /// Decoded query parameters.
-    pub query: HashMap<String, String>,
-    /// The Accept header.
-    pub accept: String,
-    /// The Content-Type header.
-    pub content_type: String,
-    /// The body.
-    pub body: Bytes,
-    /// The caller, when authentication is on.
-    pub user: Option<User>,
-}
-
-impl Call {
-    pub(crate) fn q(&self, k: &str) -> Option<&str> {
-        self.query
-            .get(k)
-            .map(String::as_str)
-            .filter(|s| !s.is_empty())
-    }
-
-    pub(crate) fn res(&self) -> String {
-        self.target.def.store_name()
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        self.target.name.as_deref().unwrap_or("")
-    }
-
-    pub(crate) fn status_only(&self) -> bool {
-        self.target.sub.as_deref() == Some("status")
-    }
-
-    pub(crate) fn dry_run(&self) -> bool {
-        self.q("dryRun").is_some()
-    }
-}
-
-/// Selectors of a list, watch or deletecollection.
-pub fn selectors(
-    def: &ResourceDef,
-    query: &HashMap<String, String>,
-) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let label = LabelSelector::parse(query.get("labelSelector").map(String::as_str).unwrap_or(""))?;
-    let field = FieldSelector::parse(
-        query.get("fieldSelector").map(String::as_str).unwrap_or(""),
-        def,
-    )?;
-    Ok((label, field))
-}
 
 fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
     let Some(user) = &c.user else { return Ok(()) };
@@ -207,6 +64,34 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
     authz::authorize(user, &attrs, bound.as_deref())
 }
 
+/// Refuses, before the body is read or parsed, what no body could make allowed: the authorizer
+/// is asked with the most permissive values a body or the store could still supply (for a
+/// create, the node's own name; an object bound to the node). [`handle`] asks again with the
+/// real ones.
+pub(crate) fn authorize_before_body(
+    user: Option<&User>,
+    target: &Target,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    let Some(user) = user else { return Ok(()) };
+    let Some(node) = user.node_name() else {
+        return Ok(());
+    };
+    let name = match verb {
+        Verb::Create => node,
+        _ => target.name.as_deref().unwrap_or(""),
+    };
+    let attrs = Attributes {
+        verb: verb.authz_name(),
+        group: target.def.group,
+        resource: target.def.plural,
+        subresource: target.sub.as_deref().unwrap_or(""),
+        namespace: &target.ns,
+        name,
+    };
+    authz::authorize(user, &attrs, Some(node))
+}
+
 /// The requesting node, when a pod bound to it references Secret `ns/name`.
 fn secret_node(st: &AppState, user: &User, ns: &str, name: &str) -> Option<String> {
     let node = user.node_name()?;
@@ -224,6 +109,7 @@ fn secret_node(st: &AppState, user: &User, ns: &str, name: &str) -> Option<Strin
 /// Runs one resource request.
 pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     authorize(&st, &c)?;
+    crate::query::check_options(c.verb, &c.query)?;
     match c.verb {
         Verb::Get => get(&st, &c),
         Verb::List => list(&st, &c),
@@ -237,17 +123,6 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     }
 }
 
-pub(crate) fn render_one(def: &ResourceDef, c: &Call, obj: &Value, rv: u64, code: u16) -> Response {
-    let obj = &*convert::from_storage(def, obj);
-    match request::format(&c.accept, c.q("includeObject")) {
-        Format::Json => json_response(code, obj),
-        Format::Partial => json_response(code, &table::partial_metadata(obj)),
-        Format::Table(inc) => {
-            json_response(code, &table::table(def.printer, &[obj], rv, inc, true))
-        }
-    }
-}
-
 fn get(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let def = c.target.def;
     let obj = st
@@ -255,63 +130,6 @@ fn get(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         .get(&c.res(), &c.target.ns, c.name())
         .ok_or_else(|| ApiError::not_found(def.group, def.plural, c.name()))?;
     Ok(render_one(def, c, &obj, st.store.current_rv(), 200))
-}
-
-/// The objects of a collection request that pass the selectors, with the list resourceVersion.
-pub fn select(
-    st: &AppState,
-    t: &Target,
-    query: &HashMap<String, String>,
-) -> Result<(u64, Vec<Arc<Value>>), ApiError> {
-    let (label, field) = selectors(t.def, query)?;
-    let ns = (t.def.namespaced && !t.ns.is_empty()).then_some(t.ns.as_str());
-    let (rv, items) = st.store.list(&t.def.store_name(), ns);
-    Ok((
-        rv,
-        items
-            .into_iter()
-            .filter(|o| {
-                let view = convert::from_storage(t.def, o);
-                label.matches(&view) && field.matches(&view)
-            })
-            .collect(),
-    ))
-}
-
-pub(crate) fn list_response(
-    def: &ResourceDef,
-    c: &Call,
-    rv: u64,
-    items: &[Arc<Value>],
-) -> Response {
-    let items: Vec<std::borrow::Cow<'_, Value>> = items
-        .iter()
-        .map(|o| convert::from_storage(def, o))
-        .collect();
-    match request::format(&c.accept, c.q("includeObject")) {
-        Format::Table(inc) => {
-            let refs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
-            json_response(200, &table::table(def.printer, &refs, rv, inc, true))
-        }
-        Format::Partial => json_response(
-            200,
-            &json!({
-                "kind": "PartialObjectMetadataList",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": rv.to_string()},
-                "items": items.iter().map(|o| table::partial_metadata(o)).collect::<Vec<_>>(),
-            }),
-        ),
-        Format::Json => json_response(
-            200,
-            &json!({
-                "kind": format!("{}List", def.kind),
-                "apiVersion": def.api_version(),
-                "metadata": {"resourceVersion": rv.to_string()},
-                "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
-            }),
-        ),
-    }
 }
 
 fn list(st: &AppState, c: &Call) -> Result<Response, ApiError> {
@@ -436,6 +254,17 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let api_def = c.target.def;
     let def = convert::storage_def(api_def);
     let mut proposed = parse_body(c)?;
+    // An update names its object: a body without a name would replace it with a nameless one.
+    if proposed
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object () does not match the name on the URL ({})",
+            c.name()
+        )));
+    }
     check_name(c, &proposed)?;
     objects::check_type(api_def, &mut proposed)?;
     let proposed = convert::to_storage(api_def, proposed);

@@ -2,17 +2,20 @@
 //! `serve` entry point.
 
 use crate::authz::{Tokens, User};
-use crate::errors::{ApiError, Result};
+use crate::call::{self, Call};
+use crate::errors::{ApiError, Error, Result};
 use crate::gate::FeatureGates;
 use crate::metrics::Metrics;
 use crate::request::{self, Route};
+use crate::response::{error_response, json_response, json_response_typed, text};
+use crate::state::AppState;
 use crate::store::Store;
-use crate::{discovery, kubeconfig, rest};
+use crate::{connections, discovery, kubeconfig, rest};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +23,10 @@ use std::time::{Duration, Instant};
 
 /// Largest accepted request body (as kube-apiserver: 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
+/// Longest accepted request target (path and query), in bytes.
+pub const MAX_URI: usize = 32 * 1024;
+/// Largest accepted request head (target and headers), in bytes.
+pub const MAX_HEAD: usize = 256 * 1024;
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -36,10 +43,21 @@ pub struct ServerConfig {
     pub retained_changes: u64,
     /// Interval of watch bookmarks (when the client allows them).
     pub bookmark_interval: Duration,
+    /// Most connections served at once; more wait until one closes.
+    pub max_connections: usize,
+    /// Time a client has to send a request's head, and the longest a kept-alive connection
+    /// may idle between requests.
+    pub header_read_timeout: Duration,
+    /// Bytes of events one watcher may leave unread before it counts as slow.
+    pub watch_backlog_bytes: usize,
+    /// How long a slow watcher's backlog may stay full before it is closed with a 410.
+    pub slow_watcher_patience: Duration,
 }
 
 impl ServerConfig {
-    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks.
+    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
+    /// 512 connections, 32 s to send a request head (as kube-apiserver), 16 MiB of unread
+    /// events per watcher for at most 10 s.
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -48,55 +66,12 @@ impl ServerConfig {
             write_kubeconfig: None,
             retained_changes: 50_000,
             bookmark_interval: Duration::from_secs(10),
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(32),
+            watch_backlog_bytes: 16 * 1024 * 1024,
+            slow_watcher_patience: Duration::from_secs(10),
         }
     }
-}
-
-/// Shared state of the request handlers.
-pub struct AppState {
-    /// The object store.
-    pub store: Arc<Store>,
-    /// Feature gates.
-    pub gates: FeatureGates,
-    /// Static tokens, if authentication is on.
-    pub tokens: Option<Tokens>,
-    /// Request metrics.
-    pub metrics: Metrics,
-    /// Bookmark interval for watches.
-    pub bookmark_interval: Duration,
-    /// `host:port` clients reach us at.
-    pub address: String,
-    /// Flips to true on shutdown so that open watches end.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
-}
-
-/// A JSON answer.
-pub fn json_response(code: u16, v: &Value) -> Response {
-    json_response_typed(code, v, "application/json")
-}
-
-/// A JSON answer with a specific Content-Type.
-pub fn json_response_typed(code: u16, v: &Value, content_type: &str) -> Response {
-    let body = serde_json::to_vec(v).unwrap_or_default();
-    Response::builder()
-        .status(code)
-        .header("content-type", content_type)
-        .header("cache-control", "no-cache, private")
-        .body(Body::from(body))
-        .unwrap_or_default()
-}
-
-/// A Status answer for an error.
-pub fn error_response(e: &ApiError) -> Response {
-    json_response(e.code, &e.status_json())
-}
-
-fn text(code: u16, body: String, content_type: &str) -> Response {
-    Response::builder()
-        .status(code)
-        .header("content-type", content_type)
-        .body(Body::from(body))
-        .unwrap_or_default()
 }
 
 const NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -128,7 +103,7 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let addr = listener.local_addr().map_err(|source| crate::Error::Io {
+    let addr = listener.local_addr().map_err(|source| Error::Io {
         what: "reading the listener's address".into(),
         source,
     })?;
@@ -136,7 +111,7 @@ pub async fn serve(
     let retain = config.retained_changes;
     let store = tokio::task::spawn_blocking(move || Store::open(&data_dir, retain))
         .await
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "opening the store",
             reason: e.to_string(),
         })??;
@@ -144,11 +119,11 @@ pub async fn serve(
     let seed_store = store.clone();
     tokio::task::spawn_blocking(move || seed(&seed_store))
         .await
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "creating the built-in namespaces",
             reason: e.to_string(),
         })?
-        .map_err(|e| crate::Error::Task {
+        .map_err(|e| Error::Task {
             what: "creating the built-in namespaces",
             reason: e.message,
         })?;
@@ -160,6 +135,10 @@ pub async fn serve(
         metrics: Metrics::new(),
         bookmark_interval: config.bookmark_interval,
         address: addr.to_string(),
+        watch_backlog: crate::backlog::Limits {
+            bytes: config.watch_backlog_bytes,
+            patience: config.slow_watcher_patience,
+        },
         shutdown: stop_rx,
     });
     let app = axum::Router::new().fallback(handle).with_state(state);
@@ -173,13 +152,12 @@ pub async fn serve(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(graceful)
-        .await
-        .map_err(|source| crate::Error::Io {
-            what: format!("serving HTTP on {addr}"),
-            source,
-        })
+    let limits = connections::Limits {
+        max_connections: config.max_connections,
+        header_read_timeout: config.header_read_timeout,
+    };
+    connections::serve(listener, app, limits, graceful).await;
+    Ok(())
 }
 
 fn header<'a>(parts: &'a http::request::Parts, name: &str) -> &'a str {
@@ -220,14 +198,52 @@ async fn read_body(
 const DISCARD_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Reads and drops the rest of an oversized body (up to [`DISCARD_LIMIT`]), then gives the 413.
-async fn discard_oversized(mut stream: axum::body::BodyDataStream, mut seen: usize) -> ApiError {
+async fn discard_oversized(stream: axum::body::BodyDataStream, seen: usize) -> ApiError {
+    discard(stream, seen).await;
+    ApiError::too_large()
+}
+
+/// Reads and drops the rest of a body nobody will look at (up to [`DISCARD_LIMIT`]), so that the
+/// client gets to read the answer.
+async fn discard(mut stream: axum::body::BodyDataStream, mut seen: usize) {
     while seen <= DISCARD_LIMIT {
         match stream.next().await {
             Some(Ok(chunk)) => seen += chunk.len(),
             _ => break,
         }
     }
-    ApiError::too_large()
+}
+
+/// Refuses a request target longer than [`MAX_URI`] (414) or a head larger than [`MAX_HEAD`]
+/// (431), with a Status body, as the HTTP layer would answer without one.
+fn head_within_limits(parts: &http::request::Parts) -> std::result::Result<(), ApiError> {
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path().len(), |pq| pq.as_str().len());
+    if target > MAX_URI {
+        return Err(ApiError::new(
+            414,
+            "RequestURITooLong",
+            format!("the request URI is {target} bytes long; the limit is {MAX_URI}"),
+        ));
+    }
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if target + headers > MAX_HEAD {
+        return Err(ApiError::new(
+            431,
+            "RequestHeaderFieldsTooLarge",
+            format!(
+                "the request head is {} bytes; the limit is {MAX_HEAD}",
+                target + headers
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What the metrics call the request.
@@ -245,9 +261,12 @@ async fn handle(State(st): State<Arc<AppState>>, req: Request) -> Response {
         resource: String::new(),
         subresource: String::new(),
     };
-    let resp = match dispatch(&st, parts, body, &mut acct).await {
-        Ok(r) => r,
+    let resp = match head_within_limits(&parts) {
         Err(e) => error_response(&e),
+        Ok(()) => match dispatch(&st, parts, body, &mut acct).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        },
     };
     st.metrics.observe(
         &acct.verb,
@@ -273,6 +292,10 @@ async fn dispatch(
     };
     let is_get = parts.method == http::Method::GET || parts.method == http::Method::HEAD;
     let accept = header(&parts, "accept").to_string();
+    // Non-resource paths are open to callers without credentials, not to wrong ones.
+    if let (Some(tokens), Some(auth)) = (&st.tokens, parts.headers.get("authorization")) {
+        tokens.authenticate(auth.to_str().ok())?;
+    }
     match path {
         "/healthz" | "/readyz" | "/livez" if is_get => {
             return Ok(text(200, "ok".into(), "text/plain; charset=utf-8"));
@@ -338,7 +361,7 @@ async fn dispatch(
                 ),
             };
             let query = request::parse_query(parts.uri.query());
-            let verb = rest::verb(
+            let verb = call::verb(
                 &parts.method,
                 &target,
                 &query,
@@ -347,8 +370,12 @@ async fn dispatch(
             acct.verb = verb.metric_name().to_string();
             acct.resource = target.def.plural.to_string();
             acct.subresource = target.sub.clone().unwrap_or_default();
+            if let Err(e) = rest::authorize_before_body(user.as_ref(), &target, verb) {
+                discard(body.into_data_stream(), 0).await;
+                return Err(e);
+            }
             let body = read_body(&parts, body).await?;
-            let call = rest::Call {
+            let call = Call {
                 target,
                 verb,
                 query,

@@ -1,6 +1,8 @@
 //! Durable object store: SQLite (WAL, synchronous=FULL) holds the objects and the change log that
 //! watches resume from; an in-memory copy serves reads; a broadcast channel feeds live watches.
 
+mod integrity;
+
 use crate::errors::{ApiError, Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
@@ -71,8 +73,6 @@ pub enum Outcome {
 /// The result of a committed mutation.
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// The object before.
-    pub old: Option<Arc<Value>>,
     /// The object after (None when deleted); for a delete, `deleted` holds the last state.
     pub new: Option<Arc<Value>>,
     /// The deleted object's last state, with the resourceVersion of the delete.
@@ -112,6 +112,8 @@ struct Writer {
 /// nobody is answered, and no watcher or reader sees a write, before its commit is durable.
 /// Readers use the in-memory copy of committed objects.
 pub struct Store {
+    /// The database file, for error messages.
+    path: String,
     writer: Mutex<Writer>,
     /// Held by whoever commits a batch, so batches finish in order.
     committer: Mutex<()>,
@@ -145,9 +147,14 @@ impl Store {
             source,
         })?;
         let path = dir.join("apiserver.sqlite");
+        integrity::refuse_truncated(&path)?;
+        Store::open_file(&path, retain).map_err(|e| integrity::name_corruption(&path, e))
+    }
+
+    fn open_file(path: &Path, retain: u64) -> Result<Store> {
         let conn = db(
             &format!("opening {}", path.display()),
-            Connection::open(&path),
+            Connection::open(path),
         )?;
         db(
             "configuring SQLite",
@@ -205,6 +212,7 @@ impl Store {
         }
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
+            path: path.display().to_string(),
             writer: Mutex::new(Writer {
                 conn,
                 open: false,
@@ -304,10 +312,15 @@ impl Store {
         for row in rows {
             let (rv, kind, ns, name, json, prev) = db("reading a change", row)?;
             let decode = |s: &str| {
-                serde_json::from_str::<Value>(s).map_err(|source| Error::Json {
-                    what: format!("decoding change {rv}"),
-                    source,
+                serde_json::from_str::<Value>(s).map_err(|e| Error::Corrupt {
+                    path: self.path.clone(),
+                    reason: format!("change-log row {rv} ({res} {ns}/{name}) does not decode: {e}"),
                 })
+            };
+            let object = Arc::new(decode(&json)?);
+            let prev = match prev {
+                Some(p) => Some(Arc::new(decode(&p)?)),
+                None => None,
             };
             out.push(Change {
                 rv: rv as u64,
@@ -315,11 +328,8 @@ impl Store {
                 res: res.to_string(),
                 ns,
                 name,
-                object: Arc::new(decode(&json)?),
-                prev: match prev {
-                    Some(p) => Some(Arc::new(decode(&p)?)),
-                    None => None,
-                },
+                object,
+                prev,
             });
         }
         // A compaction may have run between the check above and the read.
@@ -365,8 +375,7 @@ impl Store {
                     self.wait_commit(batch)?;
                 }
                 return Ok(Written {
-                    new: old.clone(),
-                    old,
+                    new: old,
                     deleted: None,
                 });
             }
@@ -452,13 +461,11 @@ impl Store {
         self.wait_commit(batch)?;
         Ok(if kind == ChangeKind::Deleted {
             Written {
-                old,
                 new: None,
                 deleted: Some(object),
             }
         } else {
             Written {
-                old,
                 new: Some(object),
                 deleted: None,
             }

@@ -2,6 +2,8 @@
 //! KEP-1432 fields must follow the KEP's limits. Failures are 422 Invalid with field paths.
 
 use crate::errors::{ApiError, Cause};
+use crate::names::{self, NameRule};
+use crate::quantity;
 use crate::registry::{Printer, ResourceDef};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::storage::v1 as storage;
@@ -36,16 +38,6 @@ fn supported(vals: &[&str]) -> String {
         .join(", ")
 }
 
-fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
-}
-
 /// Validates an object about to be stored.
 pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     let name = obj
@@ -59,16 +51,18 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             "metadata.name",
             "Required value: name or generateName is required",
         ));
-    } else if def.printer != Printer::Event
-        && def.printer != Printer::EventV1
-        && !is_dns_subdomain(name)
-    {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            "metadata.name",
-            format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
-        ));
+    } else {
+        let rule = match def.printer {
+            Printer::Event | Printer::EventV1 => NameRule::PathSegment,
+            Printer::Namespace => NameRule::Label,
+            _ => NameRule::Subdomain,
+        };
+        names::check_name(name, rule, &mut causes);
     }
+    if let Some(meta) = obj.get("metadata") {
+        names::check_labels_and_annotations(meta, &mut causes);
+    }
+    quantity::check(def.printer, obj, &mut causes);
     match def.printer {
         Printer::Pvc => {
             let pvc: core::PersistentVolumeClaim = decode(obj, def.kind)?;
@@ -82,6 +76,13 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         }
         Printer::Pod => {
             let pod: core::Pod = decode(obj, def.kind)?;
+            if pod.spec.is_none() {
+                causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.containers",
+                    "Required value",
+                ));
+            }
             let volumes: HashSet<String> = pod
                 .spec
                 .as_ref()
@@ -243,6 +244,38 @@ fn entry_name(
     }
 }
 
+/// Checks one volume condition list (`pvc.status.healthStatus.healthConditions` or one
+/// `pod.status.volumeHealth[].healthConditions`) found at field path `path`: at most
+/// [`MAX_CONDITIONS`], known statuses, reasons and messages within their limits, and no two
+/// conditions with the same (status, reason). Returns every problem, empty when valid.
+pub fn volume_condition_causes(list: &[core::VolumeHealthCondition], path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    volume_conditions(list, path, &mut causes);
+    causes
+}
+
+/// Checks one `csinode.status.storageHealth[].healthConditions` list found at field path
+/// `path`: the rules of [`volume_condition_causes`] with the storage statuses, known access and
+/// volume modes, and no two conditions with the same (status, reason) whatever their modes (the
+/// v1.37 list is atomic with one accessMode and one volumeMode per condition; the KEP keys a
+/// driver's conditions by status and reason). Returns every problem, empty when valid.
+pub fn storage_condition_causes(
+    list: &[storage::StorageHealthCondition],
+    path: &str,
+) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    storage_conditions(list, path, &mut causes);
+    causes
+}
+
+fn duplicate(path: String, status: &str, reason: &str) -> Cause {
+    Cause::new(
+        "FieldValueDuplicate",
+        path,
+        format!("Duplicate value: {{\"status\":\"{status}\",\"reason\":\"{reason}\"}}"),
+    )
+}
+
 fn volume_conditions(list: &[core::VolumeHealthCondition], path: &str, causes: &mut Vec<Cause>) {
     too_many(path, list.len(), causes);
     let mut seen = HashSet::new();
@@ -256,15 +289,8 @@ fn volume_conditions(list: &[core::VolumeHealthCondition], path: &str, causes: &
             VOLUME_STATUSES,
             causes,
         );
-        if !seen.insert((c.status.clone(), c.reason.clone())) {
-            causes.push(Cause::new(
-                "FieldValueDuplicate",
-                p,
-                format!(
-                    "Duplicate value: {{\"status\":\"{}\",\"reason\":\"{}\"}}",
-                    c.status, c.reason
-                ),
-            ));
+        if !seen.insert((c.status.as_str(), c.reason.as_str())) {
+            causes.push(duplicate(p, &c.status, &c.reason));
         }
     }
 }
@@ -314,20 +340,8 @@ fn storage_conditions(
                 ),
             ));
         }
-        if !seen.insert((
-            c.status.clone(),
-            c.reason.clone(),
-            c.access_mode.clone(),
-            c.volume_mode.clone(),
-        )) {
-            causes.push(Cause::new(
-                "FieldValueDuplicate",
-                p,
-                format!(
-                    "Duplicate value: {{\"status\":\"{}\",\"reason\":\"{}\"}}",
-                    c.status, c.reason
-                ),
-            ));
+        if !seen.insert((c.status.as_str(), c.reason.as_str())) {
+            causes.push(duplicate(p, &c.status, &c.reason));
         }
     }
 }
@@ -363,6 +377,28 @@ mod tests {
                 "status.healthStatus.healthConditions[1].message",
                 "status.healthStatus.healthConditions[2]"
             ]
+        );
+    }
+
+    #[test]
+    fn storage_conditions_are_keyed_by_status_and_reason() {
+        let csin = crate::registry::find("storage.k8s.io", "v1", "csinodes").unwrap();
+        let mut n = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "d", "nodeID": "n"}]},
+            "status": {"storageHealth": [{"name": "d", "healthConditions": [
+                {"status": "StorageDegraded", "reason": "Slow", "accessMode": "ReadWriteOnce", "volumeMode": "Block"},
+                {"status": "StorageUnreachable", "reason": "Slow", "accessMode": "ReadWriteOnce", "volumeMode": "Block"}]}]}});
+        validate(csin, &n).unwrap();
+        // Same (status, reason), different capability: still one condition twice.
+        n["status"]["storageHealth"][0]["healthConditions"][1] = json!(
+            {"status": "StorageDegraded", "reason": "Slow", "accessMode": "ReadWriteMany", "volumeMode": "Filesystem"});
+        let e = validate(csin, &n).unwrap_err();
+        assert_eq!(e.code, 422);
+        let causes = e.details.unwrap()["causes"].clone();
+        assert_eq!(
+            causes,
+            json!([{"reason": "FieldValueDuplicate",
+                "field": "status.storageHealth[0].healthConditions[1]",
+                "message": "Duplicate value: {\"status\":\"StorageDegraded\",\"reason\":\"Slow\"}"}])
         );
     }
 

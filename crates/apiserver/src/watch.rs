@@ -2,20 +2,27 @@
 //! resourceVersion still in the SQLite change log (also across restarts); an expired one gets a
 //! single ERROR event carrying a 410 Status, as the real server's cacher answers.
 
+use crate::backlog::{self, Backlog, Sent};
 use crate::errors::ApiError;
 use crate::registry::ResourceDef;
 use crate::request::{self, Format, Target};
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::AppState;
+use crate::state::AppState;
 use crate::store::{Change, ChangeKind};
 use crate::table;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
+
+fn encode(ev: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(ev).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
 
 /// Default lifetime of a watch without `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -53,7 +60,8 @@ impl Filter {
 struct Emitter {
     def: &'static ResourceDef,
     format: Format,
-    tx: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
+    backlog: Backlog,
+    limits: backlog::Limits,
     sent_columns: bool,
 }
 
@@ -78,9 +86,20 @@ impl Emitter {
     }
 
     async fn raw(&mut self, ev: &Value) -> bool {
-        let mut line = serde_json::to_vec(ev).unwrap_or_default();
-        line.push(b'\n');
-        self.tx.send(Ok(Bytes::from(line))).await.is_ok()
+        match self.backlog.send(encode(ev)).await {
+            Sent::Queued => true,
+            Sent::Closed => false,
+            Sent::TooSlow => {
+                let e = ApiError::expired(format!(
+                    "the watch fell behind: its client left more than {} bytes of events unread \
+                     for {:?}; list again",
+                    self.limits.bytes, self.limits.patience
+                ));
+                self.backlog
+                    .send_last(encode(&json!({"type": "ERROR", "object": e.status_json()})));
+                false
+            }
+        }
     }
 
     async fn bookmark(&mut self, rv: u64, initial_end: bool) -> bool {
@@ -116,7 +135,7 @@ pub fn start(
     accept: &str,
 ) -> Result<Response, ApiError> {
     let q = |k: &str| query.get(k).map(String::as_str).filter(|s| !s.is_empty());
-    let (label, mut field) = crate::rest::selectors(t.def, query)?;
+    let (label, mut field) = crate::query::selectors(t.def, query)?;
     if let Some(name) = &t.name {
         field = FieldSelector::parse(&format!("metadata.name={name}"), t.def)?;
     }
@@ -145,17 +164,17 @@ pub fn start(
         bookmarks: request::parse_bool(q("allowWatchBookmarks")),
         timeout,
     };
-    let (tx, rx) = mpsc::channel(256);
+    let (backlog, body) = backlog::channel(st.watch_backlog);
     let emitter = Emitter {
         def: t.def,
         format: request::format(accept, q("includeObject")),
-        tx,
+        backlog,
+        limits: st.watch_backlog,
         sent_columns: false,
     };
     // Subscribe before reading the snapshot or the log, so no change falls in between.
     let live = st.store.subscribe();
     tokio::spawn(run(st, plan, emitter, live));
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     Response::builder()
         .status(200)
         .header("content-type", "application/json")
@@ -262,7 +281,7 @@ async fn run(
         tokio::select! {
             _ = &mut deadline => return,
             _ = shutdown.changed() => return,
-            _ = em.tx.closed() => return,
+            _ = em.backlog.closed() => return,
             _ = ticker.tick(), if plan.bookmarks => {
                 if !em.bookmark(last, false).await {
                     return;

@@ -2,6 +2,7 @@
 //! server-side apply.
 
 pub mod apply;
+mod depth;
 pub mod strategic;
 
 use crate::errors::ApiError;
@@ -44,8 +45,18 @@ pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
 }
 
-/// Parses a YAML (or JSON) body, 400 on malformed input.
+/// Deepest nesting a YAML body may have: what serde_json allows a JSON body.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Parses a YAML (or JSON) body, 400 on malformed input or nesting deeper than
+/// [`MAX_YAML_DEPTH`]. The depth is checked before parsing: the YAML scanner's cost grows with
+/// the square of the nesting, so a deep body is refused before it costs anything.
 pub fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    if depth::exceeds(body, MAX_YAML_DEPTH) {
+        return Err(ApiError::bad_request(format!(
+            "error decoding YAML: the document nests deeper than {MAX_YAML_DEPTH} levels"
+        )));
+    }
     serde_yaml::from_slice::<Value>(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }

@@ -7,12 +7,22 @@ use serde_json::{Map, Value};
 
 /// Applies a strategic merge `patch` to `original`.
 pub fn merge(def: &ResourceDef, original: &Value, patch: &Value) -> Result<Value, ApiError> {
-    if !patch.is_object() {
+    let Some(root) = patch.as_object() else {
         return Err(ApiError::bad_request(
             "a strategic merge patch must be a JSON object",
         ));
+    };
+    if root.contains_key("$patch") {
+        return Err(invalid(
+            "a $patch directive may not apply to the whole object",
+        ));
     }
     Ok(merge_value(def, "", Some(original.clone()), patch)?.unwrap_or(Value::Object(Map::new())))
+}
+
+/// 422 for a patch kube-apiserver cannot apply (it answers some of these with a 500).
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(422, "Invalid", message)
 }
 
 fn child(path: &str, key: &str) -> String {
@@ -115,8 +125,18 @@ fn merge_object(
             reorder(a, order, key);
         }
     }
-    if let Some(Value::Array(keep)) = p.get("$retainKeys") {
-        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
+    if let Some(keep) = p.get("$retainKeys") {
+        let keep: Vec<&str> = match keep.as_array() {
+            Some(a) if a.iter().all(Value::is_string) => {
+                a.iter().filter_map(Value::as_str).collect()
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "$retainKeys at {} must be a list of strings",
+                    if path.is_empty() { "the root" } else { path }
+                )));
+            }
+        };
         result.retain(|k, _| keep.contains(&k.as_str()));
     }
     Ok(Some(Value::Object(result)))
@@ -171,10 +191,17 @@ fn merge_list(
     }
     for item in patch {
         let Some(obj) = item.as_object() else {
-            list.push(item.clone());
-            continue;
+            return Err(invalid(format!(
+                "{path}: a list entry must be an object with its merge key \"{key}\""
+            )));
         };
         let id = obj.get(key);
+        if id.is_none() {
+            return Err(invalid(format!(
+                "{path}: map {} does not contain declared merge key: {key}",
+                Value::Object(obj.clone())
+            )));
+        }
         let pos = id.and_then(|id| list.iter().position(|x| x.get(key) == Some(id)));
         if obj.get("$patch").and_then(Value::as_str) == Some("delete") {
             if let Some(id) = id {

@@ -1,4 +1,4 @@
-//! kube-rs 5 against `volhealth apiserver`: typed KEP fields, patch_status with every patch type,
+//! kube-rs 5 against the API server: typed KEP fields, patch_status with every patch type,
 //! 409 on a stale replace_status, and the runtime watcher in both list modes.
 
 mod support;

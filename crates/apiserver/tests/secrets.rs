@@ -1,4 +1,4 @@
-//! core/v1 Secrets in `volhealth apiserver`, through kube-rs and raw HTTP: stringData folded
+//! core/v1 Secrets in the API server, through kube-rs and raw HTTP: stringData folded
 //! into base64 data and never stored, selectors, patches, the kubectl table, validation that
 //! never echoes values, node identities limited to Secrets their pods reference, and no Secret
 //! value in the server's log even at debug level.
@@ -14,7 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 const PODS: &str = "/api/v1/namespaces/default/pods";
@@ -31,49 +31,50 @@ fn b64(s: &str) -> String {
         .to_string()
 }
 
-/// Starts the server like `support::start_apiserver`, with RUST_LOG=debug so every log line a
-/// request can cause is in `<dir>/apiserver.log`.
-fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> support::ApiServer {
-    let kubeconfig = dir.join("kubeconfig");
-    let data = dir.join("data").to_string_lossy().to_string();
-    let kc = kubeconfig.to_string_lossy().to_string();
-    let mut args = vec![
-        "apiserver",
-        "--listen",
-        "127.0.0.1:0",
-        "--data-dir",
-        &data,
-        "--write-kubeconfig",
-        &kc,
-    ];
-    args.extend_from_slice(extra);
-    let mut proc = support::Proc::start_with_env("apiserver", dir, &args, &[("RUST_LOG", "debug")]);
-    let url = support::wait_for(
-        Duration::from_secs(30),
-        "the API server's kubeconfig",
-        || {
-            assert!(
-                proc.is_running(),
-                "apiserver exited early; see {}",
-                dir.join("apiserver.log").display()
-            );
-            let text = std::fs::read_to_string(&kubeconfig).ok()?;
-            text.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("server:")
-                    .map(|s| s.trim().trim_matches('"').to_string())
-            })
-        },
-    );
-    let ready = format!("{url}/readyz");
-    support::wait_for(Duration::from_secs(30), "/readyz", || {
-        support::http_get_ok(&ready).then_some(())
-    });
-    support::ApiServer {
-        url,
-        kubeconfig,
-        proc,
+/// Everything logged in this test binary, from every target at debug level: what
+/// `RUST_LOG=debug` would make the server write.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
     }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
+    type Writer = Log;
+
+    fn make_writer(&'a self) -> Log {
+        self.clone()
+    }
+}
+
+impl Log {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// Starts the server like `support::start_apiserver`, with every debug-level log line a
+/// request can cause captured.
+fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> (support::ApiServer, Log) {
+    let log = Log::default();
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
+        .with_ansi(false)
+        .with_writer(log.clone())
+        .try_init()
+        .expect("the only subscriber of this test binary");
+    (support::start_apiserver(dir, extra), log)
 }
 
 async fn kube_client(server: &support::ApiServer) -> kube::Client {
@@ -108,7 +109,7 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nnode-b-token,system:node:node-b,3,\"system:nodes\"\n",
     )
     .unwrap();
-    let server =
+    let (server, server_log) =
         start_debug_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
     let client = kube_client(&server).await;
     let secrets: KubeApi<Secret> = KubeApi::namespaced(client, "default");
@@ -336,7 +337,7 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
     }
 
     // Nothing secret reached the log, in plain or base64 form.
-    let log = std::fs::read_to_string(dir.path().join("apiserver.log")).unwrap();
+    let log = server_log.text();
     assert!(
         log.contains("listening on"),
         "the log is the server's: {log}"

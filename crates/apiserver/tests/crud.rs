@@ -1,4 +1,4 @@
-//! End-to-end tests of `volhealth apiserver` over raw HTTP: CRUD, conflicts, the status rule,
+//! End-to-end tests of the API server over raw HTTP: CRUD, conflicts, the status rule,
 //! selectors, errors as Status objects, discovery and the non-resource endpoints.
 
 mod apiserver_http;

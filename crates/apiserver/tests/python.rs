@@ -1,5 +1,5 @@
 //! The Python `kubernetes` client (PyPI >= 37, which has the KEP-1432 models) against
-//! `volhealth apiserver`, driven by `tests/python/test_client.py`. The interpreter comes from
+//! the API server, driven by `tests/python/test_client.py`. The interpreter comes from
 //! VOLHEALTH_PYTHON (default `python3`); skipped when the client is missing or older than 37,
 //! failed instead under VOLHEALTH_REQUIRE_TOOLS=1.
 

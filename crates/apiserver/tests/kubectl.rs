@@ -1,4 +1,4 @@
-//! kubectl against `volhealth apiserver`: get (with the HEALTH column), -o yaml, describe with
+//! kubectl against the API server: get (with the HEALTH column), -o yaml, describe with
 //! events, create/apply/server-side apply, status patches, get -w, wait and delete. Skipped when
 //! kubectl is missing (fails under VOLHEALTH_REQUIRE_TOOLS=1).
 
@@ -300,4 +300,132 @@ async fn get_watch_and_wait_follow_patches() {
     assert!(status.success());
     let _ = watch.kill();
     let _ = watch.wait();
+}
+
+/// The node agent's Events, created and patched with a node's token, are what `kubectl describe
+/// pod` and `kubectl describe csinode` list: kubectl finds them by involvedObject kind, name,
+/// namespace (empty for the cluster-scoped CSINode, whose Event lives in `default`) and uid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_lists_node_events_for_pods_and_csinodes() {
+    if !have_kubectl() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\n",
+    )
+    .unwrap();
+    // kubectl sends no token over plain HTTP: it is the anonymous administrator.
+    let server = support::start_apiserver(
+        dir.path(),
+        &[
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+            "--anonymous-admin",
+        ],
+    );
+    let k = Kubectl::new(&server, dir.path());
+    let admin = Api::new(&server.url).with_token("admin-token");
+    let node = admin.with_token("node-a-token");
+    admin.post(PVCS, &pvc("data-1")).await;
+    let pod_uid = admin.post(PODS, &pod("app", "node-a", "data-1")).await.json["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let csinode_uid = admin
+        .post(CSINODES, &csinode("node-a", "d.example.com"))
+        .await
+        .json["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let event = |name: &str, involved: serde_json::Value, reason: &str, message: &str| {
+        json!({"metadata": {"name": name}, "involvedObject": involved, "reason": reason,
+            "message": message, "type": "Warning", "count": 1,
+            "source": {"component": "volhealth-agent", "host": "node-a"}})
+    };
+    const EVENTS: &str = "/api/v1/namespaces/default/events";
+    let r = node
+        .post(
+            EVENTS,
+            &event(
+                "app.volume",
+                json!({"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "app", "uid": pod_uid}),
+                "VolumeUnhealthy",
+                "volume data: first report",
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "a node may create Events: {}", r.text);
+    let r = node
+        .patch(
+            &format!("{EVENTS}/app.volume"),
+            STRATEGIC,
+            &json!({"count": 2, "message": "volume data: Inaccessible/VolumeNotFound"}),
+        )
+        .await;
+    assert_eq!(r.code, 200, "a node may patch Events: {}", r.text);
+    let r = node
+        .post(
+            EVENTS,
+            &event(
+                "node-a.storage",
+                json!({"kind": "CSINode", "apiVersion": "storage.k8s.io/v1", "name": "node-a", "uid": csinode_uid}),
+                "StorageUnhealthy",
+                "backend of d.example.com unreachable",
+            ),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    // Decoys that share the name but not the kind or the uid.
+    for (name, involved) in [
+        (
+            "node-a.node",
+            json!({"kind": "Node", "apiVersion": "v1", "name": "node-a", "uid": "node-uid"}),
+        ),
+        (
+            "node-a.old",
+            json!({"kind": "CSINode", "apiVersion": "storage.k8s.io/v1", "name": "node-a", "uid": "an-older-csinode"}),
+        ),
+    ] {
+        let r = node
+            .post(
+                EVENTS,
+                &event(name, involved, "Decoy", &format!("decoy {name}")),
+            )
+            .await;
+        assert_eq!(r.code, 201, "{}", r.text);
+    }
+    let r = node.delete(&format!("{EVENTS}/app.volume")).await;
+    assert_eq!(r.code, 403, "nodes may not delete Events: {}", r.text);
+
+    // The selector kubectl sends for a CSINode, across namespaces, with an empty namespace.
+    let sel = format!(
+        "/api/v1/events?fieldSelector=involvedObject.name%3Dnode-a,involvedObject.namespace%3D,involvedObject.kind%3DCSINode,involvedObject.uid%3D{csinode_uid}"
+    );
+    let listed = admin.get(&sel).await;
+    assert_eq!(listed.code, 200, "{}", listed.text);
+    let names: Vec<&str> = listed.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["node-a.storage"]);
+
+    let described = k.ok(&["describe", "pod", "app"]);
+    assert!(
+        described.contains("VolumeUnhealthy")
+            && described.contains("volume data: Inaccessible/VolumeNotFound"),
+        "{described}"
+    );
+    let described = k.ok(&["describe", "csinode", "node-a"]);
+    assert!(
+        described.contains("StorageUnhealthy")
+            && described.contains("backend of d.example.com unreachable"),
+        "{described}"
+    );
+    assert!(!described.contains("decoy"), "{described}");
 }

@@ -1,0 +1,150 @@
+//! Connection handling against hostile clients: half-sent requests and idle connections are
+//! timed out, connections are capped, over-long request heads get a Status body, and a client
+//! that half-closes after sending still gets its answer.
+
+mod support;
+
+use serde_json::Value;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a test waits for the server to do something it must do.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn start(
+    dir: &Path,
+    configure: impl FnOnce(&mut volhealth_apiserver::ServerConfig),
+) -> support::ApiServer {
+    let mut config = support::config_from_flags(dir, &[]);
+    configure(&mut config);
+    support::start_with_config(config)
+}
+
+fn connect(server: &support::ApiServer) -> TcpStream {
+    let addr = server.url.strip_prefix("http://").expect("http URL");
+    TcpStream::connect(addr).expect("connect")
+}
+
+/// Reads until the server closes the connection; None if it keeps it open for `limit`.
+fn read_to_close(s: &mut TcpStream, limit: Duration) -> Option<String> {
+    s.set_read_timeout(Some(limit)).expect("read timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
+                return Some(String::from_utf8_lossy(&got).into_owned());
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return None;
+            }
+            Err(e) => panic!("reading: {e}"),
+        }
+    }
+}
+
+#[test]
+fn half_sent_requests_and_idle_connections_are_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), |c| {
+        c.header_read_timeout = Duration::from_secs(1)
+    });
+    let mut half = connect(&server);
+    half.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+        .expect("write");
+    assert!(
+        read_to_close(&mut half, PATIENCE).is_some(),
+        "a request head never finished must not hold its connection"
+    );
+    let mut idle = connect(&server);
+    assert!(
+        read_to_close(&mut idle, PATIENCE).is_some(),
+        "a connection that never sends must not be held"
+    );
+    // A kept-alive connection is closed once it idles, after its answer.
+    let mut kept = connect(&server);
+    kept.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("write");
+    let answer = read_to_close(&mut kept, PATIENCE).expect("closed after idling");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_until_one_closes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), |c| {
+        c.max_connections = 4;
+        c.header_read_timeout = Duration::from_secs(120);
+    });
+    let mut idle: Vec<TcpStream> = (0..4).map(|_| connect(&server)).collect();
+    let mut fifth = connect(&server);
+    fifth
+        .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    assert_eq!(
+        read_to_close(&mut fifth, Duration::from_secs(1)),
+        None,
+        "a fifth connection is not served while four are open"
+    );
+    drop(idle.pop());
+    let answer = read_to_close(&mut fifth, PATIENCE).expect("served once a slot is free");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[test]
+fn a_half_closed_client_still_gets_its_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), |_| {});
+    let body = br#"{"metadata":{"name":"half"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}"#;
+    let mut s = connect(&server);
+    write!(
+        s,
+        "POST /api/v1/namespaces/default/persistentvolumeclaims HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .expect("write head");
+    s.write_all(body).expect("write body");
+    s.shutdown(Shutdown::Write).expect("half-close");
+    let answer = read_to_close(&mut s, PATIENCE).expect("an answer, then close");
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_long_targets_and_heads_get_a_status_body() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), |_| {});
+    let client = reqwest::Client::new();
+    let long = format!(
+        "{}/api/v1/namespaces/default/persistentvolumeclaims?labelSelector=a%3D{}",
+        server.url,
+        "x".repeat(40 * 1024)
+    );
+    let r = client.get(&long).send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 414);
+    let v: Value = r.json().await.expect("a JSON body");
+    assert_eq!(
+        (v["kind"].as_str(), v["code"].as_u64()),
+        (Some("Status"), Some(414)),
+        "{v}"
+    );
+    let r = client
+        .get(format!(
+            "{}/api/v1/namespaces/default/persistentvolumeclaims",
+            server.url
+        ))
+        .header("x-padding", "p".repeat(300 * 1024))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 431);
+    let v: Value = r.json().await.expect("a JSON body");
+    assert_eq!(
+        (v["kind"].as_str(), v["code"].as_u64()),
+        (Some("Status"), Some(431)),
+        "{v}"
+    );
+}

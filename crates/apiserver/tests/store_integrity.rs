@@ -1,0 +1,106 @@
+//! A damaged store is reported as such, naming its file: a file that is not a database, a
+//! truncated (empty) file, and a change-log row that does not decode.
+
+mod apiserver_http;
+mod support;
+
+use apiserver_http::*;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+use volhealth_apiserver::ServerConfig;
+
+/// Runs the server on `data` and returns why it refused to start.
+async fn start_error(data: &Path) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    match volhealth_apiserver::serve(listener, ServerConfig::new(data), async {}).await {
+        Ok(()) => panic!("the server started on a damaged store"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_named_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("apiserver.sqlite");
+    std::fs::write(&file, vec![0x5a; 8192]).unwrap();
+    let e = start_error(dir.path()).await;
+    assert!(
+        e.contains(&file.display().to_string()) && e.contains("is corrupt"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_database_file_is_refused_but_a_missing_one_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("apiserver.sqlite");
+    std::fs::write(&file, b"").unwrap();
+    let e = start_error(dir.path()).await;
+    assert!(
+        e.contains(&file.display().to_string()) && e.contains("empty (0 bytes)"),
+        "{e}"
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 0, "left as it was");
+    let fresh = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(fresh.path(), &[]);
+    assert_eq!(Api::new(&server.url).get(PVCS).await.code, 200);
+}
+
+fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("resourceVersion")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    let start = rv(&api.post(PVCS, &pvc("d")).await.json);
+    let mut last = 0;
+    for r in ["A", "B"] {
+        let p = api
+            .patch(
+                &format!("{PVCS}/d/status"),
+                MERGE,
+                &json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", r)}}}),
+            )
+            .await;
+        last = rv(&p.json);
+    }
+    server.stop();
+    let file = dir.path().join("data").join("apiserver.sqlite");
+    {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        let n = db
+            .execute(
+                "UPDATE changes SET json = '{not json' WHERE rv = ?1",
+                [last as i64],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    let events = api
+        .watch(
+            &format!("{PVCS}?watch=true&resourceVersion={start}"),
+            Duration::from_secs(20),
+            |e| e.iter().any(|e| e["type"] == "ERROR"),
+        )
+        .await;
+    let error = events
+        .iter()
+        .find(|e| e["type"] == "ERROR")
+        .unwrap_or_else(|| panic!("no ERROR event: {events:?}"));
+    let message = error["object"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(&file.display().to_string())
+            && message.contains("is corrupt")
+            && message.contains(&format!("change-log row {last}")),
+        "{error}"
+    );
+}
