@@ -32,6 +32,8 @@ enum Command {
     Up(cmd::up::Args),
     /// Show every volume and storage health condition in the cluster.
     Status(cmd::status::Args),
+    /// Check any CSI driver's health RPCs against CSI v1.13.0 and KEP-1432.
+    Conformance(cmd::conformance::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),
+        Command::Conformance(a) => cmd::block_on(cmd::conformance::run(a)),
     };
     match result {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod apiserver;
+pub mod conformance;
 pub mod driver;
 pub mod inject;
 pub mod monitor;
