@@ -180,7 +180,7 @@ async fn latency(s: &Session) -> (Outcome, Vec<String>) {
             Ok(p) => {
                 entries += p.entries.len();
                 pages += 1;
-                if p.next_token.is_empty() || p.next_token == token || pages >= 10_000 {
+                if p.next_token.is_empty() || p.next_token == token || pages >= super::MAX_PAGES {
                     break;
                 }
                 token = p.next_token;

@@ -179,7 +179,7 @@ async fn seen(
             if s.caps.list {
                 let mut token = String::new();
                 let mut has = false;
-                for _ in 0..10_000 {
+                for _ in 0..super::MAX_PAGES {
                     let page = s
                         .list_page(0, &token)
                         .await

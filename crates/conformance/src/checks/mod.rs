@@ -17,6 +17,9 @@ use crate::inject::Injector;
 use crate::report::{Case, CaseResult, Outcome, format_duration};
 use crate::session::Session;
 
+/// A listing with more pages than this (at max_entries=0) is taken as one that never ends.
+const MAX_PAGES: usize = 1000;
+
 /// Every case of the suite, in run order.
 pub fn all_cases() -> Vec<Case> {
     let mut v = Vec::new();

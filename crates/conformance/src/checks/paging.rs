@@ -136,11 +136,11 @@ pub async fn run(r: &mut Runner<'_>) {
     })
     .await;
     let seeded = seed_conditions(r, &created).await;
-    let full = list_all(s, 0, 10_000, String::new()).await;
+    let full = list_all(s, 0, super::MAX_PAGES, String::new()).await;
     let bound = full.entries.len() * 2 + 20;
     let paged = list_all(s, 1, bound, String::new()).await;
     r.case(MAX_ENTRIES, async {
-        if let Some(stop) = &full.stopped {
+        if let Some(stop @ Stop::Failed(_)) = &full.stopped {
             return plain(Outcome::Fail(stop_problem(s, stop, "listing with max_entries=0")));
         }
         if full.entries.len() < 2 {
@@ -201,7 +201,7 @@ async fn seed_conditions(r: &mut Runner<'_>, created: &[String]) -> bool {
     }
     let deadline = tokio::time::Instant::now() + s.inject_timeout;
     while tokio::time::Instant::now() < deadline {
-        let listed = list_all(s, 0, 10_000, String::new()).await;
+        let listed = list_all(s, 0, super::MAX_PAGES, String::new()).await;
         if created.iter().all(|id| listed.ids().contains(id)) {
             break;
         }
