@@ -4,9 +4,12 @@
 
 mod support;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use support::{Proc, bin, wait_for};
 
 /// Cases that must PASS against the reference driver (everything it supports).
@@ -45,34 +48,45 @@ const MUST_PASS: &[&str] = &[
     "latency.report",
 ];
 
-#[test]
-fn the_reference_driver_passes_the_suite() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("csi.sock");
+/// Starts `volhealth driver` on `<dir>/csi.sock` with state in `<dir>/state`.
+fn start_driver(dir: &Path, extra: &[&str]) -> (Proc, String, PathBuf) {
+    let socket = dir.join("csi.sock");
     let endpoint = format!("unix://{}", socket.display());
-    let state = dir.path().join("state");
+    let state = dir.join("state");
     let state_s = state.display().to_string();
-    let _driver = Proc::start(
+    let mut args = vec![
         "driver",
-        dir.path(),
-        &[
-            "driver",
-            "--endpoint",
-            &endpoint,
-            "--state-dir",
-            &state_s,
-            "--node-id",
-            "node-a",
-            "--no-mounts",
-            "--refresh-interval-ms",
-            "100",
-        ],
-    );
+        "--endpoint",
+        &endpoint,
+        "--state-dir",
+        &state_s,
+        "--node-id",
+        "node-a",
+        "--no-mounts",
+        "--refresh-interval-ms",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    let driver = Proc::start("driver", dir, &args);
     wait_for(Duration::from_secs(30), "the driver's socket", || {
         std::os::unix::net::UnixStream::connect(&socket)
             .ok()
             .map(|_| ())
     });
+    (driver, endpoint, state)
+}
+
+/// Volume records left in the driver's state dir.
+fn leftover_volumes(state: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(state.join("records"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_reference_driver_passes_the_suite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_driver, endpoint, state) = start_driver(dir.path(), &[]);
     let junit = dir.path().join("junit.xml");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).expect("work dir");
@@ -148,9 +162,92 @@ fn the_reference_driver_passes_the_suite() {
                 .is_some()
         );
     }
-    // Nothing the run created is left: no volume records, no injections in effect.
-    let leftovers: Vec<_> = std::fs::read_dir(state.join("volumes"))
-        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
-        .unwrap_or_default();
+    // Nothing the run created is left.
+    let leftovers = leftover_volumes(&state);
     assert!(leftovers.is_empty(), "volumes left behind: {leftovers:?}");
+}
+
+#[test]
+fn secrets_from_the_file_are_accepted_and_never_printed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let value = "s3cr3t-value-for-conformance";
+    let require = format!("token={value}");
+    let (_driver, endpoint, _state) = start_driver(dir.path(), &["--require-secret", &require]);
+    let secrets = dir.path().join("secrets");
+    std::fs::write(&secrets, format!("# test\ntoken={value}\n")).expect("secrets file");
+    let junit = dir.path().join("junit.xml");
+    let out = Command::new(bin())
+        .args(["conformance", "--csi-address", &endpoint, "--secrets-file"])
+        .arg(&secrets)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .expect("run volhealth conformance");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("PASS") && l.contains("secrets.accepted")),
+        "{stdout}"
+    );
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    for text in [&*stdout, &*stderr, &xml] {
+        assert!(!text.contains(value), "the secret value was printed");
+    }
+
+    // Without the secrets the driver refuses the controller health RPCs, and the suite fails.
+    let out = Command::new(bin())
+        .args(["conformance", "--csi-address", &endpoint])
+        .output()
+        .expect("run volhealth conformance");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("FAIL")), "{stdout}");
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_cleans_up_what_it_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_driver, endpoint, state) = start_driver(dir.path(), &[]);
+    let marker = dir.path().join("injecting");
+    // `set` blocks, so the run is surely in the middle of its injection cases when interrupted.
+    let inject = format!(
+        "f() {{ if [ \"$1\" = set ]; then touch '{}'; sleep 60; fi; }}; f",
+        marker.display()
+    );
+    let mut run = Proc::start(
+        "conformance",
+        dir.path(),
+        &[
+            "conformance",
+            "--csi-address",
+            &endpoint,
+            "--inject-cmd",
+            &inject,
+        ],
+    );
+    wait_for(Duration::from_secs(60), "the first injection", || {
+        marker.exists().then_some(())
+    });
+    assert!(
+        !leftover_volumes(&state).is_empty(),
+        "the run had created volumes"
+    );
+    kill(Pid::from_raw(run.child.id() as i32), Signal::SIGINT).expect("send SIGINT");
+    let status = wait_for(Duration::from_secs(30), "conformance to stop", || {
+        run.child.try_wait().ok().flatten()
+    });
+    let log = std::fs::read_to_string(dir.path().join("conformance.log")).unwrap_or_default();
+    assert!(
+        !status.success(),
+        "an interrupted run must not succeed:\n{log}"
+    );
+    assert!(log.contains("interrupted"), "{log}");
+    let leftovers = leftover_volumes(&state);
+    assert!(
+        leftovers.is_empty(),
+        "volumes left behind: {leftovers:?}\n{log}"
+    );
 }
