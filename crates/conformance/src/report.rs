@@ -134,13 +134,13 @@ impl Report {
         let _ = writeln!(s, "\nconformance summary for {}", self.driver);
         let _ = writeln!(s, "{:<8}{:<width$}  REASON", "RESULT", "CASE");
         for r in &self.results {
-            let _ = writeln!(
-                s,
+            let line = format!(
                 "{:<8}{:<width$}  {}",
                 r.outcome.label(),
                 r.case.name,
                 r.outcome.reason()
             );
+            let _ = writeln!(s, "{}", line.trim_end());
         }
         if !self.latency.is_empty() {
             let w = self.latency.iter().map(|l| l.rpc.len()).max().unwrap_or(3);
