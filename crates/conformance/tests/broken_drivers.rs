@@ -199,6 +199,17 @@ async fn too_long_reason() {
 }
 
 #[tokio::test]
+async fn too_long_message() {
+    breaks(
+        Break::TooLongMessage,
+        "entries.message_length",
+        &["1025 bytes", "1024-byte"],
+        &[],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn duplicate_status_reason() {
     breaks(
         Break::DuplicateStatusReason,
@@ -250,4 +261,48 @@ async fn the_report_never_shows_a_secret_value() {
         !text.contains("canary-"),
         "a canary value leaked into the report"
     );
+}
+
+#[tokio::test]
+async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
+    let report = run(Break::BadTokenInvalidArgument).await;
+    let xml = volhealth_conformance::junit::render(&report);
+    let doc = roxmltree::Document::parse(&xml).expect("JUnit XML parses");
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("testsuite");
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), volhealth_conformance::all_cases().len());
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|c| c.children().any(|n| n.has_tag_name("failure")))
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(suite.attribute("failures"), Some("1"));
+    assert_eq!(
+        failed[0].attribute("name"),
+        Some("controller.list.bad_token_aborted")
+    );
+    let failure = failed[0]
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("failure");
+    assert!(
+        failure
+            .attribute("message")
+            .is_some_and(|m| m.contains("ABORTED"))
+    );
+    let skipped = cases
+        .iter()
+        .filter(|c| c.children().any(|n| n.has_tag_name("skipped")))
+        .count();
+    assert_eq!(
+        suite.attribute("skipped"),
+        Some(skipped.to_string().as_str())
+    );
+    assert_eq!(skipped, report.count("SKIP"));
 }

@@ -45,6 +45,8 @@ pub enum Break {
     LowercaseReason,
     /// A reason longer than 256 bytes.
     TooLongReason,
+    /// A message longer than 1024 bytes.
+    TooLongMessage,
     /// The same (status, reason) twice for one volume.
     DuplicateStatusReason,
     /// The same storage (status, reason, capability) twice.
@@ -89,6 +91,10 @@ impl Driver {
             Break::LowercaseReason => first.push(entry(2, "volumeGone")),
             Break::TooLongReason => first.push(entry(2, &format!("A{}", "b".repeat(300)))),
             Break::DuplicateStatusReason => first.push(entry(1, "SlowIo")),
+            Break::TooLongMessage => first.push(VolumeHealthEntry {
+                message: "m".repeat(1025),
+                ..entry(3, "BlocksLost")
+            }),
             _ => {}
         }
         state.volumes.insert("own-a".into(), first);
