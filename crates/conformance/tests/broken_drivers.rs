@@ -8,15 +8,20 @@ use broken::Break;
 use volhealth_conformance::{Options, Outcome, Report};
 
 async fn run(brk: Break) -> Report {
-    let driver = broken::start(brk);
+    run_on(broken::start(brk), brk, false).await
+}
+
+/// Runs the suite against `driver`, with its injection command when `inject`.
+async fn run_on(driver: broken::Running, brk: Break, inject: bool) -> Report {
     let mut progress = Vec::new();
-    let report = volhealth_conformance::run(
-        Options::new(driver.endpoint.clone()),
-        &mut progress,
-        std::future::pending::<()>(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{brk:?}: the suite did not run: {e}"));
+    let mut options = Options::new(driver.endpoint.clone());
+    if inject {
+        options.inject_cmd = Some(driver.inject_cmd.clone());
+        options.inject_timeout = std::time::Duration::from_secs(3);
+    }
+    let report = volhealth_conformance::run(options, &mut progress, std::future::pending::<()>())
+        .await
+        .unwrap_or_else(|e| panic!("{brk:?}: the suite did not run: {e}"));
     assert!(
         report.cleanup_problems.is_empty(),
         "{brk:?}: cleanup: {:?}",
@@ -305,4 +310,44 @@ async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
         Some(skipped.to_string().as_str())
     );
     assert_eq!(skipped, report.count("SKIP"));
+}
+
+#[tokio::test]
+async fn a_driver_that_omits_healthy_volumes_gets_paging_checked_through_injection() {
+    let report = run_on(
+        broken::start_with(Break::Nothing, true),
+        Break::Nothing,
+        true,
+    )
+    .await;
+    assert!(failures(&report).is_empty(), "{}", report.summary());
+    for name in [
+        "controller.list.max_entries_respected",
+        "controller.list.conditions_reachable",
+        "inject.controller.inaccessible",
+        "inject.node.degraded",
+        "inject.storage.storage_unreachable",
+        "entries.reason_format",
+    ] {
+        let r = report
+            .results
+            .iter()
+            .find(|r| r.case.name == name)
+            .expect(name);
+        assert_eq!(r.outcome, Outcome::Pass, "{name}: {}", report.summary());
+    }
+}
+
+#[tokio::test]
+async fn conditions_that_never_clear() {
+    let report = run_on(broken::start(Break::NeverClears), Break::NeverClears, true).await;
+    let failed = failures(&report);
+    let inject: Vec<_> = failed
+        .iter()
+        .filter(|(name, _)| name.starts_with("inject."))
+        .collect();
+    assert_eq!(inject.len(), 8, "{}", report.summary());
+    for (name, why) in &inject {
+        assert!(why.contains("must disappear"), "{name}: {why}");
+    }
 }

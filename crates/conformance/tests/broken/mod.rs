@@ -55,7 +55,13 @@ pub enum Break {
     SecretsEchoed,
     /// NodeGetVolumeHealth refuses a volume whose stage failed.
     RefuseStageAttempted,
+    /// An injected condition is still reported after it was cleared.
+    NeverClears,
 }
+
+/// Lines `SCOPE TARGET STATUS REASON` in this file are reported as conditions; the shell
+/// command of [`Running::inject_cmd`] writes them, following the `--inject-cmd` contract.
+const INJECTIONS: &str = "injections";
 
 #[derive(Debug, Default)]
 struct State {
@@ -65,6 +71,8 @@ struct State {
     names: HashMap<String, String>,
     /// Volumes whose last stage failed.
     failed_stage: Vec<String>,
+    /// Injections ever seen (reported forever with [`Break::NeverClears`]).
+    sticky: Vec<(String, String, i32, String)>,
     next: u64,
 }
 
@@ -72,6 +80,9 @@ struct State {
 struct Driver {
     brk: Break,
     state: Arc<Mutex<State>>,
+    /// Leave healthy volumes out of ControllerListVolumeHealth (what drivers SHOULD do).
+    omit_healthy: bool,
+    inject_file: std::path::PathBuf,
 }
 
 fn entry(status: i32, reason: &str) -> VolumeHealthEntry {
@@ -83,9 +94,13 @@ fn entry(status: i32, reason: &str) -> VolumeHealthEntry {
 }
 
 impl Driver {
-    fn new(brk: Break) -> Driver {
+    fn new(brk: Break, omit_healthy: bool, inject_file: std::path::PathBuf) -> Driver {
         let mut state = State::default();
         let mut first = vec![entry(1, "SlowIo")];
+        if omit_healthy {
+            // Nothing is listed until something is injected.
+            first.clear();
+        }
         match brk {
             Break::UnknownStatus => first.push(entry(7, "Mystery")),
             Break::LowercaseReason => first.push(entry(2, "volumeGone")),
@@ -98,13 +113,65 @@ impl Driver {
             _ => {}
         }
         state.volumes.insert("own-a".into(), first);
-        state
-            .volumes
-            .insert("own-b".into(), vec![entry(2, "VolumeNotFound")]);
+        let second = if omit_healthy {
+            Vec::new()
+        } else {
+            vec![entry(2, "VolumeNotFound")]
+        };
+        state.volumes.insert("own-b".into(), second);
         Driver {
             brk,
             state: Arc::new(Mutex::new(state)),
+            omit_healthy,
+            inject_file,
         }
+    }
+
+    /// Injected (target, status, reason) of one scope.
+    fn injected(&self, scope: &str) -> Vec<(String, i32, String)> {
+        let text = std::fs::read_to_string(&self.inject_file).unwrap_or_default();
+        let mut now: Vec<(String, String, i32, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let status = match (f.first().copied(), f.get(2).copied()?) {
+                    (Some("storage"), "StorageDegraded") => 1,
+                    (Some("storage"), "StorageUnreachable") => 2,
+                    (_, "Degraded") => 1,
+                    (_, "Inaccessible") => 2,
+                    (_, "DataLoss") => 3,
+                    _ => return None,
+                };
+                Some((
+                    f[0].to_string(),
+                    f[1].to_string(),
+                    status,
+                    f.get(3)?.to_string(),
+                ))
+            })
+            .collect();
+        if self.brk == Break::NeverClears {
+            let mut st = self.lock();
+            for i in &now {
+                if !st.sticky.contains(i) {
+                    st.sticky.push(i.clone());
+                }
+            }
+            now = st.sticky.clone();
+        }
+        now.into_iter()
+            .filter(|(sc, ..)| sc == scope)
+            .map(|(_, t, st, r)| (t, st, r))
+            .collect()
+    }
+
+    /// Injected volume entries of one scope for one volume.
+    fn injected_for(&self, scope: &str, id: &str) -> Vec<VolumeHealthEntry> {
+        self.injected(scope)
+            .into_iter()
+            .filter(|(t, ..)| t == id)
+            .map(|(_, st, r)| entry(st, &r))
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -121,9 +188,12 @@ impl Driver {
     }
 
     fn health(&self, id: &str) -> Option<v1::VolumeHealth> {
-        self.lock().volumes.get(id).map(|e| v1::VolumeHealth {
+        let base = self.lock().volumes.get(id).cloned()?;
+        let mut health_statuses = base;
+        health_statuses.extend(self.injected_for("controller", id));
+        Some(v1::VolumeHealth {
             volume_id: id.to_string(),
-            health_statuses: e.clone(),
+            health_statuses,
         })
     }
 }
@@ -239,16 +309,12 @@ impl v1::controller_server::Controller for Driver {
         req: Request<v1::ControllerListVolumeHealthRequest>,
     ) -> Result<Response<v1::ControllerListVolumeHealthResponse>, Status> {
         let req = req.into_inner();
-        let all: Vec<v1::VolumeHealth> = {
-            let st = self.lock();
-            st.volumes
-                .iter()
-                .map(|(id, e)| v1::VolumeHealth {
-                    volume_id: id.clone(),
-                    health_statuses: e.clone(),
-                })
-                .collect()
-        };
+        let ids: Vec<String> = self.lock().volumes.keys().cloned().collect();
+        let all: Vec<v1::VolumeHealth> = ids
+            .iter()
+            .filter_map(|id| self.health(id))
+            .filter(|vh| !(self.omit_healthy && vh.health_statuses.is_empty()))
+            .collect();
         let start = if req.starting_token.is_empty() {
             0
         } else {
@@ -377,8 +443,8 @@ impl v1::node_server::Node for Driver {
             // Node-side, the suite's volumes are healthy; the driver's own ones are not staged here.
             Some(vh) => Ok(Response::new(v1::NodeGetVolumeHealthResponse {
                 volume_health: Some(v1::VolumeHealth {
+                    health_statuses: self.injected_for("node", &vh.volume_id),
                     volume_id: vh.volume_id,
-                    health_statuses: Vec::new(),
                 }),
             })),
             None if self.brk == Break::NodeUnknownVolumeOk => {
@@ -403,6 +469,16 @@ impl v1::node_server::Node for Driver {
         if self.brk == Break::DuplicateStorageEntry {
             backend_health.push(one);
         }
+        for (target, status, reason) in self.injected("storage") {
+            if target == "test-node" {
+                backend_health.push(v1::node_get_storage_health_response::StorageBackendHealth {
+                    status,
+                    reason,
+                    message: String::new(),
+                    volume_capability: None,
+                });
+            }
+        }
         Ok(Response::new(v1::NodeGetStorageHealthResponse {
             backend_health,
         }))
@@ -413,6 +489,8 @@ impl v1::node_server::Node for Driver {
 pub struct Running {
     /// `unix:///…` of its socket.
     pub endpoint: String,
+    /// An `--inject-cmd` for this driver.
+    pub inject_cmd: String,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<volhealth_csi::Result<()>>,
     _dir: tempfile::TempDir,
@@ -429,9 +507,20 @@ impl Drop for Running {
 
 /// Starts a driver breaking `brk` on a fresh socket.
 pub fn start(brk: Break) -> Running {
+    start_with(brk, false)
+}
+
+/// Like [`start`]; with `omit_healthy`, healthy volumes are left out of listings and the
+/// driver's own volumes are healthy, so only injections are ever listed.
+pub fn start_with(brk: Break, omit_healthy: bool) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
     let endpoint = format!("unix://{}", dir.path().join("csi.sock").display());
-    let driver = Driver::new(brk);
+    let file = dir.path().join(INJECTIONS);
+    let f = file.display();
+    let inject_cmd = format!(
+        "f() {{ case \"$1\" in set) echo \"$2 $3 $4 $5\" >> '{f}';; clear) grep -v \"^$2 $3 \" '{f}' > '{f}.tmp'; mv '{f}.tmp' '{f}';; esac; }}; f"
+    );
+    let driver = Driver::new(brk, omit_healthy, file);
     let router = Server::builder()
         .add_service(v1::identity_server::IdentityServer::new(driver.clone()))
         .add_service(v1::controller_server::ControllerServer::new(driver.clone()))
@@ -446,6 +535,7 @@ pub fn start(brk: Break) -> Running {
     });
     Running {
         endpoint,
+        inject_cmd,
         stop: Some(stop),
         task,
         _dir: dir,
