@@ -38,6 +38,8 @@ enum Command {
     Man(cmd::man::Args),
     /// Make this binary the kubectl plugin `kubectl volhealth` (a symlink in a directory on PATH).
     KubectlPlugin(cmd::kubectl_plugin::Args),
+    /// Check any CSI driver's health RPCs against CSI v1.13.0 and KEP-1432.
+    Conformance(cmd::conformance::Args),
 }
 
 impl Command {
@@ -67,7 +69,7 @@ fn main() -> ExitCode {
         Command::Driver(a) => Some(&a.log),
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
-        Command::Inject(_) | Command::Up(_) => Some(&default_log),
+        Command::Inject(_) | Command::Up(_) | Command::Conformance(_) => Some(&default_log),
     };
     if let Some(log) = log {
         cmd::init_logging(log);
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),
         Command::KubectlPlugin(a) => cmd::kubectl_plugin::run(a),
+        Command::Conformance(a) => cmd::block_on(cmd::conformance::run(a)),
     };
     match result {
         Ok(code) => code,

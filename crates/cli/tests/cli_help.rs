@@ -24,6 +24,7 @@ fn help_lists_every_subcommand() {
         "agent",
         "up",
         "status",
+        "conformance",
     ] {
         assert!(text.contains(sub), "--help does not mention {sub}:\n{text}");
         volhealth().args([sub, "--help"]).assert().success();

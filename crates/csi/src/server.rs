@@ -5,11 +5,14 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
 use tokio::net::UnixListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Router;
 
 use crate::endpoint;
 use crate::error::{Error, Result};
+
+mod authority;
 
 /// Socket permissions: owner and group (the CO's sidecars) may connect.
 const SOCKET_MODE: u32 = 0o660;
@@ -33,6 +36,8 @@ impl Default for SocketOptions {
 }
 
 /// Serves `router` on the unix socket at `endpoint` until `shutdown` resolves.
+///
+/// Clients may send any `:authority` (gRPC C-core and grpc-java send the socket path).
 ///
 /// A stale socket left by a previous run is removed first, but only if it is a
 /// socket and nothing answers on it; any other file is left alone and is an
@@ -67,8 +72,12 @@ pub async fn serve_unix_with(
         },
     )?;
     tracing::info!(path = %path.display(), "serving {}", options.service);
+    // Every connection gets an `:authority` the HTTP/2 server accepts (see `authority`), so
+    // gRPC C-core and grpc-java clients are served like grpc-go ones.
+    let incoming =
+        UnixListenerStream::new(listener).map(|conn| conn.map(authority::AuthorityFix::new));
     let served = router
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await;
     let removed = remove_socket(&path);
     served.map_err(|source| Error::Serve {

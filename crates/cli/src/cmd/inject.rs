@@ -80,6 +80,12 @@ enum What {
         #[arg(long)]
         volume_mode: Option<String>,
     },
+    /// The `volhealth conformance --inject-cmd` contract: `set SCOPE TARGET STATUS REASON` or
+    /// `clear SCOPE TARGET`, SCOPE being controller, node or storage (TARGET: volume id or node id).
+    Conformance {
+        #[command(subcommand)]
+        action: ConformanceAction,
+    },
     /// Remove injected conditions or faults.
     Clear {
         #[command(subcommand)]
@@ -111,6 +117,39 @@ enum What {
         #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
         off: bool,
     },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ConformanceAction {
+    /// Report STATUS with REASON on TARGET from now on.
+    Set {
+        /// controller, node or storage.
+        scope: Scope,
+        /// Volume id, or the node id for storage.
+        target: String,
+        /// Inaccessible, DataLoss, Degraded, StorageUnreachable or StorageDegraded.
+        status: String,
+        /// CamelCase reason.
+        reason: String,
+    },
+    /// Stop reporting what `set` asked for on TARGET in SCOPE.
+    Clear {
+        /// controller, node or storage.
+        scope: Scope,
+        /// Volume id, or the node id for storage.
+        target: String,
+    },
+}
+
+/// Where a conformance injection is reported.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Scope {
+    /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
+    Controller,
+    /// NodeGetVolumeHealth.
+    Node,
+    /// NodeGetStorageHealth.
+    Storage,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -167,6 +206,69 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
         "delay {s:?} must not be negative"
     );
     Ok((value * scale).round() as u64)
+}
+
+/// Carries out one `volhealth conformance --inject-cmd` call.
+fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<String> {
+    let side = |scope: Scope| match scope {
+        Scope::Controller => Side::Controller,
+        _ => Side::Node,
+    };
+    Ok(match action {
+        ConformanceAction::Set {
+            scope: Scope::Storage,
+            target,
+            status,
+            reason,
+        } => {
+            let condition = StorageCondition {
+                status: injection::parse_storage_status(&status)?,
+                reason: reason.clone(),
+                message: "injected by volhealth conformance".to_string(),
+                access_mode: None,
+                volume_mode: None,
+            };
+            injection::update(state, |i| {
+                i.add_node_storage(NodeStorageInjection {
+                    node: target.clone(),
+                    condition,
+                })
+            })?;
+            format!("injected storage condition {status}/{reason} on node {target}")
+        }
+        ConformanceAction::Set {
+            scope,
+            target,
+            status,
+            reason,
+        } => {
+            anyhow::ensure!(!target.is_empty(), "a volume id is required");
+            let condition = Condition::new(
+                injection::parse_volume_status(&status)?,
+                &reason,
+                "injected by volhealth conformance".to_string(),
+            );
+            injection::update(state, |i| {
+                i.add_volume(VolumeInjection {
+                    volume_id: target.clone(),
+                    side: side(scope),
+                    condition,
+                })
+            })?;
+            format!("injected {scope:?} condition {status}/{reason} on volume {target}")
+        }
+        ConformanceAction::Clear {
+            scope: Scope::Storage,
+            target,
+        } => {
+            injection::update(state, |i| i.node_storage.retain(|n| n.node != target))?;
+            format!("cleared injected storage conditions of node {target}")
+        }
+        ConformanceAction::Clear { scope, target } => {
+            injection::update(state, |i| i.clear_volume(&target, Some(side(scope))))?;
+            format!("cleared injected {scope:?} conditions of volume {target}")
+        }
+    })
 }
 
 /// Runs `volhealth inject`.
@@ -277,6 +379,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        What::Conformance { action } => conformance(&state, action)?,
         What::Clear { what } => match what {
             ClearWhat::Volume { volume_id, side } => {
                 injection::update(&state, |i| i.clear_volume(&volume_id, side))?;

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod apiserver;
 pub mod completions;
+pub mod conformance;
 pub mod driver;
 pub mod inject;
 pub mod kubectl_plugin;

@@ -5,6 +5,7 @@
 
 pub mod children;
 pub mod endpoints;
+pub mod external;
 pub mod layout;
 pub mod resolve;
 pub mod workload;
@@ -43,6 +44,14 @@ pub struct Args {
     /// --listen port + 1; 0 picks free ports).
     #[arg(long, value_name = "PORT")]
     pub metrics_port: Option<u16>,
+    /// Run against this CSI driver (its controller plugin, already running) instead of starting
+    /// the reference driver, e.g. unix:///run/csi/controller.sock.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub driver_endpoint: Option<String>,
+    /// With --driver-endpoint: the driver's node plugin on node NODE (repeat for each node; the
+    /// nodes are then exactly those named). Without it, every node uses --driver-endpoint.
+    #[arg(long, value_name = "NODE=ENDPOINT", requires = "driver_endpoint")]
+    pub node_endpoint: Vec<String>,
 }
 
 fn millis(d: Duration) -> String {
@@ -66,6 +75,7 @@ impl Progress {
 #[derive(Default)]
 struct Running {
     components: Vec<Component>,
+    registrations: external::Registrations,
 }
 
 impl Running {
@@ -83,13 +93,17 @@ impl Running {
 
     /// The first component that has exited, described.
     fn exited(&mut self) -> Option<String> {
-        self.components.iter_mut().find_map(Component::exited)
+        self.components
+            .iter_mut()
+            .find_map(Component::exited)
+            .or_else(|| self.registrations.exited())
     }
 
     async fn stop_all(&mut self) {
         while let Some(mut c) = self.components.pop() {
             c.stop().await;
         }
+        self.registrations.stop_all().await;
     }
 
     fn pids(&self) -> std::collections::BTreeMap<String, u32> {
@@ -170,9 +184,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.dir)?;
     let _lock = layout::prepare(&layout)?;
     let previous = RunRecord::load(&layout)?;
-    let nodes: Vec<String> = (1..=usize::from(args.nodes))
-        .map(layout::node_name)
-        .collect();
+    let node_endpoints = external::node_endpoints(&args.node_endpoint)?;
+    let nodes: Vec<String> = if node_endpoints.is_empty() {
+        (1..=usize::from(args.nodes))
+            .map(layout::node_name)
+            .collect()
+    } else {
+        node_endpoints.keys().cloned().collect()
+    };
     println!(
         "volhealth up: {} node(s), state in {}",
         nodes.len(),
@@ -201,7 +220,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the SIGTERM handler")?;
     let mut running = Running::default();
     let started = tokio::select! {
-        r = start(&args, &layout, &nodes, &metrics, &mut running) => Some(r),
+        r = start(&args, &layout, &nodes, &metrics, &node_endpoints, &mut running) => Some(r),
         _ = interrupt.recv() => None,
         _ = terminate.recv() => None,
     };
@@ -261,10 +280,22 @@ async fn start(
     layout: &Layout,
     nodes: &[String],
     metrics: &endpoints::MetricsPorts,
+    node_endpoints: &std::collections::BTreeMap<String, String>,
     running: &mut Running,
 ) -> anyhow::Result<RunRecord> {
     let p = Progress;
-    let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
+    let driver = match &args.driver_endpoint {
+        Some(endpoint) => external::driver_name(endpoint, READY_TIMEOUT).await?,
+        None => volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string(),
+    };
+    // Where each node's plugin is: ours, or the outside driver's.
+    let node_endpoint = |node: &str| match &args.driver_endpoint {
+        Some(controller) => node_endpoints
+            .get(node)
+            .cloned()
+            .unwrap_or_else(|| controller.clone()),
+        None => layout.node_endpoint(node),
+    };
     let tokens = layout::Tokens::load_or_create(layout, nodes)?;
     let dir = |p: PathBuf| p.display().to_string();
 
@@ -323,65 +354,21 @@ async fn start(
             .with_context(|| format!("writing the kubeconfig of {node}"))?;
     }
 
-    p.step("starting the driver's controller plugin");
-    let controller = layout.controller_endpoint();
-    running.start(
-        "driver-controller",
-        layout,
-        vec![
-            "driver".into(),
-            "--mode".into(),
-            "controller".into(),
-            "--endpoint".into(),
-            controller.clone(),
-            "--state-dir".into(),
-            dir(layout.driver_state()),
-            "--node-id".into(),
-            "controller".into(),
-            "--no-mounts".into(),
-        ],
-    )?;
-    until_ready(running, "the controller plugin", async || {
-        volhealth_csi::client::connect(&controller, Duration::from_millis(200))
-            .await
-            .ok()
-    })
-    .await?;
-    p.done("ok");
-
-    p.step(&format!("starting {} node plugin(s)", nodes.len()));
-    for node in nodes {
-        let endpoint = layout.node_endpoint(node);
-        running.start(
-            &format!("driver-{node}"),
-            layout,
-            vec![
-                "driver".into(),
-                "--mode".into(),
-                "node".into(),
-                "--endpoint".into(),
-                endpoint.clone(),
-                "--state-dir".into(),
-                dir(layout.driver_state()),
-                "--node-id".into(),
-                node.clone(),
-                "--registration-dir".into(),
-                dir(layout.registration_dir(node)),
-                "--no-mounts".into(),
-                // Every component shares this one machine: only call I/O slow past 2 s, so a busy
-                // laptop does not show SlowIo on every volume.
-                "--io-probe-slow-ms".into(),
-                "2000".into(),
-            ],
-        )?;
-        until_ready(running, &format!("the node plugin of {node}"), async || {
-            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
-                .await
-                .ok()
-        })
-        .await?;
-    }
-    p.done("ok");
+    let controller = match &args.driver_endpoint {
+        Some(endpoint) => {
+            p.step(&format!("using driver {driver} at {endpoint}"));
+            for node in nodes {
+                running.registrations.serve(
+                    layout.registration_dir(node),
+                    &driver,
+                    &node_endpoint(node),
+                )?;
+            }
+            p.done("ok");
+            endpoint.clone()
+        }
+        None => start_reference_driver(layout, nodes, running).await?,
+    };
 
     p.step("registering nodes, CSINodes, the CSIDriver and a StorageClass");
     workload::register_cluster(&client, &driver, nodes).await?;
@@ -396,7 +383,7 @@ async fn start(
         let volume_id = workload::create_volume(&controller, &s.volume).await?;
         let pod_uid = workload::ensure_objects(&client, &driver, s, &volume_id).await?;
         workload::stage_and_publish(
-            &layout.node_endpoint(&s.node),
+            &node_endpoint(&s.node),
             &layout.kubelet_root(&s.node),
             &driver,
             s,
@@ -461,6 +448,77 @@ async fn start(
     };
     record.store(layout)?;
     Ok(record)
+}
+
+/// Starts the reference driver's controller plugin and one node plugin per node; returns the
+/// controller's endpoint.
+async fn start_reference_driver(
+    layout: &Layout,
+    nodes: &[String],
+    running: &mut Running,
+) -> anyhow::Result<String> {
+    let p = Progress;
+    let dir = |p: PathBuf| p.display().to_string();
+    p.step("starting the driver's controller plugin");
+    let controller = layout.controller_endpoint();
+    running.start(
+        "driver-controller",
+        layout,
+        vec![
+            "driver".into(),
+            "--mode".into(),
+            "controller".into(),
+            "--endpoint".into(),
+            controller.clone(),
+            "--state-dir".into(),
+            dir(layout.driver_state()),
+            "--node-id".into(),
+            "controller".into(),
+            "--no-mounts".into(),
+        ],
+    )?;
+    until_ready(running, "the controller plugin", async || {
+        volhealth_csi::client::connect(&controller, Duration::from_millis(200))
+            .await
+            .ok()
+    })
+    .await?;
+    p.done("ok");
+
+    p.step(&format!("starting {} node plugin(s)", nodes.len()));
+    for node in nodes {
+        let endpoint = layout.node_endpoint(node);
+        running.start(
+            &format!("driver-{node}"),
+            layout,
+            vec![
+                "driver".into(),
+                "--mode".into(),
+                "node".into(),
+                "--endpoint".into(),
+                endpoint.clone(),
+                "--state-dir".into(),
+                dir(layout.driver_state()),
+                "--node-id".into(),
+                node.clone(),
+                "--registration-dir".into(),
+                dir(layout.registration_dir(node)),
+                "--no-mounts".into(),
+                // Every component shares this one machine: only call I/O slow past 2 s, so a busy
+                // laptop does not show SlowIo on every volume.
+                "--io-probe-slow-ms".into(),
+                "2000".into(),
+            ],
+        )?;
+        until_ready(running, &format!("the node plugin of {node}"), async || {
+            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
+                .await
+                .ok()
+        })
+        .await?;
+    }
+    p.done("ok");
+    Ok(controller)
 }
 
 fn print_summary(

@@ -30,6 +30,11 @@ impl Cluster {
     /// Starts `volhealth up --nodes N` on a free port with 1 s probe intervals and waits until it
     /// says it is running.
     pub fn start(nodes: u16) -> Cluster {
+        Self::start_with(nodes, &[])
+    }
+
+    /// Like [`Cluster::start`], with extra flags for `up`.
+    pub fn start_with(nodes: u16, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("state");
         let mut cluster = Cluster {
@@ -39,7 +44,7 @@ impl Cluster {
             kubectl: have_tool("kubectl", &["version", "--client"]),
             proc: None,
         };
-        cluster.launch(nodes);
+        cluster.launch_with(nodes, extra);
         cluster
     }
 
@@ -50,9 +55,14 @@ impl Cluster {
 
     /// Starts `up` (again) on this dir and waits for "Press Ctrl-C".
     pub fn launch(&mut self, nodes: u16) {
+        self.launch_with(nodes, &[]);
+    }
+
+    /// Like [`Cluster::launch`], with extra flags for `up`.
+    pub fn launch_with(&mut self, nodes: u16, extra: &[&str]) {
         let nodes = nodes.to_string();
         let dir = self.dir.to_string_lossy().to_string();
-        let args = [
+        let mut args = vec![
             "up",
             "--dir",
             &dir,
@@ -65,6 +75,7 @@ impl Cluster {
             "--agent-interval",
             "1s",
         ];
+        args.extend_from_slice(extra);
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.
         let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
