@@ -4,6 +4,7 @@
 //!
 //! Criterion reports `thrpt` in elements per second: requests/s for the PATCH benches and
 //! deliveries/s (events × watchers) for fan-out.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;

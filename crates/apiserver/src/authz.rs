@@ -19,8 +19,11 @@ pub struct User {
 impl User {
     /// The node name when this is a node identity (`system:node:NAME` in `system:nodes`).
     pub fn node_name(&self) -> Option<&str> {
-        let n = self.name.strip_prefix("system:node:")?;
-        self.groups.iter().any(|g| g == "system:nodes").then_some(n)
+        let n = volhealth_model::identity::node_of_user(&self.name)?;
+        self.groups
+            .iter()
+            .any(|g| g == volhealth_model::identity::NODES_GROUP)
+            .then_some(n)
     }
 }
 

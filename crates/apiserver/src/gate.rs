@@ -22,26 +22,9 @@ impl Default for FeatureGates {
 impl FeatureGates {
     /// Parses `Name=bool,Name=bool`; unknown gates are errors.
     pub fn parse(s: &str) -> Result<FeatureGates, String> {
-        let mut g = FeatureGates::default();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, val) = part
-                .split_once('=')
-                .ok_or_else(|| format!("missing bool value for {part}"))?;
-            let val = match val.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "t" => true,
-                "false" | "0" | "f" => false,
-                other => {
-                    return Err(format!(
-                        "invalid value of {name}={other}, err: must be true or false"
-                    ));
-                }
-            };
-            match name.trim() {
-                "CSIVolumeHealth" => g.csi_volume_health = val,
-                other => return Err(format!("unrecognized feature gate: {other}")),
-            }
-        }
-        Ok(g)
+        Ok(FeatureGates {
+            csi_volume_health: volhealth_daemon::feature_gates::csi_volume_health(s)?,
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! Connection handling against hostile clients: half-sent requests and idle connections are
 //! timed out, connections are capped, over-long request heads get a Status body, and a client
 //! that half-closes after sending still gets its answer.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! End-to-end tests of the API server over raw HTTP: CRUD, conflicts, the status rule,
 //! selectors, errors as Status objects, discovery and the non-resource endpoints.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
 mod support;

@@ -1,5 +1,6 @@
 //! kube-rs 5 against the API server: typed KEP fields, patch_status with every patch type,
 //! 409 on a stale replace_status, and the runtime watcher in both list modes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! kubectl against the API server: get (with the HEALTH column), -o yaml, describe with
 //! events, create/apply/server-side apply, status patches, get -w, wait and delete. Skipped when
 //! kubectl is missing (fails under VOLHEALTH_REQUIRE_TOOLS=1).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
 mod support;

@@ -1,5 +1,6 @@
 //! Property tests: whatever a CSI driver reports, what `volhealth_model` makes of it passes this
 //! server's validation, and the two agree on what a duplicate condition is.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use proptest::prelude::*;
 use serde_json::{Value, json};

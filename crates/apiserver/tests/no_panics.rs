@@ -1,5 +1,6 @@
 //! Property tests: the parsers and patchers answer every input with a value or an API error,
 //! never a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};

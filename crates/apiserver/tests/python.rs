@@ -2,6 +2,7 @@
 //! the API server, driven by `tests/python/test_client.py`. The interpreter comes from
 //! VOLHEALTH_PYTHON (default `python3`); skipped when the client is missing or older than 37,
 //! failed instead under VOLHEALTH_REQUIRE_TOOLS=1.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! into base64 data and never stored, selectors, patches, the kubectl table, validation that
 //! never echoes values, node identities limited to Secrets their pods reference, and no Secret
 //! value in the server's log even at debug level.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
 mod support;

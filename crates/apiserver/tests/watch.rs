@@ -1,5 +1,6 @@
 //! Watch against the API server: expired versions get a 410 ERROR event, bookmarks and
 //! initial events behave as client-go and kube-rs expect.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
 mod support;

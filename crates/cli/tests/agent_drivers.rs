@@ -1,4 +1,5 @@
 //! End to end: the agent follows drivers that come, go and die, and backs off when the API server drops its writes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod agent_world;
 mod support;

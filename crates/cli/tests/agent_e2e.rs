@@ -1,5 +1,6 @@
 //! End to end: the agent reports every volume and storage condition and clears it, probes only the volumes the
 //! kubelet attempted to mount (including one whose stage failed), and writes nothing in steady state.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod agent_world;
 mod support;
@@ -120,6 +121,80 @@ async fn agent_reports_and_clears_every_condition() {
         api_patches(&w.api, "csinodes", "status").await,
         csinodes_before
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_raises_events_on_the_pod_and_the_csinode() {
+    let w = World::start().await;
+    let handle = w.create_volume("vol-web").await;
+    let uid = w.pod_with_volume("web", &handle, NODE).await;
+    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
+    wait_cycles(&url, 1.0).await;
+    w.inject(&[
+        "volume",
+        &handle,
+        "--side",
+        "node",
+        "--status",
+        "Inaccessible",
+        "--reason",
+        "Gone",
+    ]);
+    w.inject(&[
+        "storage",
+        "--status",
+        "StorageUnreachable",
+        "--reason",
+        "Partition",
+    ]);
+    let has = |events: &[(String, String, String)], kind: &str, reason: &str| {
+        events
+            .iter()
+            .any(|(t, r, c)| t == kind && r == reason && c == "volhealth-agent")
+    };
+    wait_for_async(WAIT, "a Warning Event on the pod", || async {
+        has(
+            &w.events_about("Pod", "web").await,
+            "Warning",
+            "VolumeHealthDegraded",
+        )
+        .then_some(())
+    })
+    .await;
+    wait_for_async(WAIT, "a Warning Event on the CSINode", || async {
+        has(
+            &w.events_about("CSINode", NODE).await,
+            "Warning",
+            "StorageHealthDegraded",
+        )
+        .then_some(())
+    })
+    .await;
+    w.inject(&["clear", "volume", &handle, "--side", "node"]);
+    w.inject(&["clear", "storage"]);
+    wait_for_async(WAIT, "a Normal Event on the pod", || async {
+        has(
+            &w.events_about("Pod", "web").await,
+            "Normal",
+            "VolumeHealthRecovered",
+        )
+        .then_some(())
+    })
+    .await;
+    wait_for_async(WAIT, "a Normal Event on the CSINode", || async {
+        has(
+            &w.events_about("CSINode", NODE).await,
+            "Normal",
+            "StorageHealthRecovered",
+        )
+        .then_some(())
+    })
+    .await;
+    // One Event per transition, not one per cycle.
+    wait_cycles(&url, 3.0).await;
+    assert_eq!(w.events_about("Pod", "web").await.len(), 2);
+    assert_eq!(w.events_about("CSINode", NODE).await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

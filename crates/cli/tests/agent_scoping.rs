@@ -1,5 +1,6 @@
 //! End to end: node scoping. A node's credentials cannot write another node's pods or CSINode, and an agent
 //! whose --node-name does not match its credentials stops loudly instead of writing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod agent_world;
 mod support;

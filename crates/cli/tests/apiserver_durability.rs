@@ -1,6 +1,7 @@
 //! End-to-end tests of `volhealth apiserver` persistence, which need the server as a process of
 //! its own: nothing acknowledged is lost across `kill -9`, and watches resume after one. The
 //! rest of the API server's tests run it in-process, in `crates/apiserver/tests`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
 mod support;

@@ -1,4 +1,5 @@
 //! The binary's entry points: help, version, and a clear failure for a wrong command.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use assert_cmd::Command;
 

@@ -1,6 +1,7 @@
 //! `volhealth conformance` against the reference driver, both real processes over a unix socket,
 //! with the driver's own `inject conformance` adapter: every case passes or is skipped for a
 //! stated reason, the exit code is 0, and the JUnit XML is well-formed and counts right.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -4,6 +4,7 @@
 //!
 //! Needs `promtool` (Debian: package `prometheus`) for the promtool parts; without it they print
 //! `SKIPPED` and pass, unless `VOLHEALTH_REQUIRE_TOOLS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! sends the socket path as `:authority`; the driver must serve it anyway. The interpreter comes
 //! from VOLHEALTH_PYTHON (default `python3`); skipped when grpcio is missing, failed instead under
 //! VOLHEALTH_REQUIRE_TOOLS=1.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -4,6 +4,7 @@
 //! its node only and clears; a real fault (the volume's data deleted) shows as Inaccessible and
 //! clears when the data is back. Checked with `volhealth status -o json` and, when installed,
 //! with kubectl. One `up` serves every check: they use different volumes and nodes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
 mod support;

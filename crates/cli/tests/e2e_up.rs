@@ -1,6 +1,7 @@
 //! `volhealth up` as a user meets it: a second run resumes without duplicating anything and keeps
 //! health history, a second `up` on the same dir and a port already in use are refused at once,
 //! and a broken `--dir` is a clear error, never a hang.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
 mod support;

@@ -1,6 +1,7 @@
 //! `volhealth up --driver-endpoint`: the monitor and agents run against a CSI driver that `up`
 //! did not start (here a separately started `volhealth driver` under another name, as a driver
 //! author would run theirs), and its reports reach PVCs, pods and the CSINode.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
 mod support;

@@ -5,6 +5,7 @@
 //!
 //! promtool (Debian package `prometheus`): without it the promtool checks print `SKIPPED`,
 //! unless `VOLHEALTH_REQUIRE_TOOLS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
 mod support;

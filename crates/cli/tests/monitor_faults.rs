@@ -1,5 +1,6 @@
 //! End to end: faults around `volhealth monitor`: a driver that dies, paging chaos, unknown
 //! values, and two replicas with leader election.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod monitor_world;
 mod support;

@@ -3,6 +3,7 @@
 //! `--require-secret`, so conditions reach the claim only when the Secret holds the right value;
 //! with a wrong value every cycle fails and stored conditions stay. A missing Secret stops the
 //! monitor with an error naming it, before any probe, and no Secret value appears in any log.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod monitor_world;
 mod support;

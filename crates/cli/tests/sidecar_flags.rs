@@ -1,6 +1,7 @@
 //! The long-running subcommands take the upstream sidecars' flags: `--v=N`, `--log-format
 //! text|json`, `--metrics-address` and `--metrics-path`; logs carry no colour codes when stderr
 //! is not a terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

@@ -21,6 +21,7 @@ pub mod report;
 pub mod rules;
 pub mod secrets;
 mod session;
+mod volumes;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -141,7 +142,7 @@ pub async fn run(
     if interrupted {
         let _ = writeln!(progress, "interrupted: cleaning up what this run created…");
     }
-    let cleanup_problems = fixture::cleanup(&session, injector.as_ref()).await;
+    let cleanup_problems = volumes::cleanup(&session, injector.as_ref()).await;
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(Report {
         driver,

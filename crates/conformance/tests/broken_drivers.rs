@@ -1,6 +1,7 @@
 //! Each deliberately broken driver (see `broken/mod.rs`) fails the case for the rule it breaks,
 //! with a message naming that rule, and nothing unrelated; the unbroken one fails nothing.
 //! Real gRPC over unix sockets, the suite run in-process through `volhealth_conformance::run`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod broken;
 

@@ -1,5 +1,6 @@
 //! Encoding and decoding cost of large health list pages, the hot path of the
 //! monitor in list mode.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use prost::Message;

@@ -1,6 +1,7 @@
 //! The redacting `Debug` generator on shapes csi.proto lacks (see
 //! `tests/proto/redaction_fixture.proto`): secrets in oneofs, optional, bytes
 //! and repeated secrets, nested types and keyword names.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 #[allow(clippy::all, missing_docs)]
 mod fixture {

@@ -1,4 +1,5 @@
 //! `client::connect` and `server::serve_unix` over real unix sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod test_plugin;
 

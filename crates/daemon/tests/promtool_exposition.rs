@@ -3,6 +3,7 @@
 //!
 //! Needs `promtool` (Debian: package `prometheus`) on PATH; without it the test prints
 //! `SKIPPED` and passes, unless `VOLHEALTH_REQUIRE_TOOLS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

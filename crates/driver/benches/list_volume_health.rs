@@ -1,5 +1,6 @@
 //! Cost of one ControllerListVolumeHealth page over 5,000 volumes held in memory (the handler
 //! itself, without the socket): it must not scan the disk.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::collections::BTreeMap;

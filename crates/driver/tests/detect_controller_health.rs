@@ -1,5 +1,6 @@
 //! Controller-side detection over a real socket: data deleted out of band, a corrupted image,
 //! a full backing filesystem.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod fixture;
 

@@ -1,6 +1,7 @@
 //! Injections over a real socket: volume and storage conditions (merged with detected ones, raw
 //! unknown numbers sent as they are), RPC faults, list chaos. Injections are written with the
 //! library's store functions, exactly as `volhealth inject` writes them, while the driver runs.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod fixture;
 

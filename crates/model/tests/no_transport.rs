@@ -3,6 +3,7 @@
 //! `volhealth-model` and refuses tonic, hyper and h2 anywhere below it (the lock
 //! lists a superset of what a build of the crate uses, so this errs on the
 //! strict side).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

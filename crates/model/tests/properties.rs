@@ -1,4 +1,5 @@
 //! Property tests of the reconciliation contract (1,000+ cases each).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};

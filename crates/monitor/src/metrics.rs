@@ -137,7 +137,7 @@ mod tests {
             true,
             Duration::from_millis(3),
         );
-        m.writer.write(crate::claim_target::RESOURCE, "dropped");
+        m.writer.write("persistentvolumeclaims/status", "dropped");
         m.writer.unknown_condition(7);
         m.incomplete_cycle("too_many_pages");
         let key = ClaimKey {

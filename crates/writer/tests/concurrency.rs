@@ -3,7 +3,7 @@
 //! most one PATCH per transition, the last one is the driver's last answer, and
 //! `lastTransitionTime` moves only when the set of (status, reason) changes, whatever the timing
 //! (paused tokio time, so the interleavings are exact and repeatable).
-
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 #![allow(clippy::needless_range_loop)] // volumes are indices into several parallel tables
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -290,6 +290,25 @@ impl World {
             .collect()
     }
 
+    /// (type, reason, reportingComponent) of the Events about `kind`/`name`, as kubectl finds them.
+    pub async fn events_about(&self, kind: &str, name: &str) -> Vec<(String, String, String)> {
+        let selector = format!("involvedObject.kind={kind},involvedObject.name={name}");
+        Api::<k8s_openapi::api::core::v1::Event>::namespaced(self.admin.clone(), "default")
+            .list(&kube::api::ListParams::default().fields(&selector))
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.reporting_component.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
     pub async fn csinode(&self) -> Option<CSINode> {
         Api::<CSINode>::all(self.admin.clone())
             .get_opt(NODE)

@@ -3,9 +3,9 @@
 use tonic::Code;
 
 use super::{Runner, describe, expect_code, plain, unknown_volume_id};
-use crate::fixture;
 use crate::report::{Case, Outcome};
 use crate::session::Session;
+use crate::volumes;
 
 const PLUGIN_INFO: Case = Case {
     name: "identity.plugin_info",
@@ -181,7 +181,7 @@ pub async fn shared_volume(s: &Session, n: usize) -> Result<String, String> {
     }
     while s.fixture.volume_ids().len() <= n {
         let label = format!("shared{}", s.fixture.volume_ids().len());
-        if let Err(e) = fixture::create_volume(s, &label).await {
+        if let Err(e) = volumes::create_volume(s, &label).await {
             return Err(format!(
                 "CreateVolume of a test volume failed: {}",
                 describe(s, &e)

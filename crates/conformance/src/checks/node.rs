@@ -3,9 +3,9 @@
 use tonic::Code;
 
 use super::{Runner, describe, expect_code, plain, unknown_volume_id};
-use crate::fixture;
 use crate::report::{Case, Outcome};
 use crate::session::Session;
+use crate::volumes;
 
 const UNKNOWN: Case = Case {
     name: "node.get.unknown_volume_not_found",
@@ -91,7 +91,7 @@ async fn volume(s: &Session, label: &str) -> Result<String, Outcome> {
             "the controller does not advertise CREATE_DELETE_VOLUME, so the suite cannot create test volumes".into(),
         ));
     }
-    fixture::create_volume(s, label)
+    volumes::create_volume(s, label)
         .await
         .map_err(|e| Outcome::Skip(format!("CreateVolume failed: {}", describe(s, &e))))
 }
@@ -111,10 +111,10 @@ async fn attempted(s: &Session) -> (Outcome, Vec<String>) {
     }
     let path = blocker.join("staging");
     let (publish_path, staging_path) = if s.caps.stage_unstage {
-        let _ = fixture::stage(s, &id, &path).await;
+        let _ = volumes::stage(s, &id, &path).await;
         (String::new(), path.display().to_string())
     } else {
-        let _ = fixture::publish(s, &id, None, &path).await;
+        let _ = volumes::publish(s, &id, None, &path).await;
         (path.display().to_string(), String::new())
     };
     plain(match s.node_get(&id, &publish_path, &staging_path).await {
@@ -143,14 +143,14 @@ async fn published(s: &Session) -> (Outcome, Vec<String>) {
             staging.display()
         )));
     }
-    if let Err(e) = fixture::stage(s, &id, &staging).await {
+    if let Err(e) = volumes::stage(s, &id, &staging).await {
         return plain(Outcome::Skip(format!(
             "NodeStageVolume failed: {}",
             describe(s, &e)
         )));
     }
     let staged = s.caps.stage_unstage.then_some(staging.as_path());
-    if let Err(e) = fixture::publish(s, &id, staged, &target).await {
+    if let Err(e) = volumes::publish(s, &id, staged, &target).await {
         return plain(Outcome::Skip(format!(
             "NodePublishVolume failed: {}",
             describe(s, &e)

@@ -8,9 +8,9 @@ use volhealth_csi::v1;
 
 use super::controller::shared_volume;
 use super::{Runner, describe, expect_code, plain};
-use crate::fixture;
 use crate::report::{Case, Outcome};
 use crate::session::Session;
+use crate::volumes;
 
 const BAD_TOKEN: Case = Case {
     name: "controller.list.bad_token_aborted",
@@ -285,7 +285,7 @@ async fn concurrent(s: &Session, bound: usize) -> (Outcome, Vec<String>) {
             "the first max_entries=1 page was the last; nothing to page across".into(),
         ));
     }
-    if let Err(e) = fixture::create_volume(s, "concurrent").await {
+    if let Err(e) = volumes::create_volume(s, "concurrent").await {
         return plain(Outcome::Fail(format!(
             "CreateVolume between pages failed: {}",
             describe(s, &e)

@@ -270,7 +270,7 @@ impl Tokens {
             monitor: take("system:serviceaccount:kube-system:csi-external-health-monitor"),
             nodes: nodes
                 .iter()
-                .map(|n| (n.clone(), take(&format!("system:node:{n}"))))
+                .map(|n| (n.clone(), take(&volhealth_model::identity::node_user(n))))
                 .collect(),
         };
         let mut text = format!(
@@ -279,7 +279,9 @@ impl Tokens {
         );
         for (node, token) in &tokens.nodes {
             text.push_str(&format!(
-                "{token},system:node:{node},{node},\"system:nodes\"\n"
+                "{token},{},{node},\"{}\"\n",
+                volhealth_model::identity::node_user(node),
+                volhealth_model::identity::NODES_GROUP
             ));
         }
         write_private(&path, &text)?;
