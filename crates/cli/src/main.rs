@@ -30,6 +30,8 @@ enum Command {
     Agent(cmd::agent::Args),
     /// Start the whole system on this machine: API server, driver, monitor, agents, sample workload.
     Up(cmd::up::Args),
+    /// Measure the whole system at scale: writes, detection lags, a correlated failure, memory.
+    Bench(cmd::bench::Args),
     /// Show every volume and storage health condition in the cluster.
     Status(cmd::status::Args),
     /// Print a shell completion script (bash, zsh, fish...) to stdout.
@@ -69,7 +71,9 @@ fn main() -> ExitCode {
         Command::Driver(a) => Some(&a.log),
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
-        Command::Inject(_) | Command::Up(_) | Command::Conformance(_) => Some(&default_log),
+        Command::Inject(_) | Command::Up(_) | Command::Conformance(_) | Command::Bench(_) => {
+            Some(&default_log)
+        }
     };
     if let Some(log) = log {
         cmd::init_logging(log);
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Monitor(a) => cmd::block_on(cmd::monitor::run(a)),
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
+        Command::Bench(a) => cmd::block_on(cmd::bench::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),

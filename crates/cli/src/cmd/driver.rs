@@ -41,6 +41,10 @@ pub struct Args {
     /// A node I/O probe slower than this many milliseconds makes the volume Degraded.
     #[arg(long, default_value_t = 500)]
     io_probe_slow_ms: u64,
+    /// Report StorageDegraded LowFreeSpace when less than this share of the backing filesystem is
+    /// free (0 turns the check off, e.g. for benchmarks on a nearly full disk).
+    #[arg(long, default_value_t = 0.10)]
+    low_space_fraction: f64,
     /// Never mount: stage and publish with symlinks, as on a machine without mount privilege.
     #[arg(long)]
     no_mounts: bool,
@@ -64,6 +68,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.refresh_interval = Duration::from_millis(args.refresh_interval_ms.max(10));
     config.io_probe_timeout = Duration::from_millis(args.io_probe_timeout_ms.max(1));
     config.io_probe_slow = Duration::from_millis(args.io_probe_slow_ms);
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.low_space_fraction),
+        "--low-space-fraction must be within [0, 1], got {}",
+        args.low_space_fraction
+    );
+    config.low_space_fraction = args.low_space_fraction;
     config.allow_mounts = !args.no_mounts;
     config.require_secret = args.require_secret;
     volhealth_driver::run(

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod apiserver;
+pub mod bench;
 pub mod completions;
 pub mod conformance;
 pub mod driver;

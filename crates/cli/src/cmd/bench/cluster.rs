@@ -1,0 +1,426 @@
+//! The cluster a bench measures: the API server, the driver's controller plugin and one node
+//! plugin per node, the monitor and one agent per node, each a real process of this binary, and
+//! PVs, PVCs and pods whose volumes are really created, staged and published through the driver.
+
+use crate::cmd::up::children::Component;
+use crate::cmd::up::layout::{self, Layout, Tokens};
+use crate::cmd::up::workload::{self, Sample};
+use anyhow::Context as _;
+use futures::StreamExt as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long each component gets to become ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Objects created at once while setting up.
+const SETUP_CONCURRENCY: usize = 16;
+
+/// One volume of the bench: its sample (claim, PV, pod, node) and the driver's volume id.
+#[derive(Debug, Clone)]
+pub struct Volume {
+    /// Names of the claim, PV, pod and node.
+    pub sample: Sample,
+    /// The volume id CreateVolume returned.
+    pub volume_id: String,
+}
+
+/// Which ControllerGetVolumeHealth / ControllerListVolumeHealth the driver offers the monitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The monitor pages through ControllerListVolumeHealth.
+    List,
+    /// The monitor asks ControllerGetVolumeHealth per volume.
+    Get,
+}
+
+/// What the cluster is started with.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Where all state lives.
+    pub dir: PathBuf,
+    /// Node names.
+    pub nodes: Vec<String>,
+    /// Number of PVCs (each with a PV and a pod).
+    pub pvcs: usize,
+    /// Monitor and agent interval.
+    pub interval: Duration,
+    /// List or Get mode.
+    pub mode: Mode,
+    /// The monitor's `--list-page-size`.
+    pub page_size: u32,
+    /// Extra flags passed to the monitor as they are (e.g. `--kube-api-qps 50`).
+    pub monitor_flags: Vec<String>,
+}
+
+/// A started cluster.
+pub struct Cluster {
+    /// Paths inside the bench dir.
+    pub layout: Layout,
+    /// The admin client.
+    pub client: kube::Client,
+    /// The API server's URL.
+    pub server: String,
+    /// The monitor's metrics URL.
+    pub monitor_metrics: String,
+    /// Every volume, in creation order.
+    pub volumes: Vec<Volume>,
+    /// The running processes, by name, in start order.
+    pub components: Vec<Component>,
+    monitor_args: Vec<String>,
+    _lock: layout::DirLock,
+}
+
+fn millis(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
+/// A free loopback port (bound, then released for the component to take).
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(l.local_addr().context("reading a bound port")?.port())
+}
+
+fn progress(what: &str, done: usize, total: usize) {
+    print!("\r  {what}: {done}/{total}");
+    let _ = std::io::stdout().flush();
+}
+
+impl Cluster {
+    fn spawn(&mut self, name: &str, args: Vec<String>) -> anyhow::Result<()> {
+        let c = Component::start(name, &self.layout.log(name), &args)?;
+        self.components.push(c);
+        Ok(())
+    }
+
+    /// The pid of the component called `name`.
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.components
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(Component::pid)
+    }
+
+    /// Names and pids of every running component.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        self.components
+            .iter()
+            .filter_map(|c| Some((c.name.clone(), c.pid()?)))
+            .collect()
+    }
+
+    /// The first component that has exited, described.
+    pub fn exited(&mut self) -> Option<String> {
+        self.components.iter_mut().find_map(Component::exited)
+    }
+
+    /// Stops the monitor and starts it again with the same flags; returns once it serves metrics.
+    pub async fn restart_monitor(&mut self) -> anyhow::Result<()> {
+        if let Some(pos) = self.components.iter().position(|c| c.name == "monitor") {
+            let mut c = self.components.remove(pos);
+            c.stop().await;
+        }
+        let args = self.monitor_args.clone();
+        self.spawn("monitor", args)?;
+        let url = self.monitor_metrics.clone();
+        wait_ready("the restarted monitor", self, async || {
+            super::probe::http_get(&url).await.ok()
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Stops every component, last started first.
+    pub async fn stop(&mut self) {
+        while let Some(mut c) = self.components.pop() {
+            c.stop().await;
+        }
+    }
+}
+
+/// Waits for `ready` while checking that no component has exited.
+async fn wait_ready<T>(
+    what: &str,
+    cluster: &mut Cluster,
+    mut ready: impl AsyncFnMut() -> Option<T>,
+) -> anyhow::Result<T> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Some(v) = ready().await {
+            return Ok(v);
+        }
+        if let Some(why) = cluster.exited() {
+            anyhow::bail!("{what} did not start: {why}");
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{what} was not ready after {READY_TIMEOUT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The samples of the bench: `pvcs` claims spread round-robin over the nodes.
+pub fn samples(nodes: &[String], pvcs: usize) -> Vec<Sample> {
+    (1..=pvcs)
+        .map(|n| Sample {
+            claim: format!("data-{n}"),
+            volume: format!("pv-data-{n}"),
+            pod: format!("web-{n}"),
+            node: nodes[(n - 1) % nodes.len()].clone(),
+        })
+        .collect()
+}
+
+/// Starts everything but the monitor and agents, and creates the objects; then starts the
+/// monitor and agents. `Cluster::stop` must be called on every path after this returns.
+pub async fn start(plan: &Plan) -> anyhow::Result<Cluster> {
+    let layout = Layout::new(&plan.dir)?;
+    let lock = layout::prepare(&layout)?;
+    let tokens = Tokens::load_or_create(&layout, &plan.nodes)?;
+    let dir = |p: PathBuf| p.display().to_string();
+    let kubeconfig = layout.kubeconfig();
+    let _ = std::fs::remove_file(&kubeconfig);
+    let mut cluster = Cluster {
+        layout: layout.clone(),
+        client: kube::Client::try_from(kube::Config::new(
+            "http://127.0.0.1:1".parse().context("a placeholder URL")?,
+        ))
+        .context("building a placeholder client")?,
+        server: String::new(),
+        monitor_metrics: format!("http://127.0.0.1:{}/metrics", free_port()?),
+        volumes: Vec::new(),
+        components: Vec::new(),
+        monitor_args: Vec::new(),
+        _lock: lock,
+    };
+    if let Err(e) = fill(&mut cluster, plan, &tokens, &kubeconfig, &dir).await {
+        cluster.stop().await;
+        return Err(e);
+    }
+    Ok(cluster)
+}
+
+async fn fill(
+    cluster: &mut Cluster,
+    plan: &Plan,
+    tokens: &Tokens,
+    kubeconfig: &std::path::Path,
+    dir: &impl Fn(PathBuf) -> String,
+) -> anyhow::Result<()> {
+    let layout = cluster.layout.clone();
+    println!(
+        "  starting the API server, the driver and {} node plugin(s)",
+        plan.nodes.len()
+    );
+    cluster.spawn(
+        "apiserver",
+        vec![
+            "apiserver".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data-dir".into(),
+            dir(layout.apiserver_data()),
+            "--token-auth-file".into(),
+            dir(layout.tokens()),
+            "--anonymous-admin".into(),
+            "--write-kubeconfig".into(),
+            dir(kubeconfig.to_path_buf()),
+        ],
+    )?;
+    let server = wait_ready("the API server", cluster, async || {
+        let text = std::fs::read_to_string(kubeconfig).ok()?;
+        text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("server:")
+                .map(|s| s.trim().trim_matches('"').to_string())
+        })
+    })
+    .await?;
+    let conn = crate::cmd::status::kubeconfig::connect(
+        Some(kubeconfig),
+        None,
+        Duration::from_secs(30),
+        false,
+    )
+    .await?;
+    let client = conn.client.clone();
+    wait_ready("the API server", cluster, async || {
+        client.apiserver_version().await.ok()
+    })
+    .await?;
+    cluster.client = client.clone();
+    cluster.server = server.clone();
+    volhealth_apiserver::kubeconfig::write(
+        &layout.monitor_kubeconfig(),
+        &server,
+        Some(&tokens.monitor),
+    )
+    .context("writing the monitor's kubeconfig")?;
+    for (node, token) in &tokens.nodes {
+        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
+            .with_context(|| format!("writing the kubeconfig of {node}"))?;
+    }
+
+    let capabilities = match plan.mode {
+        Mode::List => "list,get,node-volume,node-storage",
+        Mode::Get => "get,node-volume,node-storage",
+    };
+    let controller = layout.controller_endpoint();
+    cluster.spawn(
+        "driver-controller",
+        vec![
+            "driver".into(),
+            "--mode".into(),
+            "controller".into(),
+            "--endpoint".into(),
+            controller.clone(),
+            "--state-dir".into(),
+            dir(layout.driver_state()),
+            "--node-id".into(),
+            "controller".into(),
+            "--no-mounts".into(),
+            "--health-capabilities".into(),
+            capabilities.into(),
+        ],
+    )?;
+    wait_ready("the controller plugin", cluster, async || {
+        volhealth_csi::client::connect(&controller, Duration::from_millis(200))
+            .await
+            .ok()
+    })
+    .await?;
+    for node in &plan.nodes {
+        let endpoint = layout.node_endpoint(node);
+        cluster.spawn(
+            &format!("driver-{node}"),
+            vec![
+                "driver".into(),
+                "--mode".into(),
+                "node".into(),
+                "--endpoint".into(),
+                endpoint.clone(),
+                "--state-dir".into(),
+                dir(layout.driver_state()),
+                "--node-id".into(),
+                node.clone(),
+                "--registration-dir".into(),
+                dir(layout.registration_dir(node)),
+                "--no-mounts".into(),
+                // Conditions come from injection only: a busy machine must not add SlowIo.
+                "--io-probe-slow-ms".into(),
+                "60000".into(),
+                "--io-probe-timeout-ms".into(),
+                "120000".into(),
+                "--low-space-fraction".into(),
+                "0".into(),
+            ],
+        )?;
+    }
+    for node in &plan.nodes {
+        let endpoint = layout.node_endpoint(node);
+        wait_ready(&format!("the node plugin of {node}"), cluster, async || {
+            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
+                .await
+                .ok()
+        })
+        .await?;
+    }
+    let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
+    workload::register_cluster(&client, &driver, &plan.nodes).await?;
+
+    let samples = samples(&plan.nodes, plan.pvcs);
+    let total = samples.len();
+    let what = "creating volumes, PVs, PVCs and pods (staged and published)";
+    progress(what, 0, total);
+    let mut made = futures::stream::iter(samples.into_iter().map(|s| {
+        let (client, driver, controller, layout) = (
+            client.clone(),
+            driver.clone(),
+            controller.clone(),
+            layout.clone(),
+        );
+        async move {
+            let volume_id = workload::create_volume(&controller, &s.volume).await?;
+            let pod_uid = workload::ensure_objects(&client, &driver, &s, &volume_id).await?;
+            workload::stage_and_publish(
+                &layout.node_endpoint(&s.node),
+                &layout.kubelet_root(&s.node),
+                &driver,
+                &s,
+                &volume_id,
+                &pod_uid,
+            )
+            .await?;
+            anyhow::Ok(Volume {
+                sample: s,
+                volume_id,
+            })
+        }
+    }))
+    .buffer_unordered(SETUP_CONCURRENCY);
+    let step = (total / 100).max(1);
+    while let Some(v) = made.next().await {
+        cluster.volumes.push(v?);
+        let n = cluster.volumes.len();
+        if n.is_multiple_of(step) || n == total {
+            progress(what, n, total);
+        }
+    }
+    println!();
+    cluster
+        .volumes
+        .sort_by_key(|v| v.sample.claim[5..].parse::<usize>().unwrap_or(usize::MAX));
+
+    println!("  starting the monitor and {} agent(s)", plan.nodes.len());
+    let mut monitor_args = vec![
+        "monitor".to_string(),
+        "--csi-address".into(),
+        controller.clone(),
+        "--kubeconfig".into(),
+        dir(layout.monitor_kubeconfig()),
+        "--monitor-interval".into(),
+        millis(plan.interval),
+        "--list-page-size".into(),
+        plan.page_size.to_string(),
+        "--http-endpoint".into(),
+        cluster
+            .monitor_metrics
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics")
+            .to_string(),
+    ];
+    monitor_args.extend(plan.monitor_flags.iter().cloned());
+    cluster.monitor_args = monitor_args.clone();
+    cluster.spawn("monitor", monitor_args)?;
+    for node in &plan.nodes {
+        let port = free_port()?;
+        cluster.spawn(
+            &format!("agent-{node}"),
+            vec![
+                "agent".into(),
+                "--node-name".into(),
+                node.clone(),
+                "--kubeconfig".into(),
+                dir(layout.node_kubeconfig(node)),
+                "--kubelet-root-dir".into(),
+                dir(layout.kubelet_root(node)),
+                "--interval".into(),
+                millis(plan.interval),
+                "--http-endpoint".into(),
+                format!("127.0.0.1:{port}"),
+            ],
+        )?;
+    }
+    let url = cluster.monitor_metrics.clone();
+    wait_ready("the monitor", cluster, async || {
+        super::probe::http_get(&url).await.ok()
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if let Some(why) = cluster.exited() {
+        anyhow::bail!("{why}");
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! `volhealth bench`: builds a cluster of real processes at a given size (the API server, the
+//! driver's controller and node plugins, the monitor, one agent per node, and PVs, PVCs and pods
+//! whose volumes are created, staged and published through the driver), then measures in one run
+//! the steady-state write rate, detection lags, a correlated failure reaching status and clearing,
+//! the writes after a monitor restart, and every component's memory and CPU.
+
+pub mod cluster;
+pub mod observe;
+pub mod phases;
+pub mod probe;
+pub mod report;
+pub mod svg;
+
+use anyhow::Context as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Flags of `volhealth bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// PVCs to create, each with its PV and a pod, spread round-robin over the nodes.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub pvcs: u32,
+    /// Simulated nodes: one node plugin and one agent process each.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub nodes: u16,
+    /// The monitor's and the agents' interval.
+    #[arg(long, default_value = "1s", value_parser = volhealth_daemon::duration::parse)]
+    pub interval: Duration,
+    /// list: the monitor pages through ControllerListVolumeHealth; get: the driver offers only
+    /// ControllerGetVolumeHealth, asked once per volume per interval.
+    #[arg(long, value_enum, default_value = "list")]
+    pub mode: cluster::Mode,
+    /// The monitor's --list-page-size.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u32,
+    /// Volumes of the correlated failure: a share (10%) or a number (500).
+    #[arg(long, default_value = "10%")]
+    pub unhealthy: String,
+    /// Total length of the three steady-state windows (healthy, unhealthy, after a monitor
+    /// restart), a third each.
+    #[arg(long, default_value = "60s", value_parser = volhealth_daemon::duration::parse)]
+    pub duration: Duration,
+    /// Detection-lag samples of each kind (controller, node volume, node storage).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub samples: u32,
+    /// How long to wait for a burst of changes to reach status before giving up on it.
+    #[arg(long, default_value = "120s", value_parser = volhealth_daemon::duration::parse)]
+    pub wait: Duration,
+    /// A flag passed to the monitor as it is (repeatable), e.g. --monitor-flag=--kube-api-qps=5.
+    #[arg(long = "monitor-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    pub monitor_flags: Vec<String>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Draw the lag distributions and the correlated-failure curve as SVG into this file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Where the cluster's state lives (default: a fresh directory under the temp dir, removed
+    /// afterwards). Must be empty or absent.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Keep --dir (logs, database) after the run.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// `10%` of `pvcs`, or a plain number, at least 1 and at most `pvcs`.
+pub fn parse_unhealthy(s: &str, pvcs: usize) -> anyhow::Result<usize> {
+    let s = s.trim();
+    let n = match s.strip_suffix('%') {
+        Some(p) => {
+            let share: f64 = p
+                .trim()
+                .parse()
+                .with_context(|| format!("--unhealthy {s:?}: expected e.g. 10% or 500"))?;
+            anyhow::ensure!(
+                (0.0..=100.0).contains(&share),
+                "--unhealthy {s:?} must be between 0% and 100%"
+            );
+            (share / 100.0 * pvcs as f64).round() as usize
+        }
+        None => s
+            .parse()
+            .with_context(|| format!("--unhealthy {s:?}: expected e.g. 10% or 500"))?,
+    };
+    Ok(n.clamp(1, pvcs))
+}
+
+fn bench_dir(args: &Args) -> anyhow::Result<(PathBuf, bool)> {
+    match &args.dir {
+        Some(d) => {
+            let empty = match std::fs::read_dir(d) {
+                Ok(mut entries) => entries.next().is_none(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => return Err(e).with_context(|| format!("reading --dir {}", d.display())),
+            };
+            anyhow::ensure!(
+                empty,
+                "--dir {} is not empty; the bench builds a fresh cluster",
+                d.display()
+            );
+            Ok((d.clone(), args.keep))
+        }
+        None => {
+            let d = std::env::temp_dir().join(format!("volhealth-bench-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            Ok((d, args.keep))
+        }
+    }
+}
+
+/// Runs `volhealth bench`.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let pvcs = args.pvcs as usize;
+    let unhealthy = parse_unhealthy(&args.unhealthy, pvcs)?;
+    let (dir, keep) = bench_dir(&args)?;
+    let nodes: Vec<String> = (1..=usize::from(args.nodes))
+        .map(crate::cmd::up::layout::node_name)
+        .collect();
+    let plan = cluster::Plan {
+        dir: dir.clone(),
+        nodes,
+        pvcs,
+        interval: args.interval,
+        mode: args.mode,
+        page_size: args.page_size,
+        monitor_flags: args.monitor_flags.clone(),
+    };
+    let window = args.duration / 3;
+    let setup = report::Setup {
+        pvcs,
+        nodes: plan.nodes.len(),
+        interval_s: args.interval.as_secs_f64(),
+        mode: args.mode,
+        page_size: args.page_size,
+        unhealthy_volumes: unhealthy,
+        window_s: window.as_secs_f64(),
+        monitor_flags: args.monitor_flags.clone(),
+        cpus: std::thread::available_parallelism().map_or(1, usize::from),
+        release_build: !cfg!(debug_assertions),
+    };
+    println!(
+        "volhealth bench: {pvcs} PVCs on {} nodes, interval {:?}, {:?} mode, state in {}",
+        plan.nodes.len(),
+        args.interval,
+        args.mode,
+        dir.display()
+    );
+    if cfg!(debug_assertions) {
+        println!("  (a debug build: use `cargo run --release -- bench` for real numbers)");
+    }
+    let knobs = phases::Knobs {
+        started,
+        interval: args.interval,
+        window,
+        samples: args.samples as usize,
+        unhealthy,
+        wait: args.wait,
+    };
+    let work = async {
+        let mut cluster = cluster::start(&plan).await?;
+        let measured = phases::measure(&mut cluster, knobs).await;
+        cluster.stop().await;
+        measured
+    };
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("installing the SIGINT handler")?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")?;
+    // On a signal the work is dropped, and with it every component (each is killed on drop).
+    let measured = tokio::select! {
+        r = work => r,
+        _ = interrupt.recv() => Err(anyhow::anyhow!("interrupted")),
+        _ = terminate.recv() => Err(anyhow::anyhow!("terminated")),
+    };
+    if !keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        println!("  state and logs kept in {}", dir.display());
+    }
+    let mut report = measured?;
+    report.setup = Some(setup);
+    println!("\n{}", report.table());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).context("encoding the results")?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        println!("results written to {}", path.display());
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, svg::render(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("picture written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unhealthy_is_a_share_or_a_number_within_the_pvcs() {
+        assert_eq!(parse_unhealthy("10%", 5000).unwrap(), 500);
+        assert_eq!(parse_unhealthy("500", 5000).unwrap(), 500);
+        assert_eq!(parse_unhealthy("0%", 40).unwrap(), 1);
+        assert_eq!(parse_unhealthy("9000", 40).unwrap(), 40);
+        assert!(parse_unhealthy("lots", 40).is_err());
+        assert!(parse_unhealthy("150%", 40).is_err());
+    }
+}
