@@ -28,6 +28,8 @@ enum Command {
     Monitor(cmd::monitor::Args),
     /// Run the node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
     Agent(cmd::agent::Args),
+    /// Run the kube-scheduler extender that keeps pods off nodes whose storage health their driver's policy rejects.
+    SchedulerExtender(cmd::scheduler_extender::Args),
     /// Start the whole system on this machine: API server, driver, monitor, agents, sample workload.
     Up(cmd::up::Args),
     /// Show every volume and storage health condition in the cluster.
@@ -48,6 +50,7 @@ impl Command {
             Command::Driver(_) => Some("driver"),
             Command::Monitor(_) => Some("monitor"),
             Command::Agent(_) => Some("agent"),
+            Command::SchedulerExtender(_) => Some("scheduler-extender"),
             _ => None,
         }
     }
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Driver(a) => Some(&a.log),
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
+        Command::SchedulerExtender(a) => Some(&a.log),
         Command::Inject(_) | Command::Up(_) => Some(&default_log),
     };
     if let Some(log) = log {
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Inject(a) => cmd::block_on(cmd::inject::run(a)),
         Command::Monitor(a) => cmd::block_on(cmd::monitor::run(a)),
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
+        Command::SchedulerExtender(a) => cmd::block_on(cmd::scheduler_extender::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),

@@ -23,6 +23,8 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
     /// Whether kubectl checks run.
     pub kubectl: bool,
+    /// More `up` flags, given on every launch.
+    pub extra: Vec<String>,
     proc: Option<Proc>,
 }
 
@@ -30,6 +32,11 @@ impl Cluster {
     /// Starts `volhealth up --nodes N` on a free port with 1 s probe intervals and waits until it
     /// says it is running.
     pub fn start(nodes: u16) -> Cluster {
+        Cluster::start_with(nodes, &[])
+    }
+
+    /// Like [`Cluster::start`], with more `up` flags.
+    pub fn start_with(nodes: u16, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("state");
         let mut cluster = Cluster {
@@ -37,6 +44,7 @@ impl Cluster {
             dir,
             tmp,
             kubectl: have_tool("kubectl", &["version", "--client"]),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             proc: None,
         };
         cluster.launch(nodes);
@@ -52,7 +60,7 @@ impl Cluster {
     pub fn launch(&mut self, nodes: u16) {
         let nodes = nodes.to_string();
         let dir = self.dir.to_string_lossy().to_string();
-        let args = [
+        let mut args = vec![
             "up",
             "--dir",
             &dir,
@@ -65,6 +73,7 @@ impl Cluster {
             "--agent-interval",
             "1s",
         ];
+        args.extend(self.extra.iter().map(String::as_str));
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.
         let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
