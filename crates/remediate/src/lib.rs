@@ -5,8 +5,10 @@
 //!
 //! - [`policy`]: the policy file, validated with line-numbered errors, and [`policy::glob`].
 //! - [`findings`]: the conditions of each object, and which rules are due for them.
+//! - [`controller`]: the loop: CSINode watch, node actions and Events, dry-run by default.
 //! - [`plan`]: the actions due now, once per transition, the taints to remove, the eviction budget.
 
+pub mod controller;
 pub mod findings;
 pub mod plan;
 pub mod policy;
