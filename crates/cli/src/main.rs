@@ -30,6 +30,8 @@ enum Command {
     Agent(cmd::agent::Args),
     /// Run the kube-scheduler extender that keeps pods off nodes whose storage health their driver's policy rejects.
     SchedulerExtender(cmd::scheduler_extender::Args),
+    /// Run the remediation controller: act on health conditions as a policy file says (dry-run by default).
+    Remediate(cmd::remediate::Args),
     /// Start the whole system on this machine: API server, driver, monitor, agents, sample workload.
     Up(cmd::up::Args),
     /// Show every volume and storage health condition in the cluster.
@@ -51,6 +53,7 @@ impl Command {
             Command::Monitor(_) => Some("monitor"),
             Command::Agent(_) => Some("agent"),
             Command::SchedulerExtender(_) => Some("scheduler-extender"),
+            Command::Remediate(_) => Some("remediate"),
             _ => None,
         }
     }
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
         Command::SchedulerExtender(a) => Some(&a.log),
+        Command::Remediate(a) => Some(&a.log),
         Command::Inject(_) | Command::Up(_) => Some(&default_log),
     };
     if let Some(log) = log {
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::Monitor(a) => cmd::block_on(cmd::monitor::run(a)),
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
         Command::SchedulerExtender(a) => cmd::block_on(cmd::scheduler_extender::run(a)),
+        Command::Remediate(a) => cmd::block_on(cmd::remediate::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),

@@ -238,3 +238,47 @@ async fn untaint(nodes: &Api<Node>, u: &Untaint) -> Result<(), kube::Error> {
         .await?;
     Ok(())
 }
+
+/// Why [`serve`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The Kubernetes client could not be built.
+    #[error("loading the Kubernetes client: {0}")]
+    Client(#[from] volhealth_writer::Error),
+    /// The metrics endpoint could not be bound.
+    #[error("binding the metrics endpoint: {0}")]
+    Metrics(#[from] volhealth_daemon::Error),
+}
+
+/// Loads the client from `kubeconfig`, serves `/metrics` on `http_endpoint` (if any), and runs
+/// the controller until `shutdown`.
+pub async fn serve(
+    kubeconfig: Option<&std::path::Path>,
+    config: ControllerConfig,
+    http_endpoint: Option<std::net::SocketAddr>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let client = volhealth_writer::kube_client::load(kubeconfig)
+        .await?
+        .client;
+    let mut registry = Registry::default();
+    let actions = actions_family(&mut registry);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some(addr) = http_endpoint {
+        let endpoints = volhealth_daemon::Endpoints::from_registry(std::sync::Arc::new(registry));
+        let bound = volhealth_daemon::BoundEndpoint::bind(addr, endpoints).await?;
+        let mut rx = stop_rx.clone();
+        tokio::spawn(bound.serve(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }));
+    }
+    tracing::info!(
+        rules = config.policy.rules.len(),
+        dry_run = config.dry_run,
+        "remediation controller started"
+    );
+    run(client, config, actions, shutdown).await;
+    let _ = stop_tx.send(true);
+    drop(stop_rx);
+    Ok(())
+}
