@@ -28,6 +28,10 @@ enum Command {
     Monitor(cmd::monitor::Args),
     /// Run the node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
     Agent(cmd::agent::Args),
+    /// Run the kube-scheduler extender that keeps pods off nodes whose storage health their driver's policy rejects.
+    SchedulerExtender(cmd::scheduler_extender::Args),
+    /// Run the remediation controller: act on health conditions as a policy file says (dry-run by default).
+    Remediate(cmd::remediate::Args),
     /// Start the whole system on this machine: API server, driver, monitor, agents, sample workload.
     Up(cmd::up::Args),
     /// Measure the whole system at scale: writes, detection lags, a correlated failure, memory.
@@ -52,6 +56,8 @@ impl Command {
             Command::Driver(_) => Some("driver"),
             Command::Monitor(_) => Some("monitor"),
             Command::Agent(_) => Some("agent"),
+            Command::SchedulerExtender(_) => Some("scheduler-extender"),
+            Command::Remediate(_) => Some("remediate"),
             _ => None,
         }
     }
@@ -71,6 +77,8 @@ fn main() -> ExitCode {
         Command::Driver(a) => Some(&a.log),
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
+        Command::SchedulerExtender(a) => Some(&a.log),
+        Command::Remediate(a) => Some(&a.log),
         Command::Inject(_) | Command::Up(_) | Command::Conformance(_) | Command::Bench(_) => {
             Some(&default_log)
         }
@@ -87,6 +95,8 @@ fn main() -> ExitCode {
         Command::Inject(a) => cmd::block_on(cmd::inject::run(a)),
         Command::Monitor(a) => cmd::block_on(cmd::monitor::run(a)),
         Command::Agent(a) => cmd::block_on(cmd::agent::run(a)),
+        Command::SchedulerExtender(a) => cmd::block_on(cmd::scheduler_extender::run(a)),
+        Command::Remediate(a) => cmd::block_on(cmd::remediate::run(a)),
         Command::Up(a) => cmd::block_on(cmd::up::run(a)),
         Command::Bench(a) => cmd::block_on(cmd::bench::run(a)),
         Command::Status(a) => cmd::block_on(cmd::status::run(a)),

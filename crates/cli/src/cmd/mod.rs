@@ -11,6 +11,8 @@ pub mod kubectl_plugin;
 pub mod logging;
 pub mod man;
 pub mod monitor;
+pub mod remediate;
+pub mod scheduler_extender;
 pub mod status;
 pub mod up;
 

@@ -52,6 +52,12 @@ pub struct Args {
     /// nodes are then exactly those named). Without it, every node uses --driver-endpoint.
     #[arg(long, value_name = "NODE=ENDPOINT", requires = "driver_endpoint")]
     pub node_endpoint: Vec<String>,
+    /// Also run the CSIStorageHealth scheduler extender (`volhealth scheduler-extender`).
+    #[arg(long)]
+    pub with_extender: bool,
+    /// Where the extender serves POST /filter and its metrics, with --with-extender.
+    #[arg(long, default_value = "127.0.0.1:8888", value_name = "HOST:PORT")]
+    pub extender_listen: String,
 }
 
 fn millis(d: Duration) -> String {
@@ -432,6 +438,26 @@ async fn start(
             ],
         )?;
     }
+    if args.with_extender {
+        p.step("starting the scheduler extender");
+        running.start(
+            "scheduler-extender",
+            layout,
+            vec![
+                "scheduler-extender".into(),
+                "--kubeconfig".into(),
+                dir(layout.kubeconfig()),
+                "--listen".into(),
+                args.extender_listen.clone(),
+            ],
+        )?;
+        let addr = args.extender_listen.clone();
+        until_ready(running, "the scheduler extender", async || {
+            tokio::net::TcpStream::connect(addr.as_str()).await.ok()
+        })
+        .await?;
+        p.done(&format!("ok (http://{}/filter)", args.extender_listen));
+    }
     // A component that cannot start (bad flag, refused credentials) usually exits at once.
     tokio::time::sleep(Duration::from_millis(300)).await;
     if let Some(why) = running.exited() {
@@ -559,6 +585,12 @@ fn print_summary(
     );
     for (name, url) in metrics.urls(&record.server) {
         println!("  {name:<22} {url}");
+    }
+    if args.with_extender {
+        println!(
+            "  scheduler extender     http://{}/filter (metrics on /metrics)",
+            args.extender_listen
+        );
     }
     println!("\nTry, in another terminal:");
     println!(

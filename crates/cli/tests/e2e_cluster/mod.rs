@@ -23,6 +23,8 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
     /// Whether kubectl checks run.
     pub kubectl: bool,
+    /// More `up` flags, given on every launch.
+    pub extra: Vec<String>,
     proc: Option<Proc>,
 }
 
@@ -30,10 +32,10 @@ impl Cluster {
     /// Starts `volhealth up --nodes N` on a free port with 1 s probe intervals and waits until it
     /// says it is running.
     pub fn start(nodes: u16) -> Cluster {
-        Self::start_with(nodes, &[])
+        Cluster::start_with(nodes, &[])
     }
 
-    /// Like [`Cluster::start`], with extra flags for `up`.
+    /// Like [`Cluster::start`], with more `up` flags.
     pub fn start_with(nodes: u16, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("state");
@@ -42,9 +44,10 @@ impl Cluster {
             dir,
             tmp,
             kubectl: have_tool("kubectl", &["version", "--client"]),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
             proc: None,
         };
-        cluster.launch_with(nodes, extra);
+        cluster.launch_with(nodes, &[]);
         cluster
     }
 
@@ -58,7 +61,7 @@ impl Cluster {
         self.launch_with(nodes, &[]);
     }
 
-    /// Like [`Cluster::launch`], with extra flags for `up`.
+    /// Like [`Cluster::launch`], with extra flags for `up` for this launch only.
     pub fn launch_with(&mut self, nodes: u16, extra: &[&str]) {
         let nodes = nodes.to_string();
         let dir = self.dir.to_string_lossy().to_string();
@@ -75,6 +78,7 @@ impl Cluster {
             "--agent-interval",
             "1s",
         ];
+        args.extend(self.extra.iter().map(String::as_str));
         args.extend_from_slice(extra);
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.

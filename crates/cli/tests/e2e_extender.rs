@@ -1,0 +1,175 @@
+//! `volhealth up --with-extender` end to end: a storage condition injected into one node plugin
+//! travels through the agent to csinode.status.storageHealth, and the extender rejects exactly the
+//! nodes the KEP's rules say: both examples, and the condition's accessMode / volumeMode scoping.
+
+mod e2e_cluster;
+mod support;
+
+use e2e_cluster::Cluster;
+use serde_json::{Value, json};
+
+const DRIVER: &str = "hostpath.volhealth.io";
+
+/// The admin's bearer token and the API server's URL, from `<dir>/kubeconfig`.
+fn admin(c: &Cluster) -> (String, String) {
+    let text = std::fs::read_to_string(&c.kubeconfig).unwrap();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in the kubeconfig"))
+            .trim()
+            .trim_matches('"')
+            .to_string()
+    };
+    (field("server:"), field("token:"))
+}
+
+fn block_on<T>(f: impl Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Sets the driver's policy annotation.
+fn set_policy(c: &Cluster, policy: &str) {
+    let (server, token) = admin(c);
+    let body =
+        json!({"metadata": {"annotations": {"volhealth.io/health-scheduling-policy": policy}}});
+    let code = block_on(async {
+        reqwest::Client::new()
+            .patch(format!(
+                "{server}/apis/storage.k8s.io/v1/csidrivers/{DRIVER}"
+            ))
+            .bearer_auth(token)
+            .header("Content-Type", "application/merge-patch+json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert!(code.is_success(), "patching the CSIDriver: {code}");
+}
+
+/// The nodes the extender rejects for a pod using claim `data-1` (ReadWriteOnce, Filesystem).
+fn rejected(url: &str) -> Option<Vec<String>> {
+    let args = json!({
+        "Pod": {"metadata": {"name": "new", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "i"}],
+                         "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data-1"}}]}},
+        "Nodes": null,
+        "NodeNames": ["node-1", "node-2", "node-3"]
+    });
+    let v: Value = block_on(async {
+        reqwest::Client::new()
+            .post(format!("{url}/filter"))
+            .json(&args)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()
+    })?;
+    let mut out: Vec<String> = v["FailedAndUnresolvableNodes"]
+        .as_object()?
+        .keys()
+        .cloned()
+        .collect();
+    out.sort();
+    Some(out)
+}
+
+fn wait_rejected(c: &Cluster, url: &str, want: &[&str]) {
+    let mut last = None;
+    c.eventually(&format!("the extender to reject {want:?}"), || {
+        last = rejected(url);
+        last.as_deref().is_some_and(|r| r == want)
+    });
+}
+
+#[test]
+fn the_extender_rejects_the_nodes_the_keps_rules_say() {
+    let port = support::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let c = Cluster::start_with(3, &["--with-extender", "--extender-listen", &listen]);
+    let url = format!("http://{listen}");
+    let up = std::fs::read_to_string(c.up_log()).unwrap();
+    assert!(up.contains(&format!("{url}/filter")), "{up}");
+
+    // No policy: nothing is filtered, whatever the storage health.
+    c.inject(&[
+        "storage",
+        "--node",
+        "node-2",
+        "--status",
+        "StorageUnreachable",
+        "--reason",
+        "NetworkPartition",
+    ]);
+    c.eventually("StorageUnreachable on node-2", || {
+        c.status_of("CSINode", "node-2", "backend")
+            .iter()
+            .any(|s| s == "StorageUnreachable")
+    });
+    wait_rejected(&c, &url, &[]);
+
+    // Example 1: block all pods when unreachable.
+    set_policy(&c, "rules:\n  - status: StorageUnreachable\n");
+    wait_rejected(&c, &url, &["node-2"]);
+
+    // Example 2: degraded blocks only ReadWriteOnce claims (data-1 is one); a degraded condition
+    // scoped to ReadWriteMany, or to Block volumes, does not cover data-1.
+    c.inject(&[
+        "storage",
+        "--node",
+        "node-1",
+        "--status",
+        "StorageDegraded",
+        "--reason",
+        "NfsSlow",
+        "--access-mode",
+        "ReadWriteMany",
+    ]);
+    c.inject(&[
+        "storage",
+        "--node",
+        "node-3",
+        "--status",
+        "StorageDegraded",
+        "--reason",
+        "BlockPathSlow",
+        "--volume-mode",
+        "Block",
+    ]);
+    c.eventually("StorageDegraded on node-1 and node-3", || {
+        ["node-1", "node-3"].iter().all(|n| {
+            c.status_of("CSINode", n, "backend")
+                .iter()
+                .any(|s| s == "StorageDegraded")
+        })
+    });
+    set_policy(
+        &c,
+        "rules:\n  - status: StorageUnreachable\n  - status: StorageDegraded\n    accessModes: [ReadWriteOnce]\n",
+    );
+    wait_rejected(&c, &url, &["node-2"]);
+
+    // Unscoped degraded on node-3 now covers data-1.
+    c.inject(&[
+        "storage",
+        "--node",
+        "node-3",
+        "--status",
+        "StorageDegraded",
+        "--reason",
+        "PhysicalVolumeMissing",
+    ]);
+    wait_rejected(&c, &url, &["node-2", "node-3"]);
+
+    // Recovery lets the node back in.
+    c.inject(&["clear", "storage", "--node", "node-2"]);
+    wait_rejected(&c, &url, &["node-3"]);
+}

@@ -1,0 +1,295 @@
+//! The remediation policy file: rules that match a health condition on a PVC, a pod or a CSINode,
+//! how long it must hold, and what to do. Validated at start; every error names its line.
+
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The whole policy file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Policy {
+    /// The rules, each evaluated on its own.
+    pub rules: Vec<Rule>,
+    /// Never evict more than this share of a namespace's pods per window.
+    #[serde(default)]
+    pub eviction_budget: Option<EvictionBudget>,
+}
+
+/// The eviction budget.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EvictionBudget {
+    /// Largest share of a namespace's pods evicted per window, in percent (0 < p ≤ 100).
+    pub max_percent: f64,
+    /// The window (Go duration, e.g. `1h`).
+    pub window: String,
+}
+
+/// One rule.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// A unique name, used in logs, Events and metrics.
+    pub name: String,
+    /// What the rule matches.
+    #[serde(rename = "match")]
+    pub matcher: Match,
+    /// How long the condition must have held (from its lastTransitionTime), e.g. `5m`.
+    #[serde(default, rename = "for")]
+    pub hold: Option<String>,
+    /// What to do once it has (each a one-key map, `{taint: {...}}`, or a bare name, `evict`).
+    #[serde(with = "serde_yaml::with::singleton_map_recursive")]
+    pub actions: Vec<Action>,
+}
+
+/// The object kinds a rule can match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum ObjectKind {
+    /// `pvc.status.healthStatus` (controller side).
+    PersistentVolumeClaim,
+    /// `pod.status.volumeHealth` (node side).
+    Pod,
+    /// `csinode.status.storageHealth` (the node's storage backend).
+    CSINode,
+}
+
+impl ObjectKind {
+    /// The statuses this kind's conditions can have.
+    pub fn statuses(self) -> &'static [&'static str] {
+        match self {
+            ObjectKind::PersistentVolumeClaim | ObjectKind::Pod => {
+                &["Inaccessible", "DataLoss", "Degraded"]
+            }
+            ObjectKind::CSINode => &["StorageUnreachable", "StorageDegraded"],
+        }
+    }
+}
+
+/// What a rule matches: a condition of `object` with `status`, a `reason` and a `driver` (both
+/// exact or a glob of `*` and `?`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// The object kind.
+    pub object: ObjectKind,
+    /// The condition's status.
+    pub status: String,
+    /// The condition's reason, or a glob (default `*`).
+    #[serde(default = "any")]
+    pub reason: String,
+    /// The CSI driver's name, or a glob (default `*`).
+    #[serde(default = "any")]
+    pub driver: String,
+}
+
+fn any() -> String {
+    "*".into()
+}
+
+/// One action.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Action {
+    /// Taint the node (removed when the condition clears).
+    Taint {
+        /// Taint key.
+        key: String,
+        /// Taint value.
+        #[serde(default)]
+        value: Option<String>,
+        /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+        effect: String,
+    },
+    /// Mark the node unschedulable.
+    Cordon,
+    /// Annotate the matched object (for a pod's volume: also its claim).
+    Annotate {
+        /// Annotation key.
+        key: String,
+        /// Annotation value.
+        value: String,
+    },
+    /// Emit an Event on the matched object.
+    Event {
+        /// Event reason (default `Remediation`).
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Evict the pod(s) through the Eviction API (PodDisruptionBudgets apply).
+    Evict,
+    /// POST a JSON description of the match.
+    Webhook {
+        /// `http://` or `https://` URL.
+        url: String,
+    },
+}
+
+/// A refused policy file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .problems.join("\n"))]
+pub struct PolicyError {
+    /// One line per problem, each starting `line N:` where the line is known.
+    pub problems: Vec<String>,
+}
+
+const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+impl Policy {
+    /// Parses and validates a policy file's text.
+    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
+        let policy: Policy = serde_yaml::from_str(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!("line {}: ", l.line()))
+                .unwrap_or_default();
+            PolicyError {
+                problems: vec![format!("{at}{e}")],
+            }
+        })?;
+        let lines = rule_lines(text);
+        let mut problems = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for (i, rule) in policy.rules.iter().enumerate() {
+            let at = match lines.get(i) {
+                Some(n) => format!("line {n}: rules[{i}] ({:?})", rule.name),
+                None => format!("rules[{i}] ({:?})", rule.name),
+            };
+            let mut bad = |what: String| problems.push(format!("{at}: {what}"));
+            if rule.name.trim().is_empty() {
+                bad("name is empty".into());
+            } else if !names.insert(rule.name.as_str()) {
+                bad("name is used by an earlier rule".into());
+            }
+            let statuses = rule.matcher.object.statuses();
+            if !statuses.contains(&rule.matcher.status.as_str()) {
+                bad(format!(
+                    "match.status {:?} is not one of {} for {:?}",
+                    rule.matcher.status,
+                    statuses.join(", "),
+                    rule.matcher.object
+                ));
+            }
+            if let Some(hold) = &rule.hold
+                && let Err(e) = volhealth_daemon::duration::parse(hold)
+            {
+                bad(format!("for {hold:?}: {e}"));
+            }
+            if rule.actions.is_empty() {
+                bad("actions is empty".into());
+            }
+            for action in &rule.actions {
+                match action {
+                    Action::Taint { key, effect, .. } => {
+                        if key.is_empty() {
+                            bad("taint.key is empty".into());
+                        }
+                        if rule.matcher.object == ObjectKind::PersistentVolumeClaim {
+                            bad("taint needs a node: match a Pod or a CSINode".into());
+                        }
+                        if !EFFECTS.contains(&effect.as_str()) {
+                            bad(format!(
+                                "taint.effect {effect:?} is not one of {}",
+                                EFFECTS.join(", ")
+                            ));
+                        }
+                    }
+                    Action::Cordon if rule.matcher.object == ObjectKind::PersistentVolumeClaim => {
+                        bad("cordon needs a node: match a Pod or a CSINode".into());
+                    }
+                    Action::Evict if rule.matcher.object == ObjectKind::CSINode => {
+                        bad("evict needs a pod: match a Pod or a PersistentVolumeClaim".into());
+                    }
+                    Action::Annotate { key, .. } if key.is_empty() => {
+                        bad("annotate.key is empty".into())
+                    }
+                    Action::Webhook { url }
+                        if !(url.starts_with("http://") || url.starts_with("https://")) =>
+                    {
+                        bad(format!("webhook.url {url:?} is not an http(s) URL"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(b) = &policy.eviction_budget {
+            if !(b.max_percent > 0.0 && b.max_percent <= 100.0) {
+                problems.push(format!(
+                    "evictionBudget.maxPercent {} is not in (0, 100]",
+                    b.max_percent
+                ));
+            }
+            if let Err(e) = volhealth_daemon::duration::parse(&b.window) {
+                problems.push(format!("evictionBudget.window {:?}: {e}", b.window));
+            }
+        }
+        if problems.is_empty() {
+            Ok(policy)
+        } else {
+            Err(PolicyError { problems })
+        }
+    }
+}
+
+impl Rule {
+    /// The hold time (zero when `for` is not set).
+    pub fn hold(&self) -> Duration {
+        self.hold
+            .as_deref()
+            .and_then(|h| volhealth_daemon::duration::parse(h).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The 1-based line of each item of the top-level `rules:` list, in order.
+fn rule_lines(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut in_rules = false;
+    let mut indent: Option<usize> = None;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let depth = line.len() - trimmed.len();
+        if depth == 0 && !trimmed.starts_with('-') {
+            in_rules = trimmed.starts_with("rules:");
+            indent = None;
+            continue;
+        }
+        if in_rules && trimmed.starts_with("- ") {
+            let want = *indent.get_or_insert(depth);
+            if depth == want {
+                out.push(n + 1);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `value` matches `pattern`, where `*` is any run of characters and `?` any one.
+pub fn glob(pattern: &str, value: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let v: Vec<char> = value.chars().collect();
+    let (mut pi, mut vi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while vi < v.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == v[vi]) {
+            pi += 1;
+            vi += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, vi));
+            pi += 1;
+        } else if let Some((sp, sv)) = star {
+            pi = sp + 1;
+            vi = sv + 1;
+            star = Some((sp, sv + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

@@ -1,0 +1,171 @@
+//! The controller against the real embedded API server over HTTP: a StorageUnreachable held past
+//! its `for` taints and cordons the node, the taint comes off when the condition clears, and
+//! dry-run changes nothing but says what it would do in an Event.
+
+use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+use volhealth_remediate::Policy;
+use volhealth_remediate::controller::{ControllerConfig, actions_family, run};
+
+const POLICY: &str = "\
+rules:
+- name: backend-unreachable
+  match: {object: CSINode, status: StorageUnreachable, reason: \"*\", driver: \"*\"}
+  for: 1m
+  actions: [{taint: {key: volhealth.io/storage-unreachable, effect: NoSchedule}}, cordon]
+";
+
+async fn apiserver(dir: &Path) -> kube::Client {
+    let kubeconfig = dir.join("kubeconfig");
+    let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
+    config.write_kubeconfig = Some(kubeconfig.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    tokio::spawn(volhealth_apiserver::serve(
+        listener,
+        config,
+        std::future::pending(),
+    ));
+    for _ in 0..500 {
+        if kubeconfig.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    volhealth_writer::kube_client::load(Some(&kubeconfig))
+        .await
+        .unwrap()
+        .client
+}
+
+/// Node `name` and its CSINode, healthy.
+async fn node(client: &kube::Client, name: &str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let n: Node = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {}})).unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    let c: CSINode = serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"drivers": [{"name": "hostpath.volhealth.io", "nodeID": name}]}}))
+    .unwrap();
+    csinodes.create(&PostParams::default(), &c).await.unwrap();
+}
+
+/// Sets the CSINode's StorageUnreachable condition, begun at `since` (None: healthy).
+async fn set_condition(client: &kube::Client, name: &str, since: Option<&str>) {
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    let value = match since {
+        Some(s) => json!([{"name": "hostpath.volhealth.io", "healthConditions": [
+            {"status": "StorageUnreachable", "reason": "NetworkPartition", "lastTransitionTime": s}]}]),
+        None => serde_json::Value::Null,
+    };
+    csinodes
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"storageHealth": value}})),
+        )
+        .await
+        .unwrap();
+}
+
+async fn taints(client: &kube::Client, name: &str) -> (Vec<String>, bool) {
+    let n = Api::<Node>::all(client.clone()).get(name).await.unwrap();
+    let spec = n.spec.unwrap_or_default();
+    let keys = spec
+        .taints
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| format!("{}:{}", t.key, t.effect))
+        .collect();
+    (keys, spec.unschedulable.unwrap_or(false))
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..500 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn start(client: &kube::Client, dry_run: bool) -> tokio::sync::oneshot::Sender<()> {
+    let config = ControllerConfig {
+        policy: Policy::parse(POLICY).unwrap(),
+        dry_run,
+        tick: Duration::from_millis(50),
+    };
+    let actions = actions_family(&mut Registry::default());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(run(client.clone(), config, actions, async move {
+        let _ = rx.await;
+    }));
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = apiserver(dir.path()).await;
+    node(&client, "node-1").await;
+    node(&client, "node-2").await;
+    // Held for an hour already: a restart of the controller does not restart the clock.
+    set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
+    // Just began: not held for 1m yet.
+    let fresh = jiff::Timestamp::now().to_string();
+    set_condition(&client, "node-1", Some(&fresh)).await;
+    let _stop = start(&client, false);
+    eventually("node-2 tainted and cordoned", || async {
+        taints(&client, "node-2").await
+            == (
+                vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
+                true,
+            )
+    })
+    .await;
+    assert_eq!(
+        taints(&client, "node-1").await,
+        (vec![], false),
+        "not held long enough"
+    );
+    set_condition(&client, "node-2", None).await;
+    eventually("node-2 untainted", || async {
+        taints(&client, "node-2").await.0.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_changes_nothing_and_says_what_it_would_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = apiserver(dir.path()).await;
+    node(&client, "node-2").await;
+    set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
+    let _stop = start(&client, true);
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    eventually("a dry-run Event", || async {
+        events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| {
+                e.involved_object.name.as_deref() == Some("node-2")
+                    && e.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("dry run: would taint node node-2"))
+            })
+    })
+    .await;
+    assert_eq!(taints(&client, "node-2").await, (vec![], false));
+}
