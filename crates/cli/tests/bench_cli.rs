@@ -1,5 +1,6 @@
 //! `volhealth bench` at a tiny size: a test of the command (every figure is in the JSON, every
 //! injected condition was seen and cleared, the SVG is well-formed), not of the numbers.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod support;
 

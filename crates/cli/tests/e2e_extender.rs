@@ -1,6 +1,7 @@
 //! `volhealth up --with-extender` end to end: a storage condition injected into one node plugin
 //! travels through the agent to csinode.status.storageHealth, and the extender rejects exactly the
 //! nodes the KEP's rules say: both examples, and the condition's accessMode / volumeMode scoping.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
 mod support;

@@ -1,5 +1,6 @@
 //! `volhealth remediate` refuses a bad policy file before it does anything, naming the file and
 //! each problem's line.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use assert_cmd::Command;
 

@@ -1,6 +1,7 @@
 //! The controller against the real embedded API server over HTTP: a StorageUnreachable held past
 //! its `for` taints and cordons the node, the taint comes off when the condition clears, and
 //! dry-run changes nothing but says what it would do in an Event.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use k8s_openapi::api::core::v1::{Event, Node};
 use k8s_openapi::api::storage::v1::CSINode;

@@ -1,5 +1,6 @@
 //! One filter request over 5,000 nodes, a tenth of them reporting storage conditions for the
 //! pod's driver, answered from memory as the extender answers it from its caches.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;

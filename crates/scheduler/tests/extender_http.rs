@@ -2,6 +2,7 @@
 //! `POST /filter` in kube-scheduler's encoding, both KEP examples as annotation values, the
 //! condition's accessMode / volumeMode scoping, and an invalid policy that filters nothing but
 //! leaves an Event on the CSIDriver and a metric.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
