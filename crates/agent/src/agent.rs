@@ -96,7 +96,6 @@ impl Agent {
             StorageTarget {
                 cluster: deps.cluster.clone(),
                 metrics: deps.metrics.clone(),
-                uid: Mutex::new(None),
             },
             deps.interval,
             writer_metrics.clone(),

@@ -11,18 +11,18 @@
 //! ([`pod_volumes`], [`kubelet_dirs`]), the drivers registered on the node ([`discovery`],
 //! [`drivers`]), the two object kinds it writes ([`targets`]), and the wiring ([`run`]).
 
-pub mod agent;
-pub mod cluster;
+mod agent;
+mod cluster;
 pub mod config;
-pub mod discovery;
-pub mod drivers;
-pub mod error;
-pub mod kubelet_dirs;
-pub mod metrics;
-pub mod pod_volumes;
+mod discovery;
+mod drivers;
+mod error;
+mod kubelet_dirs;
+mod metrics;
+mod pod_volumes;
 mod run;
 mod storage_cycle;
-pub mod targets;
+mod targets;
 mod volume_cycle;
 
 pub use config::{AgentConfig, StaticDriver};

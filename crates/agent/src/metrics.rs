@@ -7,7 +7,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+
 use volhealth_writer::{StatusSeries, WriterMetrics};
 
 /// `method` label of NodeGetVolumeHealth.
@@ -80,11 +80,6 @@ impl Metrics {
             volume_status,
             storage_status,
         }
-    }
-
-    /// Records one RPC.
-    pub fn probe(&self, driver: &str, method: &str, ok: bool, took: Duration) {
-        self.writer.probe(driver, method, ok, took);
     }
 
     /// Records one status write.
@@ -207,7 +202,12 @@ mod tests {
     #[test]
     fn probe_counters_have_upstream_names() {
         let m = Metrics::new();
-        m.probe("d", METHOD_VOLUME, false, Duration::from_millis(3));
+        m.writer.probe(
+            "d",
+            METHOD_VOLUME,
+            false,
+            std::time::Duration::from_millis(3),
+        );
         let text = m.encode();
         assert!(text.contains(
             r#"csi_volume_health_probe_total{driver_name="d",method="NodeGetVolumeHealth",result="error"} 1"#

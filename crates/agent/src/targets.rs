@@ -136,8 +136,6 @@ pub struct StorageTarget {
     pub cluster: Arc<dyn Cluster>,
     /// Series that follow what is stored.
     pub metrics: Arc<Metrics>,
-    /// The CSINode's uid, once read.
-    pub uid: std::sync::Mutex<Option<String>>,
 }
 
 impl Target for StorageTarget {

@@ -45,8 +45,6 @@ pub struct BoundClaim {
 
 /// Read access to the PV/PVC caches.
 pub trait ClaimStore: Send + Sync + 'static {
-    /// Whether both caches have finished their initial list.
-    fn is_synced(&self) -> bool;
     /// Every volume of `driver` that is bound to a Bound claim, by volume id.
     fn bound_claims(&self, driver: &str) -> BTreeMap<String, BoundClaim>;
     /// One claim as stored, if it exists.

@@ -221,9 +221,6 @@ impl FakeApi {
 }
 
 impl ClaimStore for FakeApi {
-    fn is_synced(&self) -> bool {
-        true
-    }
     fn bound_claims(&self, driver: &str) -> BTreeMap<String, BoundClaim> {
         assert_eq!(driver, DRIVER);
         self.with(|s| s.claims.clone())

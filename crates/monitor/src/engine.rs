@@ -180,11 +180,6 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         }
     }
 
-    /// The current mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
     /// Switches mode (after a re-probe).
     pub fn set_mode(&mut self, mode: Mode) {
         if mode != self.mode {

@@ -9,15 +9,12 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Watches every PV and PVC and keeps them in memory.
 #[derive(Clone)]
 pub struct KubeClaims {
     pvs: Store<PersistentVolume>,
     pvcs: Store<PersistentVolumeClaim>,
-    synced: Arc<AtomicBool>,
     synced_rx: tokio::sync::watch::Receiver<Option<bool>>,
 }
 
@@ -57,19 +54,16 @@ impl KubeClaims {
             Api::<PersistentVolumeClaim>::all(client),
             "persistentvolumeclaims",
         );
-        let synced = Arc::new(AtomicBool::new(false));
         let (tx, synced_rx) = tokio::sync::watch::channel(None);
-        let (p, c, s) = (pvs.clone(), pvcs.clone(), synced.clone());
+        let (p, c) = (pvs.clone(), pvcs.clone());
         // The stores' readiness wakes only one waiter, so this task is the only one and tells the rest.
         tokio::spawn(async move {
             let ok = p.wait_until_ready().await.is_ok() && c.wait_until_ready().await.is_ok();
-            s.store(ok, Ordering::Release);
             tx.send_replace(Some(ok));
         });
         KubeClaims {
             pvs,
             pvcs,
-            synced,
             synced_rx,
         }
     }
@@ -85,10 +79,6 @@ impl KubeClaims {
 }
 
 impl ClaimStore for KubeClaims {
-    fn is_synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
-    }
-
     fn bound_claims(&self, driver: &str) -> BTreeMap<String, BoundClaim> {
         let pvs = self.pvs.state();
         let pvcs = self.pvcs.state();

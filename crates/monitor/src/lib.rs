@@ -22,21 +22,21 @@
 //! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
 //!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
 
-pub mod claim_target;
-pub mod claims;
+mod claim_target;
+mod claims;
 pub mod config;
-pub mod controller;
-pub mod csi_source;
-pub mod engine;
+mod controller;
+mod csi_source;
+mod engine;
 mod error;
-pub mod get_mode;
-pub mod http;
-pub mod kube_claims;
-pub mod kube_patcher;
-pub mod leader;
-pub mod list_mode;
-pub mod metrics;
-pub mod source;
+mod get_mode;
+mod http;
+mod kube_claims;
+mod kube_patcher;
+mod leader;
+mod list_mode;
+mod metrics;
+mod source;
 
 #[cfg(test)]
 mod cycle_fakes;

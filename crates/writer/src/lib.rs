@@ -17,20 +17,20 @@
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`clock`], [`kube_client`].
 
-pub mod api;
+mod api;
 pub mod backoff;
-pub mod clock;
+mod clock;
 mod error;
 pub mod events;
 pub mod kube_client;
-pub mod metrics;
-pub mod overlay;
+mod metrics;
+mod overlay;
 pub mod pacing;
 pub mod probe;
-pub mod queue;
-pub mod rate_limit;
-pub mod reports;
-pub mod status;
+mod queue;
+mod rate_limit;
+mod reports;
+mod status;
 
 pub use api::{ApiFailure, FailureKind};
 pub use clock::{Clock, SystemClock, TokioClock};

@@ -84,11 +84,6 @@ impl<K: Clone + Eq + Hash, V: Clone> OwnWrites<K, V> {
         );
     }
 
-    /// Forgets one object.
-    pub fn forget(&mut self, key: &K) {
-        self.recent.remove(key);
-    }
-
     /// Forgets objects that no longer exist.
     pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
         self.recent.retain(|k, _| keep(k));
