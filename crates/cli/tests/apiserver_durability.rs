@@ -3,6 +3,8 @@
 //! rest of the API server's tests run it in-process, in `crates/apiserver/tests`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
+// The same raw HTTP helpers as the API server's own in-process tests.
+#[path = "../../apiserver/tests/apiserver_http/mod.rs"]
 mod apiserver_http;
 mod support;
 

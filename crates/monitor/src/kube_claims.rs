@@ -3,12 +3,11 @@
 use crate::claims::{
     BoundClaim, ClaimKey, ClaimStore, StoredClaim, map_bound_claims, stored_claim,
 };
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client};
 use std::collections::BTreeMap;
+use volhealth_writer::kube_client::spawn_reflector;
 
 /// Watches every PV and PVC and keeps them in memory.
 #[derive(Clone)]
@@ -16,31 +15,6 @@ pub struct KubeClaims {
     pvs: Store<PersistentVolume>,
     pvcs: Store<PersistentVolumeClaim>,
     synced_rx: tokio::sync::watch::Receiver<Option<bool>>,
-}
-
-fn spawn_reflector<K>(api: Api<K>, what: &'static str) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
-        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
-        .default_backoff();
-    let mut stream = Box::pin(reflector::reflector(writer, stream));
-    tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
-            }
-        }
-    });
-    store
 }
 
 impl KubeClaims {

@@ -9,12 +9,13 @@ use crate::policy::{ANNOTATION, HealthSchedulingPolicy};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use volhealth_writer::kube_client::spawn_reflector;
 use volhealth_writer::{
     EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef as EventObject,
 };
@@ -38,31 +39,6 @@ pub struct KubeView {
     policies: Arc<RwLock<Policies>>,
     drivers_synced: Arc<AtomicBool>,
     synced: Arc<AtomicBool>,
-}
-
-fn spawn_reflector<K>(api: Api<K>, what: &'static str) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = watcher(api, watcher::Config::default())
-        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
-        .default_backoff();
-    let mut stream = Box::pin(reflector::reflector(writer, stream));
-    tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
-            }
-        }
-    });
-    store
 }
 
 impl KubeView {

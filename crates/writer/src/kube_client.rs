@@ -2,6 +2,10 @@
 //! inference (`KUBECONFIG`, `~/.kube/config`, then in-cluster service account configuration).
 
 use crate::error::{Error, Result};
+use futures::StreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
 use std::path::Path;
 
 /// A loaded client and what the configuration said besides.
@@ -44,6 +48,33 @@ pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
         default_namespace,
         kubeconfig_user: user,
     })
+}
+
+/// Watches every object of `api` into a cache (without managedFields, which no writer reads),
+/// retrying with backoff and logging failures as `what`; the watch runs until the runtime stops.
+pub fn spawn_reflector<K>(api: Api<K>, what: &'static str) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = watcher(api, watcher::Config::default())
+        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
+        .default_backoff();
+    let mut stream = Box::pin(reflector::reflector(writer, stream));
+    tokio::spawn(async move {
+        while let Some(event) = stream.next().await {
+            if let Err(e) = event {
+                tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
+            }
+        }
+    });
+    store
 }
 
 /// The user named by the current context of `kc`.
