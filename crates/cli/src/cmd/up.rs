@@ -484,24 +484,12 @@ async fn start_reference_driver(
     running: &mut Running,
 ) -> anyhow::Result<String> {
     let p = Progress;
-    let dir = |p: PathBuf| p.display().to_string();
     p.step("starting the driver's controller plugin");
     let controller = layout.controller_endpoint();
     running.start(
         "driver-controller",
         layout,
-        vec![
-            "driver".into(),
-            "--mode".into(),
-            "controller".into(),
-            "--endpoint".into(),
-            controller.clone(),
-            "--state-dir".into(),
-            dir(layout.driver_state()),
-            "--node-id".into(),
-            "controller".into(),
-            "--no-mounts".into(),
-        ],
+        layout.controller_plugin_args(&[]),
     )?;
     until_ready(running, "the controller plugin", async || {
         volhealth_csi::client::connect(&controller, Duration::from_millis(200))
@@ -514,27 +502,12 @@ async fn start_reference_driver(
     p.step(&format!("starting {} node plugin(s)", nodes.len()));
     for node in nodes {
         let endpoint = layout.node_endpoint(node);
+        // Every component shares this one machine: only call I/O slow past 2 s, so a busy
+        // laptop does not show SlowIo on every volume.
         running.start(
             &format!("driver-{node}"),
             layout,
-            vec![
-                "driver".into(),
-                "--mode".into(),
-                "node".into(),
-                "--endpoint".into(),
-                endpoint.clone(),
-                "--state-dir".into(),
-                dir(layout.driver_state()),
-                "--node-id".into(),
-                node.clone(),
-                "--registration-dir".into(),
-                dir(layout.registration_dir(node)),
-                "--no-mounts".into(),
-                // Every component shares this one machine: only call I/O slow past 2 s, so a busy
-                // laptop does not show SlowIo on every volume.
-                "--io-probe-slow-ms".into(),
-                "2000".into(),
-            ],
+            layout.node_plugin_args(node, &["--io-probe-slow-ms", "2000"]),
         )?;
         until_ready(running, &format!("the node plugin of {node}"), async || {
             volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))

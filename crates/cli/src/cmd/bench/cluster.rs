@@ -270,20 +270,7 @@ async fn fill(
     let controller = layout.controller_endpoint();
     cluster.spawn(
         "driver-controller",
-        vec![
-            "driver".into(),
-            "--mode".into(),
-            "controller".into(),
-            "--endpoint".into(),
-            controller.clone(),
-            "--state-dir".into(),
-            dir(layout.driver_state()),
-            "--node-id".into(),
-            "controller".into(),
-            "--no-mounts".into(),
-            "--health-capabilities".into(),
-            capabilities.into(),
-        ],
+        layout.controller_plugin_args(&["--health-capabilities", capabilities]),
     )?;
     wait_ready("the controller plugin", cluster, async || {
         volhealth_csi::client::connect(&controller, Duration::from_millis(200))
@@ -292,30 +279,21 @@ async fn fill(
     })
     .await?;
     for node in &plan.nodes {
-        let endpoint = layout.node_endpoint(node);
+        // Conditions come from injection only: a busy machine must not add SlowIo, nor a
+        // nearly full disk LowFreeSpace.
         cluster.spawn(
             &format!("driver-{node}"),
-            vec![
-                "driver".into(),
-                "--mode".into(),
-                "node".into(),
-                "--endpoint".into(),
-                endpoint.clone(),
-                "--state-dir".into(),
-                dir(layout.driver_state()),
-                "--node-id".into(),
-                node.clone(),
-                "--registration-dir".into(),
-                dir(layout.registration_dir(node)),
-                "--no-mounts".into(),
-                // Conditions come from injection only: a busy machine must not add SlowIo.
-                "--io-probe-slow-ms".into(),
-                "60000".into(),
-                "--io-probe-timeout-ms".into(),
-                "120000".into(),
-                "--low-space-fraction".into(),
-                "0".into(),
-            ],
+            layout.node_plugin_args(
+                node,
+                &[
+                    "--io-probe-slow-ms",
+                    "60000",
+                    "--io-probe-timeout-ms",
+                    "120000",
+                    "--low-space-fraction",
+                    "0",
+                ],
+            ),
         )?;
     }
     for node in &plan.nodes {

@@ -51,6 +51,51 @@ impl Layout {
         Ok(Layout { root, sockets })
     }
 
+    /// The arguments of `volhealth driver` serving the controller plugin of this layout (the
+    /// driver runs with `--no-mounts`, so a killed run leaves no mounts behind); `extra` follows.
+    pub fn controller_plugin_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "driver",
+            "--mode",
+            "controller",
+            "--endpoint",
+            &self.controller_endpoint(),
+            "--state-dir",
+            &self.driver_state().display().to_string(),
+            "--node-id",
+            "controller",
+            "--no-mounts",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+
+    /// The arguments of `volhealth driver` serving the node plugin of `node`; `extra` follows.
+    pub fn node_plugin_args(&self, node: &str, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "driver",
+            "--mode",
+            "node",
+            "--endpoint",
+            &self.node_endpoint(node),
+            "--state-dir",
+            &self.driver_state().display().to_string(),
+            "--node-id",
+            node,
+            "--registration-dir",
+            &self.registration_dir(node).display().to_string(),
+            "--no-mounts",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+
     /// The `--dir` itself.
     pub fn root(&self) -> &Path {
         &self.root
