@@ -27,6 +27,7 @@ mod volume_cycle;
 
 pub use config::{AgentConfig, StaticDriver};
 pub use error::{Error, Result};
+pub use kubelet_dirs::KubeletRoot;
 pub use run::run;
 
 #[cfg(test)]

@@ -1,0 +1,112 @@
+//! The monitor in this process, against the embedded API server and the reference driver over
+//! real HTTP and a real unix socket: a volume's fault reaches its claim's status with a Warning
+//! Event, its recovery clears it with a Normal Event, and `run` returns once its shutdown future
+//! completes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim};
+use kube::api::{Api, ListParams};
+use std::time::Duration;
+use volhealth_driver::condition::volume_status;
+use volhealth_driver::injection::Side;
+use volhealth_monitor::MonitorConfig;
+use volhealth_testkit::{ApiServer, Driver, Service, bind_claim, client_for, wait_for};
+use volhealth_writer::events::{REASON_VOLUME_DEGRADED, REASON_VOLUME_RECOVERED};
+
+const DRIVER: &str = "hostpath.volhealth.io";
+/// The admin first (its token goes into the server's kubeconfig), then the monitor's service
+/// account, which is not an administrator.
+const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n";
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn conditions(pvcs: &Api<PersistentVolumeClaim>, claim: &str) -> Vec<(String, String)> {
+    let pvc = pvcs.get(claim).await.expect("get the claim");
+    pvc.status
+        .and_then(|s| s.health_status)
+        .and_then(|h| h.health_conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.status, c.reason))
+        .collect()
+}
+
+async fn event_reasons(events: &Api<Event>, claim: &str) -> Vec<String> {
+    let list = events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={claim}")))
+        .await
+        .expect("list events");
+    list.items.into_iter().filter_map(|e| e.reason).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("api")).unwrap();
+    std::fs::create_dir_all(dir.path().join("driver")).unwrap();
+    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
+    let driver = Driver::start(&dir.path().join("driver"), DRIVER, "node-a").await;
+    let admin = client_for(&api.kubeconfig).await;
+    let volume = driver.create_volume("pv-a").await;
+    bind_claim(&admin, DRIVER, "claim-a", "pv-a", &volume).await;
+
+    let config = MonitorConfig {
+        csi_address: driver.endpoint.clone(),
+        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: None,
+        ..MonitorConfig::default()
+    };
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
+    let events: Api<Event> = Api::namespaced(admin.clone(), "default");
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::DEGRADED,
+        "SlowDisk",
+    );
+    let want = vec![("Degraded".to_string(), "SlowDisk".to_string())];
+    wait_for(WAIT, "the fault on the claim's status", || async {
+        (conditions(&pvcs, "claim-a").await == want).then_some(())
+    })
+    .await;
+    wait_for(WAIT, "a Warning Event on the claim", || async {
+        event_reasons(&events, "claim-a")
+            .await
+            .iter()
+            .any(|r| r == REASON_VOLUME_DEGRADED)
+            .then_some(())
+    })
+    .await;
+    assert!(
+        !monitor.ended(),
+        "the monitor keeps running while nothing asks it to stop"
+    );
+
+    driver.clear_volume(&volume);
+    wait_for(WAIT, "the claim's conditions to clear", || async {
+        conditions(&pvcs, "claim-a").await.is_empty().then_some(())
+    })
+    .await;
+    wait_for(WAIT, "a Normal Event on recovery", || async {
+        event_reasons(&events, "claim-a")
+            .await
+            .iter()
+            .any(|r| r == REASON_VOLUME_RECOVERED)
+            .then_some(())
+    })
+    .await;
+
+    monitor
+        .stop()
+        .expect("the monitor returns Ok once its shutdown future completes");
+    driver.stop().expect("the driver stops cleanly");
+    api.stop().expect("the API server stops cleanly");
+}

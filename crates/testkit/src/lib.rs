@@ -1,0 +1,14 @@
+//! In-process worlds for the libraries' own tests. The embedded API server and the reference
+//! driver run in this process, each on its own thread and runtime (as they would run in their
+//! own processes), and are stopped through their shutdown futures; tests talk to them over real
+//! HTTP and a real unix socket. What the kubelet and a provisioner would do to a volume is played
+//! by hand with real CSI calls. Waits are on conditions with deadlines, never fixed sleeps.
+//!
+//! Test support: failures panic with what was being done, as tests do.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod service;
+mod world;
+
+pub use service::Service;
+pub use world::{ApiServer, Driver, bind_claim, client_for, create, stage_and_publish, wait_for};

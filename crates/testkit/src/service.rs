@@ -1,0 +1,94 @@
+//! A server running on its own thread and runtime until its shutdown future completes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// How long a stopping service may take before its runtime is dropped under it.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The future a service is given: it completes when the service is asked to stop.
+pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A running service; dropping it stops it and waits for its thread.
+pub struct Service {
+    name: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl Service {
+    /// Runs `start(shutdown)` on a new thread with a two-worker runtime. `start` returns the
+    /// service's future, which must end once `shutdown` completes.
+    pub fn start<F, Fut>(name: &str, start: F) -> Service
+    where
+        F: FnOnce(Shutdown) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>>,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let label = name.to_string();
+        let thread = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("building the runtime of {label}: {e}"))?;
+                let shutdown: Shutdown = Box::pin(async move {
+                    let _ = stopped.await;
+                });
+                let result = rt.block_on(start(shutdown));
+                rt.shutdown_timeout(STOP_GRACE);
+                result
+            })
+            .expect("spawning a service thread");
+        Service {
+            name: name.to_string(),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Asks the service to stop and returns what its future returned; panics if it does not
+    /// stop within the grace period (a shutdown future that is not honoured is a bug).
+    pub fn stop(mut self) -> Result<(), String> {
+        self.shutdown()
+    }
+
+    /// Whether the service's future has already ended (by itself, without being stopped).
+    pub fn ended(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    fn shutdown(&mut self) -> Result<(), String> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        let deadline = std::time::Instant::now() + STOP_GRACE;
+        while !thread.is_finished() {
+            if std::time::Instant::now() > deadline {
+                panic!("{} did not stop within {STOP_GRACE:?}", self.name);
+            }
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(format!("{} panicked", self.name)))
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if self.thread.is_some() && !std::thread::panicking() {
+            if let Err(e) = self.shutdown() {
+                eprintln!("{} ended with an error: {e}", self.name);
+            }
+        } else if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

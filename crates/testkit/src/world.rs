@@ -1,0 +1,362 @@
+//! The parts of a test world: the API server, the reference driver, and the objects and kubelet
+//! directories that say a volume is bound, staged and published.
+
+use crate::service::Service;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use volhealth_csi::v1;
+use volhealth_driver::condition::{Condition, StorageCondition};
+use volhealth_driver::injection::{self, NodeStorageInjection, Side, VolumeInjection};
+use volhealth_driver::state::StateDir;
+
+/// Deadline of each CSI call a test makes.
+const CSI_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a starting server may take to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The embedded API server on `127.0.0.1:0`, data in `<dir>/data`, kubeconfig at
+/// `<dir>/kubeconfig`.
+pub struct ApiServer {
+    /// The admin kubeconfig it wrote (with the token file's first token, when tokens are on).
+    pub kubeconfig: PathBuf,
+    /// Where it listens, e.g. `http://127.0.0.1:40123`.
+    pub url: String,
+    service: Service,
+}
+
+impl ApiServer {
+    /// Starts the server; `tokens` is the text of a kube-apiserver token file (its first line is
+    /// the admin), or `None` for a server that lets every request through.
+    pub async fn start(dir: &Path, tokens: Option<&str>) -> ApiServer {
+        let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
+        let kubeconfig = dir.join("kubeconfig");
+        config.write_kubeconfig = Some(kubeconfig.clone());
+        if let Some(text) = tokens {
+            let parsed = volhealth_apiserver::authz::Tokens::parse(text)
+                .unwrap_or_else(|(line, why)| panic!("token file line {line}: {why}"));
+            config.tokens = Some(parsed);
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let url = format!(
+            "http://{}",
+            listener.local_addr().expect("the local address")
+        );
+        let service = Service::start("apiserver", move |shutdown| async move {
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| format!("adopting the listener: {e}"))?;
+            volhealth_apiserver::serve(listener, config, shutdown)
+                .await
+                .map_err(|e| e.to_string())
+        });
+        let server = ApiServer {
+            kubeconfig,
+            url,
+            service,
+        };
+        wait_for(START_TIMEOUT, "the API server's kubeconfig", || async {
+            server.kubeconfig.exists().then_some(())
+        })
+        .await;
+        let client = client_for(&server.kubeconfig).await;
+        wait_for(START_TIMEOUT, "the API server to answer", || async {
+            client.apiserver_version().await.ok()
+        })
+        .await;
+        server
+    }
+
+    /// A kubeconfig for `token` (a user of the token file), written into `dir`.
+    pub fn token_kubeconfig(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
+        let path = dir.join(format!("kubeconfig-{name}"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: {token}\n",
+            self.url
+        );
+        std::fs::write(&path, text).expect("writing a kubeconfig");
+        path
+    }
+
+    /// Stops the server through its shutdown future.
+    pub fn stop(self) -> Result<(), String> {
+        self.service.stop()
+    }
+}
+
+/// The reference driver serving Identity, Controller and Node on `<dir>/csi.sock`, with its
+/// state in `<dir>/driver-state`.
+pub struct Driver {
+    /// The CSI endpoint (`unix://...`).
+    pub endpoint: String,
+    /// The driver name it reports.
+    pub name: String,
+    state: StateDir,
+    service: Service,
+}
+
+impl Driver {
+    /// Starts the driver for node `node_id`. Free-space checks are off, so the test's outcome
+    /// does not depend on how full this machine's disk is, and volumes are plain directories.
+    pub async fn start(dir: &Path, name: &str, node_id: &str) -> Driver {
+        let socket = dir.join("csi.sock");
+        let endpoint = format!("unix://{}", socket.display());
+        let state_dir = dir.join("driver-state");
+        let mut config =
+            volhealth_driver::DriverConfig::new(endpoint.clone(), state_dir.clone(), node_id);
+        config.driver_name = name.to_string();
+        config.refresh_interval = Duration::from_millis(200);
+        config.low_space_fraction = 0.0;
+        config.full_space_bytes = 0;
+        config.allow_mounts = false;
+        let service = Service::start("driver", move |shutdown| async move {
+            volhealth_driver::run(config, shutdown)
+                .await
+                .map_err(|e| e.to_string())
+        });
+        let driver = Driver {
+            endpoint,
+            name: name.to_string(),
+            state: StateDir::new(state_dir),
+            service,
+        };
+        let endpoint = driver.endpoint.clone();
+        wait_for(START_TIMEOUT, "the driver's socket", || async {
+            volhealth_csi::client::connect(&endpoint, Duration::from_secs(1))
+                .await
+                .ok()
+                .map(|_| ())
+        })
+        .await;
+        driver
+    }
+
+    /// Creates a volume through CreateVolume; returns its id.
+    pub async fn create_volume(&self, name: &str) -> String {
+        let channel = volhealth_csi::client::connect(&self.endpoint, CSI_TIMEOUT)
+            .await
+            .expect("connecting to the driver");
+        let mut client = v1::controller_client::ControllerClient::new(channel);
+        let mut req = tonic::Request::new(v1::CreateVolumeRequest {
+            name: name.to_string(),
+            capacity_range: Some(v1::CapacityRange {
+                required_bytes: 1 << 20,
+                limit_bytes: 0,
+            }),
+            volume_capabilities: vec![mount_capability()],
+            ..Default::default()
+        });
+        req.set_timeout(CSI_TIMEOUT);
+        let resp = client
+            .create_volume(req)
+            .await
+            .unwrap_or_else(|e| panic!("CreateVolume {name}: {e}"))
+            .into_inner();
+        resp.volume
+            .unwrap_or_else(|| panic!("CreateVolume {name} answered without a volume"))
+            .volume_id
+    }
+
+    /// Makes one side of the driver report `status` (a CSI number) with `reason` for a volume.
+    pub fn inject_volume(&self, volume_id: &str, side: Side, status: i32, reason: &str) {
+        injection::update(&self.state, |i| {
+            i.add_volume(VolumeInjection {
+                volume_id: volume_id.to_string(),
+                side,
+                condition: Condition::new(status, reason, format!("injected {reason}")),
+            })
+        })
+        .expect("writing an injection");
+    }
+
+    /// Removes a volume's injected conditions on every side.
+    pub fn clear_volume(&self, volume_id: &str) {
+        injection::update(&self.state, |i| i.clear_volume(volume_id, None))
+            .expect("clearing an injection");
+    }
+
+    /// Makes the node plugin of `node` report a storage condition.
+    pub fn inject_storage(&self, node: &str, status: i32, reason: &str) {
+        injection::update(&self.state, |i| {
+            i.add_node_storage(NodeStorageInjection {
+                node: node.to_string(),
+                condition: StorageCondition {
+                    status,
+                    reason: reason.to_string(),
+                    message: format!("injected {reason}"),
+                    access_mode: None,
+                    volume_mode: None,
+                },
+            })
+        })
+        .expect("writing an injection");
+    }
+
+    /// Removes every injected storage condition.
+    pub fn clear_storage(&self) {
+        injection::update(&self.state, |i| {
+            i.storage.clear();
+            i.node_storage.clear();
+        })
+        .expect("clearing an injection");
+    }
+
+    /// Stops the driver through its shutdown future.
+    pub fn stop(self) -> Result<(), String> {
+        self.service.stop()
+    }
+}
+
+fn mount_capability() -> v1::VolumeCapability {
+    v1::VolumeCapability {
+        access_type: Some(v1::volume_capability::AccessType::Mount(Default::default())),
+        access_mode: Some(v1::volume_capability::AccessMode {
+            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
+        }),
+    }
+}
+
+/// A client from a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("reading the kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("using the kubeconfig");
+    kube::Client::try_from(config).expect("building a client")
+}
+
+/// Creates an object from its JSON.
+pub async fn create<K>(api: &Api<K>, obj: serde_json::Value) -> K
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let obj: K = serde_json::from_value(obj).expect("an object's JSON");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating {:?}: {e}", obj.meta().name))
+}
+
+/// Creates claim `claim` in `default` and PV `pv` for `volume_id` of `driver`, bound to each
+/// other (as the PV controller leaves them). Returns the claim.
+pub async fn bind_claim(
+    client: &kube::Client,
+    driver: &str,
+    claim: &str,
+    pv: &str,
+    volume_id: &str,
+) -> PersistentVolumeClaim {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let made = create(
+        &pvcs,
+        json!({"metadata": {"name": claim, "namespace": "default"},
+               "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv,
+                        "resources": {"requests": {"storage": "1Mi"}}}}),
+    )
+    .await;
+    create(
+        &pvs,
+        json!({"metadata": {"name": pv},
+               "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Mi"},
+                        "volumeMode": "Filesystem",
+                        "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default",
+                                     "name": claim, "uid": made.metadata.uid},
+                        "csi": {"driver": driver, "volumeHandle": volume_id}}}),
+    )
+    .await;
+    let params = PatchParams::default();
+    pvs.patch_status(
+        pv,
+        &params,
+        &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+    )
+    .await
+    .expect("marking the PV bound");
+    pvcs.patch_status(
+        claim,
+        &params,
+        &Patch::Merge(
+            json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                        "capacity": {"storage": "1Mi"}}}),
+        ),
+    )
+    .await
+    .expect("marking the claim bound")
+}
+
+/// Stages and publishes a volume on the driver's node service the way the kubelet does, with
+/// the `vol_data.json` files it keeps in `stage_dir` (holding `globalmount`) and `publish_dir`
+/// (holding `mount`).
+pub async fn stage_and_publish(
+    driver: &Driver,
+    volume_id: &str,
+    pv: &str,
+    stage_dir: &Path,
+    publish_dir: &Path,
+) {
+    let channel = volhealth_csi::client::connect(&driver.endpoint, CSI_TIMEOUT)
+        .await
+        .expect("connecting to the driver");
+    let mut client = v1::node_client::NodeClient::new(channel);
+    let staging = stage_dir.join("globalmount");
+    let target = publish_dir.join("mount");
+    for (dir, data) in [
+        (
+            stage_dir,
+            json!({"driverName": driver.name, "volumeHandle": volume_id, "specVolID": pv}),
+        ),
+        (
+            publish_dir,
+            json!({"driverName": driver.name, "volumeHandle": volume_id, "specVolID": pv,
+                   "attachmentID": ""}),
+        ),
+    ] {
+        std::fs::create_dir_all(dir).expect("creating a kubelet directory");
+        std::fs::write(dir.join("vol_data.json"), data.to_string()).expect("writing vol_data.json");
+    }
+    let mut stage = tonic::Request::new(v1::NodeStageVolumeRequest {
+        volume_id: volume_id.to_string(),
+        staging_target_path: staging.display().to_string(),
+        volume_capability: Some(mount_capability()),
+        ..Default::default()
+    });
+    stage.set_timeout(CSI_TIMEOUT);
+    client
+        .node_stage_volume(stage)
+        .await
+        .expect("NodeStageVolume");
+    let mut publish = tonic::Request::new(v1::NodePublishVolumeRequest {
+        volume_id: volume_id.to_string(),
+        staging_target_path: staging.display().to_string(),
+        target_path: target.display().to_string(),
+        volume_capability: Some(mount_capability()),
+        ..Default::default()
+    });
+    publish.set_timeout(CSI_TIMEOUT);
+    client
+        .node_publish_volume(publish)
+        .await
+        .expect("NodePublishVolume");
+}
+
+/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`.
+pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
