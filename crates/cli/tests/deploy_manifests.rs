@@ -2,7 +2,8 @@
 //! `kubectl kustomize`, and every object it renders validates against the Kubernetes 1.37 schemas
 //! in strict mode (`kubernetes-validate` from PyPI, run by the Python named by VOLHEALTH_PYTHON,
 //! default `python3`), which refuses a misspelt field; and the flags the containers pass are
-//! ones `volhealth monitor` and `volhealth agent` take.
+//! ones `volhealth monitor` and `volhealth agent` take; the example overlay gives the monitor the
+//! driver's socket and the service account its bindings grant.
 //!
 //! Without kubectl or kubernetes-validate the rendering tests print `SKIPPED` and pass, unless
 //! `VOLHEALTH_REQUIRE_TOOLS=1`.
@@ -201,4 +202,88 @@ fn the_containers_pass_only_flags_the_binary_takes() {
     }
     seen.sort();
     assert_eq!(seen, ["agent", "monitor"]);
+}
+
+#[test]
+fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let objects = documents(&render(&manifests().join("monitor-example")));
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("the driver's Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    // One socket volume, shared by the driver and the monitor, which finds the driver's socket.
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), 1, "{volumes:?}");
+    let socket_dir = volumes[0]["name"].as_str().unwrap();
+    let containers = pod["containers"].as_array().unwrap();
+    let mount_of = |c: &serde_json::Value| {
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == socket_dir)
+            .map(|m| {
+                m["mountPath"]
+                    .as_str()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string()
+            })
+            .unwrap_or_else(|| panic!("{} does not mount {socket_dir}", c["name"]))
+    };
+    let monitor = containers
+        .iter()
+        .find(|c| c["name"] == "csi-external-health-monitor-controller")
+        .expect("the monitor container");
+    let driver = containers
+        .iter()
+        .find(|c| c["name"] == "csi-driver")
+        .expect("the driver container");
+    let address = monitor["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ADDRESS")
+        .and_then(|e| e["value"].as_str())
+        .expect("ADDRESS");
+    let served = driver["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|a| a.as_str().unwrap().strip_prefix("--endpoint=unix://"))
+        .expect("the driver's endpoint");
+    let in_volume = |path: &str, mount: &str| {
+        path.strip_prefix(&format!("{mount}/"))
+            .unwrap_or_else(|| panic!("{path} is not in {mount}"))
+            .to_string()
+    };
+    assert_eq!(
+        in_volume(address, &mount_of(monitor)),
+        in_volume(served, &mount_of(driver)),
+        "the monitor looks for another socket than the driver serves"
+    );
+    // The pod runs as the service account the rendered bindings grant, in their namespace.
+    let sa = objects
+        .iter()
+        .find(|o| o["kind"] == "ServiceAccount")
+        .expect("the ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
+    assert_eq!(
+        deployment["metadata"]["namespace"],
+        sa["metadata"]["namespace"]
+    );
+    for binding in objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+    {
+        assert_eq!(binding["subjects"][0]["name"], sa["metadata"]["name"]);
+        assert_eq!(
+            binding["subjects"][0]["namespace"],
+            sa["metadata"]["namespace"]
+        );
+    }
 }
