@@ -1,0 +1,289 @@
+//! The Kubernetes manifests in `deploy/kubernetes/`: every base and overlay renders with
+//! `kubectl kustomize`, and every object it renders validates against the Kubernetes 1.37 schemas
+//! in strict mode (`kubernetes-validate` from PyPI, run by the Python named by VOLHEALTH_PYTHON,
+//! default `python3`), which refuses a misspelt field; and the flags the containers pass are
+//! ones `volhealth monitor` and `volhealth agent` take; the example overlay gives the monitor the
+//! driver's socket and the service account its bindings grant.
+//!
+//! Without kubectl or kubernetes-validate the rendering tests print `SKIPPED` and pass, unless
+//! `VOLHEALTH_REQUIRE_TOOLS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod support;
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The schemas every object is validated against.
+const KUBERNETES_VERSION: &str = "1.37.0";
+
+fn manifests() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
+}
+
+/// Every directory under deploy/kubernetes with a kustomization.yaml, sorted.
+fn kustomizations() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![manifests()];
+    while let Some(dir) = stack.pop() {
+        if dir.join("kustomization.yaml").exists() {
+            found.push(dir.clone());
+        }
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn documents(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml::Deserializer::from_str(text)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn render(dir: &Path) -> String {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .expect("run kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The Python interpreter with kubernetes-validate, if there is one (else the test should return).
+fn validator() -> Option<String> {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return None;
+    }
+    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
+    support::have_tool(&python, &["-c", "import kubernetes_validate"]).then_some(python)
+}
+
+/// Runs kubernetes-validate in strict mode on `yaml`: (passed, its output).
+fn validate(python: &str, yaml: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rendered.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = Command::new(python)
+        .args([
+            "-m",
+            "kubernetes_validate",
+            "--strict",
+            "-k",
+            KUBERNETES_VERSION,
+        ])
+        .arg(&file)
+        .output()
+        .expect("run kubernetes-validate");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
+    let dirs = kustomizations();
+    let names: Vec<String> = dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, ["agent", "monitor", "monitor-example"]);
+    let Some(python) = validator() else {
+        return;
+    };
+    for dir in &dirs {
+        let yaml = render(dir);
+        let objects = documents(&yaml);
+        assert!(!objects.is_empty(), "{} renders nothing", dir.display());
+        let (ok, out) = validate(&python, &yaml);
+        assert!(ok, "{} does not validate:\n{out}", dir.display());
+        // Each object was checked against a schema (none skipped as an unknown kind).
+        let minor = KUBERNETES_VERSION.rsplit_once('.').unwrap().0;
+        for o in &objects {
+            let id = format!(
+                "passed for resource {}/{} against version {minor}",
+                o["kind"].as_str().unwrap().to_lowercase(),
+                o["metadata"]["name"].as_str().unwrap()
+            );
+            assert!(out.contains(&id), "{}: no `{id}` in:\n{out}", dir.display());
+        }
+        assert!(!out.contains("WARN"), "{}:\n{out}", dir.display());
+    }
+}
+
+#[test]
+fn the_validation_refuses_a_misspelt_field() {
+    let Some(python) = validator() else {
+        return;
+    };
+    let yaml = render(&manifests().join("agent"));
+    let broken = yaml.replace("readOnlyRootFilesystem:", "readOnlyRootFileSystem:");
+    assert_ne!(broken, yaml);
+    let (ok, out) = validate(&python, &broken);
+    assert!(!ok, "a misspelt field passed:\n{out}");
+    assert!(out.contains("readOnlyRootFileSystem"), "{out}");
+}
+
+/// The containers of `file` (a Deployment, DaemonSet or patch of one) with their args.
+fn containers(file: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(manifests().join(file)).unwrap();
+    documents(&text)
+        .iter()
+        .flat_map(|d| {
+            d["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[test]
+fn the_containers_pass_only_flags_the_binary_takes() {
+    let mut seen = Vec::new();
+    for file in [
+        "monitor-example/monitor-sidecar.yaml",
+        "agent/daemonset.yaml",
+    ] {
+        for c in containers(file) {
+            if c["image"] != "volhealth" {
+                continue;
+            }
+            let args: Vec<String> = c["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            // Every $(VAR) the kubelet expands is set on the container.
+            let env: Vec<&str> = c["env"]
+                .as_array()
+                .map(|e| e.iter().filter_map(|v| v["name"].as_str()).collect())
+                .unwrap_or_default();
+            for a in &args {
+                if let Some(start) = a.find("$(") {
+                    let var = &a[start + 2..a[start..].find(')').unwrap() + start];
+                    assert!(
+                        env.contains(&var),
+                        "{file}: {a} uses {var}, which is not set"
+                    );
+                }
+            }
+            // clap refuses an unknown flag before it reaches --help.
+            let out = Command::new(support::bin())
+                .args(&args)
+                .arg("--help")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{file}: volhealth {}:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            seen.push(args[0].clone());
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["agent", "monitor"]);
+}
+
+#[test]
+fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let objects = documents(&render(&manifests().join("monitor-example")));
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("the driver's Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    // One socket volume, shared by the driver and the monitor, which finds the driver's socket.
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), 1, "{volumes:?}");
+    let socket_dir = volumes[0]["name"].as_str().unwrap();
+    let containers = pod["containers"].as_array().unwrap();
+    let mount_of = |c: &serde_json::Value| {
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == socket_dir)
+            .map(|m| {
+                m["mountPath"]
+                    .as_str()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string()
+            })
+            .unwrap_or_else(|| panic!("{} does not mount {socket_dir}", c["name"]))
+    };
+    let monitor = containers
+        .iter()
+        .find(|c| c["name"] == "csi-external-health-monitor-controller")
+        .expect("the monitor container");
+    let driver = containers
+        .iter()
+        .find(|c| c["name"] == "csi-driver")
+        .expect("the driver container");
+    let address = monitor["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ADDRESS")
+        .and_then(|e| e["value"].as_str())
+        .expect("ADDRESS");
+    let served = driver["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|a| a.as_str().unwrap().strip_prefix("--endpoint=unix://"))
+        .expect("the driver's endpoint");
+    let in_volume = |path: &str, mount: &str| {
+        path.strip_prefix(&format!("{mount}/"))
+            .unwrap_or_else(|| panic!("{path} is not in {mount}"))
+            .to_string()
+    };
+    assert_eq!(
+        in_volume(address, &mount_of(monitor)),
+        in_volume(served, &mount_of(driver)),
+        "the monitor looks for another socket than the driver serves"
+    );
+    // The pod runs as the service account the rendered bindings grant, in their namespace.
+    let sa = objects
+        .iter()
+        .find(|o| o["kind"] == "ServiceAccount")
+        .expect("the ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
+    assert_eq!(
+        deployment["metadata"]["namespace"],
+        sa["metadata"]["namespace"]
+    );
+    for binding in objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+    {
+        assert_eq!(binding["subjects"][0]["name"], sa["metadata"]["name"]);
+        assert_eq!(
+            binding["subjects"][0]["namespace"],
+            sa["metadata"]["namespace"]
+        );
+    }
+}
