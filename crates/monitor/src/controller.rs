@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use volhealth_daemon::BoundEndpoint;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
-use volhealth_writer::{KubeEventSink, RateLimiter, SystemClock, WriteLoop};
+use volhealth_writer::{KubeEventSink, MAX_WRITES_IN_FLIGHT, RateLimiter, SystemClock, WriteLoop};
 
 /// The component name on Events.
 pub const COMPONENT: &str = "volhealth-monitor";
@@ -225,6 +225,7 @@ pub async fn run(
         queue: shared.queue.clone(),
         limiter: RateLimiter::new(config.kube_api_qps, config.kube_api_burst),
         leader: leader_rx.clone(),
+        max_in_flight: MAX_WRITES_IN_FLIGHT,
     };
     tokio::spawn(writer.run(stopped(stop_rx.clone())));
     let sink = KubeEventSink::new(client.clone(), COMPONENT, identity.clone(), None);

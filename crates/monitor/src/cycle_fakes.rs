@@ -21,7 +21,8 @@ pub(crate) use volhealth_writer::events::{
     REASON_VOLUME_RECOVERED as REASON_RECOVERED,
 };
 pub(crate) use volhealth_writer::{
-    ApiFailure, EventSink, HealthEvent, Patched, RateLimiter, TokioClock, WriteLoop,
+    ApiFailure, EventSink, HealthEvent, MAX_WRITES_IN_FLIGHT, Patched, RateLimiter, TokioClock,
+    WriteLoop,
 };
 pub(crate) const DRIVER: &str = "fake.csi.example.com";
 pub(crate) const INTERVAL: Duration = Duration::from_secs(60);
@@ -342,6 +343,7 @@ pub(crate) fn rig_with(
         queue: shared.queue.clone(),
         limiter: RateLimiter::new(1000.0, 1000),
         leader: leader_rx,
+        max_in_flight: MAX_WRITES_IN_FLIGHT,
     };
     let mut stop_writer = stop_rx.clone();
     tokio::spawn(writer.run(async move {

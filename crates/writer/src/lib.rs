@@ -38,7 +38,7 @@ pub use error::{Error, Result};
 pub use events::{EventRecorder, EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
 pub use metrics::{StatusSeries, WriterMetrics};
 pub use probe::{FailureLog, ProbeError, timed, volume_answer};
-pub use queue::{QueuedTarget, WriteLoop, WriteQueue};
+pub use queue::{MAX_WRITES_IN_FLIGHT, QueuedTarget, WriteLoop, WriteQueue};
 pub use rate_limit::RateLimiter;
 pub use reports::ReportNotes;
 pub use status::{Outcome, Patched, StatusWriter, Stored, Target};

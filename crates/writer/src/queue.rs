@@ -5,7 +5,9 @@
 
 use crate::rate_limit::RateLimiter;
 use crate::status::{Outcome, StatusWriter, Stored, Target};
-use std::collections::{BTreeSet, HashMap};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -165,7 +167,14 @@ pub trait QueuedTarget: Target {
     fn reconcile(&self, before: &Self::Value, desired: &Self::Desired) -> Option<Self::Value>;
 }
 
-/// The single writer draining a queue.
+/// Most status writes a [`WriteLoop`] has in flight at once (as upstream's sidecar runs its
+/// writes on worker goroutines): a correlated failure reaches status at this many times the
+/// API server's latency, while the rate limit still paces the whole.
+pub const MAX_WRITES_IN_FLIGHT: usize = 16;
+
+/// The writer draining a queue: up to `max_in_flight` writes at once, never two for one object
+/// (a newer desired state for an object being written waits for that write to finish, then is
+/// reconciled against what it stored).
 pub struct WriteLoop<T: QueuedTarget> {
     /// The write path.
     pub writer: Arc<StatusWriter<T>>,
@@ -175,17 +184,35 @@ pub struct WriteLoop<T: QueuedTarget> {
     pub limiter: RateLimiter,
     /// Whether this replica leads (always true without leader election).
     pub leader: watch::Receiver<bool>,
+    /// Most writes in flight at once ([`MAX_WRITES_IN_FLIGHT`] by default; at least 1).
+    pub max_in_flight: usize,
+}
+
+/// One finished write: what it was for, and how it ended.
+struct Done<T: QueuedTarget> {
+    key: T::Key,
+    desired: T::Desired,
+    priority: usize,
+    outcome: Outcome<T::Value>,
 }
 
 impl<T: QueuedTarget> WriteLoop<T>
 where
     T::Key: Ord,
 {
-    /// Writes until `shutdown` completes.
+    /// Writes until `shutdown` completes; writes still in flight then are abandoned (the next
+    /// leader, or the next start, reconciles from what is stored).
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
+        let max = self.max_in_flight.max(1);
+        let mut in_flight = FuturesUnordered::new();
+        let mut busy: HashSet<T::Key> = HashSet::new();
+        // The newest desired state of an object whose write is in flight.
+        let mut parked: HashMap<T::Key, (T::Desired, usize)> = HashMap::new();
         loop {
-            if let Some(until) = self.writer.unreachable_until() {
+            if in_flight.is_empty()
+                && let Some(until) = self.writer.unreachable_until()
+            {
                 tokio::select! {
                     _ = &mut shutdown => return,
                     _ = tokio::time::sleep_until(until) => {}
@@ -193,9 +220,20 @@ where
             }
             let (key, desired, priority) = tokio::select! {
                 _ = &mut shutdown => return,
-                item = self.queue.next() => item,
+                Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                    self.finished(done, &mut busy, &mut parked);
+                    continue;
+                }
+                // While the API server is unreachable, no new write starts before the ones in
+                // flight have answered (and the backoff has passed).
+                item = self.queue.next(), if in_flight.len() < max
+                    && (in_flight.is_empty() || self.writer.unreachable_until().is_none()) => item,
             };
             if !*self.leader.borrow() {
+                continue;
+            }
+            if busy.contains(&key) {
+                parked.insert(key, (desired, priority));
                 continue;
             }
             let target = self.writer.target();
@@ -222,17 +260,43 @@ where
             if !*self.leader.borrow() {
                 continue;
             }
-            match self.writer.write(&key, &stored, &before, after).await {
-                Outcome::Unavailable | Outcome::Conflict => {
-                    self.queue.retry(key, desired, priority)
+            busy.insert(key.clone());
+            let writer = self.writer.clone();
+            in_flight.push(async move {
+                let outcome = writer.write(&key, &stored, &before, after).await;
+                Done::<T> {
+                    key,
+                    desired,
+                    priority,
+                    outcome,
                 }
-                Outcome::Written(_)
-                | Outcome::Held
-                | Outcome::Dropped
-                | Outcome::Refused(_)
-                | Outcome::Forbidden(_)
-                | Outcome::Gone => {}
+            });
+        }
+    }
+
+    /// Handles a finished write: a failed one is tried again, unless a newer desired state
+    /// arrived while it was in flight, which goes next instead.
+    fn finished(
+        &self,
+        done: Done<T>,
+        busy: &mut HashSet<T::Key>,
+        parked: &mut HashMap<T::Key, (T::Desired, usize)>,
+    ) {
+        busy.remove(&done.key);
+        if let Some((desired, priority)) = parked.remove(&done.key) {
+            self.queue.retry(done.key, desired, priority);
+            return;
+        }
+        match done.outcome {
+            Outcome::Unavailable | Outcome::Conflict => {
+                self.queue.retry(done.key, done.desired, done.priority)
             }
+            Outcome::Written(_)
+            | Outcome::Held
+            | Outcome::Dropped
+            | Outcome::Refused(_)
+            | Outcome::Forbidden(_)
+            | Outcome::Gone => {}
         }
     }
 }

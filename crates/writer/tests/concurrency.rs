@@ -1,7 +1,8 @@
 //! Many volumes changing health while status writes are slow (a backlog builds, cycles run while
 //! writes are in flight) and the watch cache lags: no PATCH repeats what is stored, there is at
 //! most one PATCH per transition, the last one is the driver's last answer, and
-//! `lastTransitionTime` moves only when the set of (status, reason) changes, whatever the timing
+//! `lastTransitionTime` moves only when the set of (status, reason) changes, whatever the timing;
+//! writes run concurrently, but never two for one object
 //! (paused tokio time, so the interleavings are exact and repeatable).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 #![allow(clippy::needless_range_loop)] // volumes are indices into several parallel tables
@@ -45,6 +46,8 @@ struct Api {
     history: Mutex<HashMap<usize, Vec<Version>>>,
     rv: Mutex<u64>,
     patches: Mutex<Vec<(usize, Health)>>,
+    /// Writes in flight now, in all and per object, and the most seen of each.
+    in_flight: Mutex<(usize, HashMap<usize, usize>, usize, usize)>,
 }
 
 impl Api {
@@ -86,7 +89,25 @@ impl Target for Pvcs {
     }
 
     async fn patch(&self, key: &usize, value: &Health) -> Result<Patched<Health>, ApiFailure> {
+        {
+            let mut f = self.api.in_flight.lock().unwrap();
+            f.0 += 1;
+            let mine = {
+                let n = f.1.entry(*key).or_default();
+                *n += 1;
+                *n
+            };
+            f.2 = f.2.max(f.0);
+            f.3 = f.3.max(mine);
+        }
         tokio::time::sleep(PATCH_TAKES).await;
+        {
+            let mut f = self.api.in_flight.lock().unwrap();
+            f.0 -= 1;
+            if let Some(n) = f.1.get_mut(key) {
+                *n -= 1;
+            }
+        }
         let rv = {
             let mut rv = self.api.rv.lock().unwrap();
             *rv += 1;
@@ -204,6 +225,7 @@ async fn one_patch_per_transition_and_transition_times_move_only_with_the_key_se
             queue: queue.clone(),
             limiter: RateLimiter::new(200.0, 50),
             leader: leader_rx,
+            max_in_flight: volhealth_writer::MAX_WRITES_IN_FLIGHT,
         }
         .run(async move {
             let _ = stop_rx.wait_for(|v| *v).await;
@@ -297,4 +319,13 @@ async fn one_patch_per_transition_and_transition_times_move_only_with_the_key_se
         "the run exercised many transitions ({total})"
     );
     assert!(!events.is_empty(), "transitions raised Events");
+    let (_, _, most, most_per_object) = *api.in_flight.lock().unwrap();
+    assert!(
+        most > 1 && most <= volhealth_writer::MAX_WRITES_IN_FLIGHT,
+        "the backlog is written concurrently, within the bound ({most} at once)"
+    );
+    assert_eq!(
+        most_per_object, 1,
+        "never two writes for one object at once"
+    );
 }
