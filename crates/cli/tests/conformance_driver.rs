@@ -51,6 +51,14 @@ const MUST_PASS: &[&str] = &[
 
 /// Starts `volhealth driver` on `<dir>/csi.sock` with state in `<dir>/state`.
 fn start_driver(dir: &Path, extra: &[&str]) -> (Proc, String, PathBuf) {
+    start_driver_with_env(dir, extra, &[])
+}
+
+fn start_driver_with_env(
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Proc, String, PathBuf) {
     let socket = dir.join("csi.sock");
     let endpoint = format!("unix://{}", socket.display());
     let state = dir.join("state");
@@ -68,7 +76,7 @@ fn start_driver(dir: &Path, extra: &[&str]) -> (Proc, String, PathBuf) {
         "100",
     ];
     args.extend_from_slice(extra);
-    let driver = Proc::start("driver", dir, &args);
+    let driver = Proc::start_with_env("driver", dir, &args, env);
     wait_for(Duration::from_secs(30), "the driver's socket", || {
         std::os::unix::net::UnixStream::connect(&socket)
             .ok()
@@ -173,7 +181,9 @@ fn secrets_from_the_file_are_accepted_and_never_printed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let value = "s3cr3t-value-for-conformance";
     let require = format!("token={value}");
-    let (_driver, endpoint, _state) = start_driver(dir.path(), &["--require-secret", &require]);
+    // The driver takes the pair from its environment, as a container would get it from a Secret.
+    let (_driver, endpoint, _state) =
+        start_driver_with_env(dir.path(), &[], &[("VOLHEALTH_REQUIRE_SECRET", &require)]);
     let secrets = dir.path().join("secrets");
     std::fs::write(&secrets, format!("# test\ntoken={value}\n")).expect("secrets file");
     let junit = dir.path().join("junit.xml");

@@ -1,8 +1,10 @@
 //! End to end: `volhealth monitor --health-secret NS/NAME` reads the Secret from the API server
 //! and passes its data as `secrets` in the controller health RPCs. The driver runs with
-//! `--require-secret`, so conditions reach the claim only when the Secret holds the right value;
-//! with a wrong value every cycle fails and stored conditions stay. A missing Secret stops the
-//! monitor with an error naming it, before any probe, and no Secret value appears in any log.
+//! `--require-secret-file`, so conditions reach the claim only when the Secret holds the right value;
+//! with a wrong value every cycle fails and stored conditions stay; a Secret rotated under the
+//! running monitor is used from the next call on; a value the driver echoes in its error text is
+//! redacted. A missing Secret stops the monitor with an error naming it, before any probe, and
+//! no Secret value appears in any log.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod monitor_world;
@@ -84,7 +86,9 @@ async fn failed_probes(monitor: &monitor_world::Monitor) -> f64 {
 
 async fn secret_gates_health_reports(caps: &str) {
     let mut world = World::start(caps).await;
-    world.restart_driver_with(&["--require-secret", &format!("{KEY}={RIGHT}")]);
+    let required = world.dir.path().join("required-secret");
+    std::fs::write(&required, format!("{KEY}={RIGHT}\n")).unwrap();
+    world.restart_driver_with(&["--require-secret-file", required.to_str().unwrap()]);
     let sick = world.bound_claim("sick").await;
     world.bound_claim("stale").await;
     world.inject_condition(&sick, "Inaccessible", "PathGone");
@@ -119,18 +123,44 @@ async fn secret_gates_health_reports(caps: &str) {
         log.contains("Unauthenticated") && log.contains(&format!("{KEY:?}")),
         "the refusal is logged with the key: {log}"
     );
-    drop(monitor);
 
-    // Right value: the condition appears and the stale one clears.
+    // The Secret is rotated under the running monitor: the next calls carry the new value, the
+    // condition appears and the stale one clears, with no restart.
     put_secret(&world, "health-creds", RIGHT).await;
-    let monitor = world
-        .start_monitor("monitor-right", &["--health-secret", &secret_ref])
-        .await;
     world
         .wait_conditions("sick", &[("Inaccessible", "PathGone")])
         .await;
     world.wait_conditions("stale", &[]).await;
     assert!(monitor.successful_probes().await > 0.0);
+
+    // A driver that echoes the credential in its error text: the value is redacted from the
+    // monitor's log, the rest of the message is kept, and nothing is cleared.
+    let before = failed_probes(&monitor).await;
+    for method in ["ControllerListVolumeHealth", "ControllerGetVolumeHealth"] {
+        world.inject(&[
+            "rpc",
+            method,
+            "--code",
+            "UNAVAILABLE",
+            "--message",
+            &format!("array login {KEY}={RIGHT} timed out"),
+        ]);
+    }
+    support::wait_for_async(WAIT, "the echoing failure to be logged", || async {
+        let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
+        (failed_probes(&monitor).await > before
+            && log.contains(&format!("array login {KEY}=[redacted] timed out")))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(
+        world.conditions("sick").await,
+        [("Inaccessible".to_string(), "PathGone".to_string())],
+        "a failed cycle clears nothing"
+    );
+    for method in ["ControllerListVolumeHealth", "ControllerGetVolumeHealth"] {
+        world.inject(&["clear", "rpc", method]);
+    }
     drop(monitor);
 
     assert_no_secret_in_logs(&world, &[RIGHT, WRONG]);
@@ -149,7 +179,9 @@ async fn health_secret_reaches_get_rpc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_health_secret_is_a_clear_error_and_clears_nothing() {
     let mut world = World::start("list,get").await;
-    world.restart_driver_with(&["--require-secret", &format!("{KEY}={RIGHT}")]);
+    let required = world.dir.path().join("required-secret");
+    std::fs::write(&required, format!("{KEY}={RIGHT}\n")).unwrap();
+    world.restart_driver_with(&["--require-secret-file", required.to_str().unwrap()]);
     world.bound_claim("stale").await;
     seed_condition(&world, "stale", "Degraded", "OldNews").await;
 

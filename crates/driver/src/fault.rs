@@ -10,6 +10,8 @@ pub struct Decision {
     pub delay: Duration,
     /// Then fail with this gRPC code number (None: answer normally).
     pub fail_code: Option<i32>,
+    /// The failure's message, when the injection gave one.
+    pub message: Option<String>,
 }
 
 /// Decides what happens to one call of `method`; `roll` is a uniform number in [0, 1).
@@ -20,6 +22,7 @@ pub fn decide(watch: &InjectionWatch, method: &str, roll: f64) -> Option<Decisio
     Some(Decision {
         delay: Duration::from_millis(fault.delay_ms),
         fail_code,
+        message: fault.message.clone(),
     })
 }
 
@@ -38,6 +41,7 @@ mod tests {
             code: 14,
             rate: 0.25,
             delay_ms: 30,
+            message: None,
         };
         injection::update(&state, |i| i.set_fault(fault)).unwrap();
         let watch = InjectionWatch::new(state);

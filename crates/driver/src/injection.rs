@@ -42,6 +42,10 @@ pub struct RpcFault {
     pub rate: f64,
     /// Delay before answering, in milliseconds.
     pub delay_ms: u64,
+    /// The failure's message, in place of the default `injected fault for METHOD` (a driver
+    /// that echoes what it was sent, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Paging inconsistencies for ControllerListVolumeHealth (both permitted by the spec).

@@ -9,7 +9,7 @@
 //!   [`volume_view`] keeps the controller's view in memory, refreshed in the background.
 //! - [`injection`], [`injection_watch`], [`fault`], [`paging`]: injected conditions, RPC faults
 //!   and paging chaos, driven by `volhealth inject`.
-//! - [`required_secret`]: `--require-secret`, which makes the controller health RPCs demand a
+//! - [`required_secret`]: `--require-secret-file`, which makes the controller health RPCs demand a
 //!   `secrets` entry.
 //! - [`identity`], [`controller`], [`node`], [`registration`]: the gRPC services, sharing a
 //!   [`plugin::Plugin`]; [`condition`] is what they report before it becomes CSI messages.

@@ -45,7 +45,9 @@ impl Plugin {
         match decision.fail_code {
             Some(code) => Err(Status::new(
                 tonic::Code::from_i32(code),
-                format!("injected fault for {method}"),
+                decision
+                    .message
+                    .unwrap_or_else(|| format!("injected fault for {method}")),
             )),
             None => Ok(()),
         }

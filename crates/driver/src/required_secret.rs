@@ -1,4 +1,4 @@
-//! `--require-secret KEY=VALUE`: the controller health RPCs refuse callers whose `secrets` lack
+//! `--require-secret-file` (a file holding `KEY=VALUE`): the controller health RPCs refuse callers whose `secrets` lack
 //! the pair, so a consumer's secret plumbing can be tested end to end. The value never appears
 //! in Debug output, errors or logs; refusals name the key only.
 

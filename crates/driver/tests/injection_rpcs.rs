@@ -238,6 +238,7 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
                 code,
                 rate: 1.0,
                 delay_ms: 0,
+                message: (method == "Probe").then(|| "the backend is on fire".to_string()),
             })
         })
         .unwrap();
@@ -258,9 +259,20 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded);
+    let e = ident.probe(v1::ProbeRequest {}).await.unwrap_err();
+    assert_eq!(e.code(), Code::Internal);
     assert_eq!(
-        ident.probe(v1::ProbeRequest {}).await.unwrap_err().code(),
-        Code::Internal
+        e.message(),
+        "the backend is on fire",
+        "the injected message"
+    );
+    assert_eq!(
+        node.node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+            .await
+            .unwrap_err()
+            .message(),
+        "injected fault for NodeGetStorageHealth",
+        "the default message names the method"
     );
     // Rate 0 never fails.
     injection::update(&state, |i| {
@@ -269,6 +281,7 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
             code: 13,
             rate: 0.0,
             delay_ms: 0,
+            message: None,
         })
     })
     .unwrap();
@@ -284,6 +297,7 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
             code: 0,
             rate: 1.0,
             delay_ms: 60_000,
+            message: None,
         })
     })
     .unwrap();

@@ -1,16 +1,13 @@
 //! Wiring: HTTP endpoint, driver connection and capability probe, caches, leader election, the
 //! writer and the probe cycles, all stopped by one shutdown future.
 
-use crate::config::{MonitorConfig, SecretRef, lease_name};
+use crate::config::{MonitorConfig, lease_name};
 use crate::csi_source::{CsiCapabilities, CsiHealthSource, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
 use crate::http::{HealthFlags, endpoints};
 use crate::kube_claims::KubeClaims;
 use crate::kube_patcher::KubePatcher;
-use crate::{Error, Result, leader};
-use k8s_openapi::api::core::v1::Secret;
-use kube::{Api, Client};
-use std::collections::HashMap;
+use crate::{Error, Result, health_secret, leader};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,27 +26,6 @@ const MAX_START_BACKOFF: Duration = Duration::from_secs(30);
 
 async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
-}
-
-async fn load_secret(client: Client, r: &SecretRef) -> Result<Secrets> {
-    let secret = Api::<Secret>::namespaced(client, &r.namespace)
-        .get(&r.name)
-        .await
-        .map_err(|source| Error::Kube {
-            what: format!("reading the health secret {r}"),
-            source,
-        })?;
-    let mut data = HashMap::new();
-    for (k, v) in secret.data.unwrap_or_default() {
-        // Never echo the value: only the key names which one is unusable.
-        let v = String::from_utf8(v.0)
-            .map_err(|_| Error::Config(format!("health secret {r}: key {k:?} is not UTF-8")))?;
-        data.insert(k, v);
-    }
-    for (k, v) in secret.string_data.unwrap_or_default() {
-        data.insert(k, v);
-    }
-    Ok(Secrets::new(data))
 }
 
 /// Retries `attempt` with backoff until it succeeds or `stop` fires (then `None`).
@@ -151,7 +127,11 @@ pub async fn run(
     describe_mode(&info);
 
     let secrets = match &config.health_secret {
-        Some(r) => load_secret(client.clone(), r).await?,
+        Some(r) => {
+            let secrets = health_secret::load(client.clone(), r).await?;
+            health_secret::spawn_watch(client.clone(), r.clone(), secrets.clone(), stop_rx.clone());
+            secrets
+        }
         None => Secrets::default(),
     };
     let identity = config

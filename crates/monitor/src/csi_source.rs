@@ -3,28 +3,73 @@
 use crate::engine::{CapabilitySource, DriverInfo, Mode};
 use crate::source::{HealthSource, ListPage, ProbeError};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 
-/// The `secrets` passed to the health RPCs; its Debug output never shows the values.
+/// What stands in for a secret value a driver echoed in its error text.
+pub const REDACTED: &str = "[redacted]";
+
+/// The `secrets` passed to the health RPCs, shared by every clone and replaced when the Secret
+/// changes; its Debug output never shows the values.
 #[derive(Clone, Default)]
-pub struct Secrets(Arc<HashMap<String, String>>);
+pub struct Secrets(Arc<RwLock<Arc<HashMap<String, String>>>>);
 
 impl Secrets {
     /// Wraps the Secret's data.
     pub fn new(data: HashMap<String, String>) -> Self {
-        Secrets(Arc::new(data))
+        Secrets(Arc::new(RwLock::new(Arc::new(data))))
     }
+
+    fn current(&self) -> Arc<HashMap<String, String>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn map(&self) -> HashMap<String, String> {
-        (*self.0).clone()
+        (*self.current()).clone()
+    }
+
+    /// Uses `data` from the next call on; returns whether it differs from what was used.
+    pub fn replace(&self, data: HashMap<String, String>) -> bool {
+        let mut held = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if **held == data {
+            return false;
+        }
+        *held = Arc::new(data);
+        true
+    }
+
+    /// `text` with every value of the Secret replaced by [`REDACTED`], longest first, so a
+    /// driver that echoes what it was sent does not put a credential into logs or metrics.
+    pub fn redact(&self, text: &str) -> String {
+        let data = self.current();
+        let mut values: Vec<&str> = data
+            .values()
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+            .collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        let mut out = text.to_string();
+        for v in values {
+            if out.contains(v) {
+                out = out.replace(v, REDACTED);
+            }
+        }
+        out
+    }
+
+    /// A driver's refusal as a probe error, with the Secret's values redacted from its text.
+    fn error(&self, status: tonic::Status) -> ProbeError {
+        let mut e = ProbeError::from(status);
+        e.message = self.redact(&e.message);
+        e
     }
 }
 
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} keys, redacted)", self.0.len())
+        write!(f, "Secrets({} keys, redacted)", self.current().len())
     }
 }
 
@@ -56,7 +101,8 @@ impl HealthSource for CsiHealthSource {
         };
         let resp = client
             .controller_list_volume_health(req)
-            .await?
+            .await
+            .map_err(|s| self.secrets.error(s))?
             .into_inner();
         Ok(ListPage {
             entries: resp.entries,
@@ -71,7 +117,11 @@ impl HealthSource for CsiHealthSource {
             secrets: self.secrets.map(),
         };
         let id = req.volume_id.clone();
-        let resp = client.controller_get_volume_health(req).await?.into_inner();
+        let resp = client
+            .controller_get_volume_health(req)
+            .await
+            .map_err(|s| self.secrets.error(s))?
+            .into_inner();
         volhealth_writer::volume_answer(&id, resp.volume_health)
     }
 }
@@ -117,6 +167,31 @@ mod tests {
         assert!(
             !shown.contains("hunter2") && !shown.contains("password"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn echoed_values_are_redacted_and_replacement_is_seen_by_every_clone() {
+        let s = Secrets::new(HashMap::from([
+            ("user".to_string(), "svc".to_string()),
+            ("password".to_string(), "svc-hunter2".to_string()),
+            ("empty".to_string(), String::new()),
+        ]));
+        let e = s.error(tonic::Status::unauthenticated(
+            "login svc/svc-hunter2 refused by the array",
+        ));
+        assert_eq!(e.code, tonic::Code::Unauthenticated);
+        assert_eq!(
+            e.message, "login [redacted]/[redacted] refused by the array",
+            "longest value first, so no part of it survives"
+        );
+        let clone = s.clone();
+        assert!(!s.replace(clone.map()), "the same data is no change");
+        assert!(s.replace(HashMap::from([("password".to_string(), "n3w".to_string())])));
+        assert_eq!(clone.map().get("password").map(String::as_str), Some("n3w"));
+        assert_eq!(
+            clone.redact("n3w and svc-hunter2"),
+            "[redacted] and svc-hunter2"
         );
     }
 }

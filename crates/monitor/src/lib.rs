@@ -30,6 +30,7 @@ mod csi_source;
 mod engine;
 mod error;
 mod get_mode;
+mod health_secret;
 mod http;
 mod kube_claims;
 mod kube_patcher;

@@ -49,12 +49,41 @@ pub struct Args {
     #[arg(long)]
     no_mounts: bool,
     /// Refuse ControllerListVolumeHealth and ControllerGetVolumeHealth with UNAUTHENTICATED unless
-    /// the request's secrets hold KEY with VALUE (tests a consumer's secret plumbing).
-    #[arg(long, value_name = "KEY=VALUE")]
-    require_secret: Option<volhealth_driver::required_secret::RequiredSecret>,
+    /// the request's secrets hold KEY with VALUE, read from this file (`KEY=VALUE`; a trailing
+    /// newline is ignored) or from the environment variable VOLHEALTH_REQUIRE_SECRET. Tests a
+    /// consumer's secret plumbing; the value is a credential, so no flag takes it directly.
+    #[arg(long, value_name = "PATH")]
+    require_secret_file: Option<PathBuf>,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
+}
+
+/// The environment variable that may hold the `KEY=VALUE` pair the controller health RPCs demand.
+pub const REQUIRE_SECRET_ENV: &str = "VOLHEALTH_REQUIRE_SECRET";
+
+/// The pair from `--require-secret-file` or from [`REQUIRE_SECRET_ENV`] (not both). Errors name
+/// the source, never the value.
+fn required_secret(
+    file: Option<&std::path::Path>,
+    env: Option<String>,
+) -> anyhow::Result<Option<volhealth_driver::required_secret::RequiredSecret>> {
+    let text = match (file, env) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "--require-secret-file and {REQUIRE_SECRET_ENV} both name a required secret; give one"
+        ),
+        (Some(path), None) => std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!("reading --require-secret-file {}: {e}", path.display())
+        })?,
+        (None, Some(text)) => text,
+        (None, None) => return Ok(None),
+    };
+    let pair = text.strip_suffix('\n').unwrap_or(&text);
+    let pair = pair.strip_suffix('\r').unwrap_or(pair);
+    pair.parse().map(Some).map_err(|e| {
+        let source = file.map_or(REQUIRE_SECRET_ENV.to_string(), |p| p.display().to_string());
+        anyhow::anyhow!("{source}: {e}")
+    })
 }
 
 /// Runs `volhealth driver` until SIGINT or SIGTERM.
@@ -75,11 +104,50 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     config.low_space_fraction = args.low_space_fraction;
     config.allow_mounts = !args.no_mounts;
-    config.require_secret = args.require_secret;
+    config.require_secret = required_secret(
+        args.require_secret_file.as_deref(),
+        std::env::var(REQUIRE_SECRET_ENV).ok(),
+    )?;
     volhealth_driver::run(
         config,
         volhealth_daemon::shutdown_signal::sigint_or_sigterm(),
     )
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_required_secret_comes_from_a_file_or_the_environment_never_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pair");
+        std::fs::write(&file, "token=s3cr3t-Xq\n").unwrap();
+        let from_file = required_secret(Some(&file), None).unwrap().unwrap();
+        assert_eq!(from_file.key(), "token");
+        let from_env = required_secret(None, Some("token=s3cr3t-Xq".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            from_env, from_file,
+            "a trailing newline is not part of the value"
+        );
+        assert!(required_secret(None, None).unwrap().is_none());
+        let both = required_secret(Some(&file), Some("token=x".into())).unwrap_err();
+        assert!(both.to_string().contains("give one"), "{both}");
+        std::fs::write(&file, "=s3cr3t-Xq\n").unwrap();
+        let bad = required_secret(Some(&file), None).unwrap_err().to_string();
+        assert!(
+            bad.contains(&file.display().to_string()) && !bad.contains("s3cr3t"),
+            "names the file, not the value: {bad}"
+        );
+        let missing = required_secret(Some(&dir.path().join("absent")), None).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("reading --require-secret-file")
+        );
+    }
 }

@@ -104,6 +104,9 @@ enum What {
         /// Delay before answering, e.g. 500ms, 2s, 1m.
         #[arg(long)]
         delay: Option<String>,
+        /// The failure's message (default: `injected fault for METHOD`).
+        #[arg(long)]
+        message: Option<String>,
     },
     /// Turn on paging inconsistencies of ControllerListVolumeHealth, or off with --off.
     ListChaos {
@@ -418,6 +421,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             code,
             rate,
             delay,
+            message,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&rate),
@@ -434,6 +438,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 code,
                 rate,
                 delay_ms,
+                message,
             };
             injection::update(&state, |i| i.set_fault(fault))?;
             format!("{method}: code {code} at rate {rate}, delay {delay_ms} ms")
