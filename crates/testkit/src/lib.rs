@@ -11,4 +11,6 @@ mod service;
 mod world;
 
 pub use service::Service;
-pub use world::{ApiServer, Driver, bind_claim, client_for, create, stage_and_publish, wait_for};
+pub use world::{
+    ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish, wait_for,
+};

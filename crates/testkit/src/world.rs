@@ -24,6 +24,9 @@ pub struct ApiServer {
     pub kubeconfig: PathBuf,
     /// Where it listens, e.g. `http://127.0.0.1:40123`.
     pub url: String,
+    dir: PathBuf,
+    tokens: Option<String>,
+    addr: std::net::SocketAddr,
     service: Service,
 }
 
@@ -31,6 +34,28 @@ impl ApiServer {
     /// Starts the server; `tokens` is the text of a kube-apiserver token file (its first line is
     /// the admin), or `None` for a server that lets every request through.
     pub async fn start(dir: &Path, tokens: Option<&str>) -> ApiServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+        Self::start_on(dir, tokens, listener).await
+    }
+
+    /// Stops the server, to be started again on the same address over the same data with
+    /// [`Outage::start_again`], as after a restart of its process; clients keep their
+    /// configuration.
+    pub fn stop_for_outage(self) -> Outage {
+        let outage = Outage {
+            dir: self.dir.clone(),
+            tokens: self.tokens.clone(),
+            addr: self.addr,
+        };
+        self.stop().expect("the API server stops cleanly");
+        outage
+    }
+
+    async fn start_on(
+        dir: &Path,
+        tokens: Option<&str>,
+        listener: std::net::TcpListener,
+    ) -> ApiServer {
         let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
         let kubeconfig = dir.join("kubeconfig");
         config.write_kubeconfig = Some(kubeconfig.clone());
@@ -39,14 +64,11 @@ impl ApiServer {
                 .unwrap_or_else(|(line, why)| panic!("token file line {line}: {why}"));
             config.tokens = Some(parsed);
         }
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
         listener
             .set_nonblocking(true)
             .expect("a non-blocking listener");
-        let url = format!(
-            "http://{}",
-            listener.local_addr().expect("the local address")
-        );
+        let addr = listener.local_addr().expect("the local address");
+        let url = format!("http://{addr}");
         let service = Service::start("apiserver", move |shutdown| async move {
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| format!("adopting the listener: {e}"))?;
@@ -57,6 +79,9 @@ impl ApiServer {
         let server = ApiServer {
             kubeconfig,
             url,
+            dir: dir.to_path_buf(),
+            tokens: tokens.map(str::to_string),
+            addr,
             service,
         };
         wait_for(START_TIMEOUT, "the API server's kubeconfig", || async {
@@ -85,6 +110,23 @@ impl ApiServer {
     /// Stops the server through its shutdown future.
     pub fn stop(self) -> Result<(), String> {
         self.service.stop()
+    }
+}
+
+/// A stopped API server, to be started again on its address over its data.
+pub struct Outage {
+    dir: PathBuf,
+    tokens: Option<String>,
+    addr: std::net::SocketAddr,
+}
+
+impl Outage {
+    /// Ends the outage. The port was released moments ago; std sets SO_REUSEADDR, so binding it
+    /// again succeeds while old connections linger in TIME_WAIT.
+    pub async fn start_again(self) -> ApiServer {
+        let listener =
+            std::net::TcpListener::bind(self.addr).expect("binding the same address again");
+        ApiServer::start_on(&self.dir, self.tokens.as_deref(), listener).await
     }
 }
 

@@ -1,0 +1,189 @@
+//! Both writers in one process while the API server goes away and comes back on the same
+//! address over the same data: while it is gone, each writer's `/readyz` says so and nothing it
+//! wanted to write is lost; once it is back, both resume on their own (no restart of theirs)
+//! and the recoveries that happened during the outage reach the claim's and the pod's status.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use kube::api::Api;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::time::Duration;
+use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
+use volhealth_driver::condition::volume_status;
+use volhealth_driver::injection::Side;
+use volhealth_monitor::MonitorConfig;
+use volhealth_testkit::{
+    ApiServer, Driver, Service, bind_claim, client_for, create, stage_and_publish, wait_for,
+};
+
+const DRIVER: &str = "hostpath.volhealth.io";
+const NODE: &str = "node-a";
+const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
+    nodetok,system:node:node-a,3,\"system:nodes\"\n";
+const WAIT: Duration = Duration::from_secs(40);
+
+/// A free loopback address for a writer's HTTP endpoint.
+fn free_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+async fn ready(addr: SocketAddr) -> bool {
+    reqwest::get(format!("http://{addr}/readyz"))
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
+
+async fn claim_conditions(admin: &kube::Client) -> Option<Vec<String>> {
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "default")
+        .get("claim-web")
+        .await
+        .ok()?;
+    Some(
+        pvc.status
+            .and_then(|s| s.health_status)
+            .and_then(|h| h.health_conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.reason)
+            .collect(),
+    )
+}
+
+async fn pod_conditions(admin: &kube::Client) -> Option<Vec<String>> {
+    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
+        .get("web")
+        .await
+        .ok()?;
+    Some(
+        pod.status
+            .and_then(|s| s.volume_health)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|e| e.health_conditions.unwrap_or_default())
+            .map(|c| c.reason)
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_writers_resume_after_an_api_server_restart_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["api", "driver"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
+    let driver = Driver::start(&dir.path().join("driver"), DRIVER, NODE).await;
+    let admin = client_for(&api.kubeconfig).await;
+    create(
+        &Api::<Node>::all(admin.clone()),
+        json!({"metadata": {"name": NODE}}),
+    )
+    .await;
+    let volume = driver.create_volume("pv-web").await;
+    bind_claim(&admin, DRIVER, "claim-web", "pv-web", &volume).await;
+    let pod = create(
+        &Api::<Pod>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "web", "namespace": "default"},
+               "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}],
+                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim-web"}}]}}),
+    )
+    .await;
+    let root = dir.path().join("kubelet");
+    let kubelet = KubeletRoot::new(&root);
+    let uid = pod.metadata.uid.unwrap();
+    stage_and_publish(
+        &driver,
+        &volume,
+        "pv-web",
+        &kubelet.staging_dir(DRIVER, &volume),
+        &kubelet.pod_volume_dir(&uid, "pv-web"),
+    )
+    .await;
+
+    let (monitor_http, agent_http) = (free_addr(), free_addr());
+    let monitor_config = MonitorConfig {
+        csi_address: driver.endpoint.clone(),
+        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: Some(monitor_http),
+        ..MonitorConfig::default()
+    };
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(monitor_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let mut agent_config = AgentConfig::new(NODE);
+    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
+    agent_config.kubelet_root_dir = root;
+    agent_config.drivers = vec![StaticDriver {
+        name: DRIVER.to_string(),
+        endpoint: driver.endpoint.clone(),
+    }];
+    agent_config.interval = Duration::from_secs(1);
+    agent_config.timeout = Duration::from_secs(5);
+    agent_config.http_endpoint = Some(agent_http);
+    let agent = Service::start("agent", move |shutdown| async move {
+        volhealth_agent::run(agent_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::DEGRADED,
+        "SlowDisk",
+    );
+    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    wait_for(
+        WAIT,
+        "both faults on status, both writers ready",
+        || async {
+            (claim_conditions(&admin).await? == ["SlowDisk"]
+                && pod_conditions(&admin).await? == ["PathGone"]
+                && ready(monitor_http).await
+                && ready(agent_http).await)
+                .then_some(())
+        },
+    )
+    .await;
+
+    // The API server goes away; the volume recovers meanwhile, so both writers have something
+    // to write and find the server unreachable.
+    let outage = api.stop_for_outage();
+    driver.clear_volume(&volume);
+    wait_for(WAIT, "both writers to report not ready", || async {
+        (!ready(monitor_http).await && !ready(agent_http).await).then_some(())
+    })
+    .await;
+    assert!(
+        !monitor.ended() && !agent.ended(),
+        "an outage stops no writer"
+    );
+
+    let api = outage.start_again().await;
+    let admin = client_for(&api.kubeconfig).await;
+    wait_for(
+        WAIT,
+        "the recoveries to reach status after the outage",
+        || async {
+            (claim_conditions(&admin).await?.is_empty() && pod_conditions(&admin).await?.is_empty())
+                .then_some(())
+        },
+    )
+    .await;
+    wait_for(WAIT, "both writers to be ready again", || async {
+        (ready(monitor_http).await && ready(agent_http).await).then_some(())
+    })
+    .await;
+
+    monitor.stop().expect("the monitor stops cleanly");
+    agent.stop().expect("the agent stops cleanly");
+    driver.stop().expect("the driver stops cleanly");
+    api.stop().expect("the API server stops cleanly");
+}
