@@ -9,6 +9,7 @@ pub mod bootstrap;
 pub mod impersonation;
 mod node;
 pub mod rbac;
+pub mod review_wire;
 pub mod reviews;
 
 pub use authn::{

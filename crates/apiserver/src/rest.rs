@@ -1,7 +1,7 @@
 //! The resource verbs: get, list, create, update, patch (four types), delete and
 //! deletecollection; watch is in `watch`.
 
-use crate::authz::{self, Attributes, Binding, Request, User, reviews};
+use crate::authz::{self, Attributes, Binding, Request, User, review_wire, reviews};
 use crate::call::{Call, Verb};
 use crate::convert;
 use crate::errors::ApiError;
@@ -97,7 +97,16 @@ fn review(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     }
     let anonymous = authz::anonymous();
     let user = c.user.as_ref().unwrap_or(&anonymous);
-    let mut body = parse_body(c)?;
+    let protobuf = c
+        .content_type
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with(review_wire::CONTENT_TYPE);
+    let mut body = if protobuf {
+        review_wire::decode(&c.body)?
+    } else {
+        parse_body(c)?
+    };
     objects::check_type(c.target.def, &mut body)?;
     let answer = match c.target.def.plural {
         "selfsubjectreviews" => reviews::self_subject_review(user, body),
