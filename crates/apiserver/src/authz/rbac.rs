@@ -6,7 +6,8 @@
 use super::{Attributes, Decision, MASTERS, Request, User, service_account_of};
 use crate::registry;
 use crate::store::Store;
-use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{AggregationRule, PolicyRule, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -99,6 +100,58 @@ struct Binding {
 struct Role {
     #[serde(default)]
     rules: Option<Vec<PolicyRule>>,
+    #[serde(rename = "aggregationRule", default)]
+    aggregation_rule: Option<AggregationRule>,
+}
+
+/// Whether `labels` (an object's `metadata.labels`) satisfy `selector`: matchLabels and the
+/// In, NotIn, Exists and DoesNotExist expressions; an empty selector matches everything.
+pub fn selector_matches(selector: &LabelSelector, labels: Option<&Value>) -> bool {
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let by_label = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| label(k) == Some(v.as_str()));
+    let by_expression = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or(&[]);
+        match (e.operator.as_str(), label(&e.key)) {
+            ("In", Some(v)) => values.iter().any(|x| x == v),
+            ("NotIn", Some(v)) => !values.iter().any(|x| x == v),
+            ("NotIn", None) | ("Exists", Some(_)) | ("DoesNotExist", None) => true,
+            _ => false,
+        }
+    });
+    by_label && by_expression
+}
+
+/// The rules of a role object. A ClusterRole with an aggregationRule has the rules of every
+/// ClusterRole its selectors match (recursively, each role once), as kube-apiserver's
+/// aggregation controller would write them; they are resolved here, when authorizing, and the
+/// stored object is not rewritten.
+fn rules_of(store: &Store, obj: &Value, seen: &mut Vec<String>) -> Vec<PolicyRule> {
+    let Ok(role) = Role::deserialize(obj) else {
+        return Vec::new();
+    };
+    let Some(selectors) = role.aggregation_rule.and_then(|a| a.cluster_role_selectors) else {
+        return role.rules.unwrap_or_default();
+    };
+    let (_, all) = store.list(&store_name("clusterroles"), None);
+    let mut out: Vec<PolicyRule> = Vec::new();
+    for other in all {
+        let name = name_of(&other).to_string();
+        let labels = other.pointer("/metadata/labels");
+        if seen.contains(&name) || !selectors.iter().any(|s| selector_matches(s, labels)) {
+            continue;
+        }
+        seen.push(name);
+        for rule in rules_of(store, &other, seen) {
+            if !out.contains(&rule) {
+                out.push(rule);
+            }
+        }
+    }
+    out
 }
 
 fn store_name(plural: &str) -> String {
@@ -168,10 +221,7 @@ pub fn grants(store: &Store, user: &User, namespace: &str) -> (Vec<Grant>, Vec<S
             ));
             continue;
         };
-        let rules = Role::deserialize(&*role)
-            .ok()
-            .and_then(|r| r.rules)
-            .unwrap_or_default();
+        let rules = rules_of(store, &role, &mut vec![b.role_ref.name.clone()]);
         out.push(Grant {
             binding_kind: kind,
             binding: name_of(&obj).to_string(),

@@ -350,3 +350,97 @@ fn service_account_names() {
     assert_eq!(service_account_of("system:serviceaccount::name"), None);
     assert_eq!(service_account_of("alice"), None);
 }
+
+#[test]
+fn aggregated_cluster_roles_have_the_rules_of_the_roles_they_select() {
+    let (_dir, store) = store_with_policy();
+    put(
+        &store,
+        "clusterroles",
+        "",
+        json!({"metadata": {"name": "monitoring"},
+            "aggregationRule": {"clusterRoleSelectors": [
+                {"matchLabels": {"example.com/aggregate-to-monitoring": "true"}},
+                {"matchExpressions": [{"key": "example.com/tier", "operator": "In", "values": ["storage"]}]}]},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+    );
+    put(
+        &store,
+        "clusterroles",
+        "",
+        json!({"metadata": {"name": "claims", "labels": {"example.com/aggregate-to-monitoring": "true"}},
+            "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["list"]}]}),
+    );
+    put(
+        &store,
+        "clusterroles",
+        "",
+        json!({"metadata": {"name": "csinodes", "labels": {"example.com/tier": "storage"}},
+            "rules": [{"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["get"]}]}),
+    );
+    put(
+        &store,
+        "clusterroles",
+        "",
+        json!({"metadata": {"name": "unlabeled"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
+    );
+    put(
+        &store,
+        "clusterrolebindings",
+        "",
+        json!({"metadata": {"name": "dave-monitors"},
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "monitoring"},
+            "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "dave"}]}),
+    );
+    let dave = user("dave", &[]);
+    assert!(allowed(
+        &store,
+        &dave,
+        &in_ns("list", "persistentvolumeclaims", "", "")
+    ));
+    let csinode = Request::Resource(Attributes {
+        verb: "get",
+        group: "storage.k8s.io",
+        resource: "csinodes",
+        subresource: "",
+        namespace: "",
+        name: "n",
+    });
+    assert!(allowed(&store, &dave, &csinode));
+    assert!(
+        !allowed(&store, &dave, &in_ns("get", "secrets", "", "default")),
+        "not selected"
+    );
+    assert!(
+        !allowed(&store, &dave, &in_ns("delete", "pods", "", "default")),
+        "an aggregated role's own rules are replaced"
+    );
+}
+
+#[test]
+fn label_selector_operators() {
+    let sel = |v: Value| -> LabelSelector { serde_json::from_value(v).unwrap() };
+    let labels = json!({"a": "1", "b": "2"});
+    let on = Some(&labels);
+    assert!(selector_matches(&sel(json!({})), on));
+    assert!(selector_matches(
+        &sel(json!({"matchLabels": {"a": "1"}})),
+        on
+    ));
+    assert!(!selector_matches(
+        &sel(json!({"matchLabels": {"a": "2"}})),
+        on
+    ));
+    let expr = |op: &str, key: &str, values: &[&str]| {
+        sel(json!({"matchExpressions": [{"key": key, "operator": op, "values": values}]}))
+    };
+    assert!(selector_matches(&expr("In", "a", &["0", "1"]), on));
+    assert!(!selector_matches(&expr("In", "c", &["1"]), on));
+    assert!(selector_matches(&expr("NotIn", "a", &["2"]), on));
+    assert!(selector_matches(&expr("NotIn", "c", &["2"]), on));
+    assert!(selector_matches(&expr("Exists", "b", &[]), on));
+    assert!(!selector_matches(&expr("DoesNotExist", "b", &[]), on));
+    assert!(selector_matches(&expr("DoesNotExist", "c", &[]), None));
+    assert!(!selector_matches(&expr("Bogus", "a", &["1"]), on));
+}
