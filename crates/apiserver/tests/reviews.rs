@@ -471,3 +471,47 @@ async fn python_client_makes_access_reviews() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_impersonates_when_allowed() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let impersonating = |token: &'static str| {
+        let server_url = server.url.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let path = dir.join(format!("kubeconfig-as-alice-{token}"));
+            volhealth_apiserver::kubeconfig::write(&path, &server_url, Some(token)).unwrap();
+            let kc = Kubeconfig::read_from(&path).unwrap();
+            let mut config =
+                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                    .await
+                    .unwrap();
+            config.auth_info.impersonate = Some("alice".into());
+            kube::Client::try_from(config).unwrap()
+        }
+    };
+    // bob may not impersonate.
+    let pods: kube::Api<Pod> = kube::Api::namespaced(impersonating("bobtok").await, "default");
+    match pods.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(
+                s.message,
+                "users \"alice\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+            );
+        }
+        other => panic!("bob impersonated alice: {other:?}"),
+    }
+    // system:masters may; the request then has alice's rights only.
+    let client = impersonating("admintok").await;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+    pods.list(&Default::default()).await.unwrap();
+    let other: kube::Api<Pod> = kube::Api::namespaced(client, "kube-system");
+    match other.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
+        other => panic!("alice listed kube-system pods: {other:?}"),
+    }
+}
