@@ -178,4 +178,13 @@ mod tests {
         assert_eq!(decode(b"k8s\x00\n\x05\n\x03").unwrap_err().code, 400);
         assert_eq!(decode(b"{}").unwrap_err().code, 400);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_body_is_an_answer_not_a_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let mut body = MAGIC.to_vec();
+            body.extend(tail);
+            let _ = decode(&body);
+        }
+    }
 }
