@@ -184,6 +184,36 @@ fn kubectl_applies_rbac_and_asks_can_i_and_whoami() {
         wide.contains("alice-reads") && wide.contains("Role/pod-reader") && wide.contains("alice"),
         "{wide}"
     );
+    let sas = k.ok(&["get", "sa"]);
+    assert!(sas.contains("monitor"), "{sas}");
+    let described = k.ok(&["describe", "rolebinding", "alice-reads"]);
+    assert!(
+        described.contains("pod-reader") && described.contains("alice"),
+        "{described}"
+    );
+    // Server-side apply of a ClusterRole, twice (the second changes a rule).
+    let ssa = dir.path().join("ssa.yaml");
+    let cluster_role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ssa-role\nrules:\n  - apiGroups: [\"\"]\n    resources: [\"nodes\"]\n    verbs: [\"get\"]\n";
+    std::fs::write(&ssa, cluster_role).unwrap();
+    let out = k.ok(&["apply", "--server-side", "-f", ssa.to_str().unwrap()]);
+    assert!(
+        out.contains("clusterrole.rbac.authorization.k8s.io/ssa-role serverside-applied"),
+        "{out}"
+    );
+    std::fs::write(
+        &ssa,
+        cluster_role.replace("[\"get\"]", "[\"get\", \"list\"]"),
+    )
+    .unwrap();
+    k.ok(&["apply", "--server-side", "-f", ssa.to_str().unwrap()]);
+    let verbs = k.ok(&[
+        "get",
+        "clusterrole",
+        "ssa-role",
+        "-o",
+        "jsonpath={.rules[0].verbs}",
+    ]);
+    assert_eq!(verbs, "[\"get\",\"list\"]");
     let crs = k.ok(&["get", "clusterroles"]);
     assert!(
         crs.contains("cluster-admin") && crs.contains("system:basic-user"),
