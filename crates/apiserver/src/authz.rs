@@ -1,165 +1,31 @@
-//! Authentication with a kube-apiserver style static token file, and a node authorizer that
-//! scopes `system:node:NAME` identities the way the Node authorizer and NodeRestriction do.
+//! Who a request is and what it may do. `authn` authenticates (static tokens, anonymous),
+//! `impersonation` applies `Impersonate-*` headers, and [`Authorizer`] runs the chain of
+//! `--authorization-mode` (`Node`, `RBAC`, `AlwaysAllow`, `AlwaysDeny`) as kube-apiserver does:
+//! the first authorizer that allows or denies decides, and a request nobody allows is forbidden.
+//! `reviews` answers SelfSubjectReview and the access reviews from the same chain.
 
-use crate::errors::{ApiError, Error, Result, qualified};
-use std::collections::HashMap;
-use std::path::Path;
+mod authn;
+pub mod bootstrap;
+pub mod impersonation;
+mod node;
+pub mod rbac;
+pub mod review_wire;
+pub mod reviews;
 
-/// An authenticated caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    /// User name.
-    pub name: String,
-    /// UID.
-    pub uid: String,
-    /// Groups.
-    pub groups: Vec<String>,
-}
+pub use authn::{
+    ANONYMOUS, AUTHENTICATED, MASTERS, SERVICE_ACCOUNT_PREFIX, SERVICE_ACCOUNTS, Tokens,
+    UNAUTHENTICATED, User, anonymous, service_account_groups, service_account_of,
+    with_authenticated_group,
+};
+pub use node::Binding;
 
-impl User {
-    /// The node name when this is a node identity (`system:node:NAME` in `system:nodes`).
-    pub fn node_name(&self) -> Option<&str> {
-        let n = volhealth_model::identity::node_of_user(&self.name)?;
-        self.groups
-            .iter()
-            .any(|g| g == volhealth_model::identity::NODES_GROUP)
-            .then_some(n)
-    }
-}
-
-/// Tokens read from `--token-auth-file`, in file order.
-#[derive(Clone, Default)]
-pub struct Tokens {
-    by_token: HashMap<String, User>,
-    first: Option<String>,
-    /// Who a request without credentials is (None: such requests are refused).
-    anonymous: Option<User>,
-}
-
-fn split_csv(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
-/// Lists the users only: tokens are credentials and never appear in logs.
-impl std::fmt::Debug for Tokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut users: Vec<&str> = self.by_token.values().map(|u| u.name.as_str()).collect();
-        users.sort_unstable();
-        f.debug_struct("Tokens")
-            .field("users", &users)
-            .field("anonymous", &self.anonymous)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Tokens {
-    /// Reads a token file: `token,user,uid[,"group1,group2"]` per line.
-    pub fn load(path: &Path) -> Result<Tokens> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            what: format!("reading token file {}", path.display()),
-            source,
-        })?;
-        Tokens::parse(&text).map_err(|(line, reason)| Error::TokenFile {
-            path: path.display().to_string(),
-            line,
-            reason,
-        })
-    }
-
-    /// Parses token file text; errors carry the 1-based line number.
-    pub fn parse(text: &str) -> std::result::Result<Tokens, (usize, String)> {
-        let mut t = Tokens::default();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let f = split_csv(line);
-            if f.len() < 3 {
-                return Err((i + 1, "expected at least token,user,uid".into()));
-            }
-            let token = f[0].trim().to_string();
-            if token.is_empty() {
-                return Err((i + 1, "empty token".into()));
-            }
-            let groups = f
-                .get(3)
-                .map(|g| {
-                    g.split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let user = User {
-                name: f[1].trim().to_string(),
-                uid: f[2].trim().to_string(),
-                groups,
-            };
-            if t.first.is_none() {
-                t.first = Some(token.clone());
-            }
-            t.by_token.insert(token, user);
-        }
-        Ok(t)
-    }
-
-    /// Lets requests without an `Authorization` header act as an administrator, as the insecure
-    /// port of old kube-apiservers did: kubectl sends no bearer token over plain HTTP, while
-    /// node and controller identities still present their tokens and stay scoped.
-    pub fn with_anonymous_admin(mut self) -> Tokens {
-        self.anonymous = Some(User {
-            name: "system:unsecured".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into(), "system:authenticated".into()],
-        });
-        self
-    }
-
-    /// The first token in the file (written into the kubeconfig).
-    pub fn first(&self) -> Option<&str> {
-        self.first.as_deref()
-    }
-
-    /// Looks up an `Authorization` header value.
-    pub fn authenticate(&self, header: Option<&str>) -> std::result::Result<User, ApiError> {
-        if let (None, Some(anonymous)) = (header, &self.anonymous) {
-            return Ok(anonymous.clone());
-        }
-        let token = header
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .ok_or_else(ApiError::unauthorized)?;
-        self.by_token
-            .get(token)
-            .cloned()
-            .ok_or_else(ApiError::unauthorized)
-    }
-}
+use crate::errors::{ApiError, qualified};
+use crate::store::Store;
 
 /// One resource request, as the authorizer sees it.
 #[derive(Debug, Clone)]
 pub struct Attributes<'a> {
-    /// Verb: get, list, watch, create, update, patch, delete, deletecollection.
+    /// Verb: get, list, watch, create, update, patch, delete, deletecollection, impersonate.
     pub verb: &'a str,
     /// API group.
     pub group: &'a str,
@@ -169,8 +35,181 @@ pub struct Attributes<'a> {
     pub subresource: &'a str,
     /// Namespace ("" when cluster-scoped or across namespaces).
     pub namespace: &'a str,
-    /// Object name ("" for collections).
+    /// Object name ("" for collections; a create's name from its body).
     pub name: &'a str,
+}
+
+/// What is asked: a resource, or a path outside the resource API (`/healthz`, `/api`).
+#[derive(Debug, Clone)]
+pub enum Request<'a> {
+    /// A resource request.
+    Resource(Attributes<'a>),
+    /// A non-resource request: lowercase HTTP method and path.
+    Path {
+        /// Verb (`get`, `post`, ...).
+        verb: &'a str,
+        /// Request path.
+        path: &'a str,
+    },
+}
+
+/// One authorizer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed, with the reason.
+    Allow(String),
+    /// Denied, with the reason; no later authorizer is asked.
+    Deny(String),
+    /// Neither: the next authorizer decides. The reason is kept for the final message.
+    NoOpinion(String),
+}
+
+/// One `--authorization-mode` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Scopes node identities (`system:node:NAME`).
+    Node,
+    /// Roles and bindings stored in the server.
+    Rbac,
+    /// Allows everything.
+    AlwaysAllow,
+    /// Allows nothing.
+    AlwaysDeny,
+}
+
+impl Mode {
+    /// The flag's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Node => "Node",
+            Mode::Rbac => "RBAC",
+            Mode::AlwaysAllow => "AlwaysAllow",
+            Mode::AlwaysDeny => "AlwaysDeny",
+        }
+    }
+}
+
+/// The authorizer chain of `--authorization-mode`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorizer {
+    modes: Vec<Mode>,
+}
+
+impl Default for Authorizer {
+    /// `Node,AlwaysAllow`: node identities scoped, everyone else allowed.
+    fn default() -> Authorizer {
+        Authorizer {
+            modes: vec![Mode::Node, Mode::AlwaysAllow],
+        }
+    }
+}
+
+impl std::fmt::Display for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.modes.iter().map(|m| m.as_str()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl Authorizer {
+    /// Parses `--authorization-mode`: a comma list of `Node`, `RBAC`, `AlwaysAllow` and
+    /// `AlwaysDeny`, each at most once.
+    pub fn parse(flag: &str) -> std::result::Result<Authorizer, String> {
+        let mut modes = Vec::new();
+        for part in flag.split(',').map(str::trim) {
+            let mode = match part {
+                "Node" => Mode::Node,
+                "RBAC" => Mode::Rbac,
+                "AlwaysAllow" => Mode::AlwaysAllow,
+                "AlwaysDeny" => Mode::AlwaysDeny,
+                "" => return Err("empty authorization mode".into()),
+                other => {
+                    return Err(format!(
+                        "authorization mode {other:?} is not supported (supported: Node, RBAC, AlwaysAllow, AlwaysDeny)"
+                    ));
+                }
+            };
+            if modes.contains(&mode) {
+                return Err(format!("authorization mode {part:?} is given twice"));
+            }
+            modes.push(mode);
+        }
+        Ok(Authorizer { modes })
+    }
+
+    /// Whether `mode` is in the chain.
+    pub fn has(&self, mode: Mode) -> bool {
+        self.modes.contains(&mode)
+    }
+
+    /// The modes in order.
+    pub fn modes(&self) -> &[Mode] {
+        &self.modes
+    }
+
+    /// The chain's decision; `NoOpinion` when no authorizer allowed or denied (which refuses).
+    pub fn decide(
+        &self,
+        store: &Store,
+        user: &User,
+        req: &Request<'_>,
+        binding: Binding<'_>,
+    ) -> Decision {
+        let mut reasons = Vec::new();
+        for mode in &self.modes {
+            let d = match (mode, req) {
+                (Mode::Node, Request::Resource(a)) => {
+                    let bound = node::bound_node(user, a, binding);
+                    node::decide(user, a, bound.as_deref())
+                }
+                (Mode::Node, Request::Path { .. }) => Decision::NoOpinion(String::new()),
+                (Mode::Rbac, _) => rbac::decide(store, user, req),
+                (Mode::AlwaysAllow, _) => Decision::Allow(String::new()),
+                (Mode::AlwaysDeny, _) => Decision::NoOpinion("Everything is forbidden.".into()),
+            };
+            match d {
+                Decision::NoOpinion(r) => {
+                    if !r.is_empty() {
+                        reasons.push(r);
+                    }
+                }
+                decided => return decided,
+            }
+        }
+        Decision::NoOpinion(reasons.join("\n"))
+    }
+
+    /// Ok when the chain allows `req`, else 403 Forbidden worded as kube-apiserver words it.
+    pub fn authorize(
+        &self,
+        store: &Store,
+        user: &User,
+        req: &Request<'_>,
+        binding: Binding<'_>,
+    ) -> std::result::Result<(), ApiError> {
+        match self.decide(store, user, req, binding) {
+            Decision::Allow(_) => Ok(()),
+            Decision::Deny(why) | Decision::NoOpinion(why) => Err(forbidden(user, req, &why)),
+        }
+    }
+}
+
+/// The 403 for `req` by `user`, with the authorizers' reason (if any) after a colon.
+pub fn forbidden(user: &User, req: &Request<'_>, why: &str) -> ApiError {
+    match req {
+        Request::Resource(a) => deny(user, a, why),
+        Request::Path { verb, path } => {
+            let mut msg = format!(
+                "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
+                user.name
+            );
+            if !why.is_empty() {
+                msg.push_str(": ");
+                msg.push_str(why);
+            }
+            ApiError::forbidden("", "", "", msg)
+        }
+    }
 }
 
 fn deny(user: &User, a: &Attributes<'_>, why: &str) -> ApiError {
@@ -193,333 +232,29 @@ fn deny(user: &User, a: &Attributes<'_>, why: &str) -> ApiError {
             a.name
         )
     };
-    ApiError::forbidden(
-        a.group,
-        a.resource,
-        a.name,
-        format!(
-            "{subject}: User \"{}\" cannot {} resource \"{res}\" in API group \"{}\" {scope}: {why}",
-            user.name, a.verb, a.group
-        ),
-    )
+    let mut msg = format!(
+        "{subject}: User \"{}\" cannot {} resource \"{res}\" in API group \"{}\" {scope}",
+        user.name, a.verb, a.group
+    );
+    if !why.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(why);
+    }
+    ApiError::forbidden(a.group, a.resource, a.name, msg)
 }
 
-const READ: &[&str] = &["get", "list", "watch"];
-
-/// Decides whether `user` may do `a`. `bound_node` is the spec.nodeName of the stored pod, for
-/// writes to an existing pod; for a Secret get it is the requesting node when a pod bound to that
-/// node references the Secret. Non-node identities may do everything.
+/// The default chain (`Node,AlwaysAllow`) for one resource request, without a store: the node
+/// authorizer with `bound_node` as the object's node, then everything else allowed.
 pub fn authorize(
     user: &User,
     a: &Attributes<'_>,
     bound_node: Option<&str>,
 ) -> std::result::Result<(), ApiError> {
-    let Some(node) = user.node_name() else {
-        return Ok(());
-    };
-    let read = READ.contains(&a.verb);
-    let own = a.name == node;
-    let allowed = match (a.group, a.resource, a.subresource) {
-        ("", "pods", "") if read => true,
-        ("", "pods", "status") if a.verb == "get" => true,
-        ("", "pods", "status") if matches!(a.verb, "patch" | "update") => {
-            if bound_node == Some(node) {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!(
-                        "node \"{node}\" can only update pod status for pods with spec.nodeName set to \"{node}\""
-                    ),
-                ));
-            }
-        }
-        ("", "pods", "") if a.verb == "delete" => {
-            if bound_node == Some(node) {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!(
-                        "node \"{node}\" can only delete pods with spec.nodeName set to \"{node}\""
-                    ),
-                ));
-            }
-        }
-        ("", "nodes", "") | ("", "nodes", "status") if read => true,
-        ("", "nodes", "") | ("", "nodes", "status")
-            if matches!(a.verb, "create" | "update" | "patch") =>
-        {
-            if own {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!("node \"{node}\" can only modify its own Node object"),
-                ));
-            }
-        }
-        ("storage.k8s.io", "csinodes", "") | ("storage.k8s.io", "csinodes", "status") if read => {
-            true
-        }
-        ("storage.k8s.io", "csinodes", "") | ("storage.k8s.io", "csinodes", "status")
-            if matches!(a.verb, "create" | "update" | "patch" | "delete") =>
-        {
-            if own {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!("node \"{node}\" can only modify the CSINode object named \"{node}\""),
-                ));
-            }
-        }
-        ("", "persistentvolumeclaims", "") | ("", "persistentvolumeclaims", "status") if read => {
-            true
-        }
-        ("", "persistentvolumeclaims", "status") => {
-            return Err(deny(
-                user,
-                a,
-                "nodes may not write PersistentVolumeClaim status; only the health monitor does",
-            ));
-        }
-        ("", "secrets", "") if a.verb == "get" => {
-            if bound_node == Some(node) {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!("no relationship found between node '{node}' and this object"),
-                ));
-            }
-        }
-        ("", "secrets", "") => {
-            return Err(deny(
-                user,
-                a,
-                &format!(
-                    "node \"{node}\" may only get secrets referenced by pods bound to it, one by name"
-                ),
-            ));
-        }
-        ("", "persistentvolumes", "") | ("", "namespaces", "") if read => true,
-        ("storage.k8s.io", "csidrivers" | "storageclasses" | "volumeattachments", "") if read => {
-            true
-        }
-        ("", "events", "") | ("events.k8s.io", "events", "") => {
-            read || matches!(a.verb, "create" | "update" | "patch")
-        }
-        ("coordination.k8s.io", "leases", "") => {
-            if a.namespace == "kube-node-lease" && (own || (read && a.name.is_empty())) {
-                true
-            } else {
-                return Err(deny(
-                    user,
-                    a,
-                    &format!("node \"{node}\" can only access its own Lease in kube-node-lease"),
-                ));
-            }
-        }
-        _ => false,
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(deny(
-            user,
-            a,
-            &format!("node \"{node}\" is not allowed to do this"),
-        ))
+    match node::decide(user, a, bound_node) {
+        Decision::Deny(why) => Err(deny(user, a, &why)),
+        Decision::Allow(_) | Decision::NoOpinion(_) => Ok(()),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn attrs<'a>(
-        verb: &'a str,
-        group: &'a str,
-        resource: &'a str,
-        sub: &'a str,
-        ns: &'a str,
-        name: &'a str,
-    ) -> Attributes<'a> {
-        Attributes {
-            verb,
-            group,
-            resource,
-            subresource: sub,
-            namespace: ns,
-            name,
-        }
-    }
-
-    #[test]
-    fn token_file_and_node_scoping() {
-        let t = Tokens::parse(
-            "admintok,admin,1,\"system:masters\"\nnodetok,system:node:a,2,\"system:nodes,other\"\n",
-        )
-        .unwrap();
-        assert_eq!(t.first(), Some("admintok"));
-        assert!(
-            !format!("{t:?}").contains("admintok"),
-            "tokens stay out of Debug output"
-        );
-        let node = t.authenticate(Some("Bearer nodetok")).unwrap();
-        assert_eq!(node.node_name(), Some("a"));
-        assert_eq!(t.authenticate(Some("Bearer nope")).unwrap_err().code, 401);
-        assert_eq!(t.authenticate(None).unwrap_err().code, 401);
-        assert!(
-            authorize(
-                &node,
-                &attrs("patch", "", "pods", "status", "default", "p"),
-                Some("a")
-            )
-            .is_ok()
-        );
-        let e = authorize(
-            &node,
-            &attrs("patch", "", "pods", "status", "default", "p"),
-            Some("b"),
-        )
-        .unwrap_err();
-        assert_eq!(e.code, 403);
-        assert!(e.message.starts_with("pods \"p\" is forbidden: User \"system:node:a\" cannot patch resource \"pods/status\""), "{}", e.message);
-        assert!(
-            authorize(
-                &node,
-                &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "a"),
-                None
-            )
-            .is_ok()
-        );
-        assert!(
-            authorize(
-                &node,
-                &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "b"),
-                None
-            )
-            .is_err()
-        );
-        assert!(
-            authorize(
-                &node,
-                &attrs(
-                    "patch",
-                    "",
-                    "persistentvolumeclaims",
-                    "status",
-                    "default",
-                    "d"
-                ),
-                None
-            )
-            .is_err()
-        );
-        assert!(
-            authorize(
-                &node,
-                &attrs("list", "", "persistentvolumeclaims", "", "", ""),
-                None
-            )
-            .is_ok()
-        );
-        assert!(
-            authorize(
-                &node,
-                &attrs("create", "", "events", "", "default", ""),
-                None
-            )
-            .is_ok()
-        );
-        let get = attrs("get", "", "secrets", "", "default", "s");
-        assert!(authorize(&node, &get, Some("a")).is_ok());
-        let e = authorize(&node, &get, None).unwrap_err();
-        assert!(
-            e.message.contains("no relationship found between node 'a'"),
-            "{}",
-            e.message
-        );
-        for verb in ["list", "watch", "create", "update", "patch", "delete"] {
-            assert_eq!(
-                authorize(
-                    &node,
-                    &attrs(verb, "", "secrets", "", "default", ""),
-                    Some("a")
-                )
-                .unwrap_err()
-                .code,
-                403,
-                "{verb}"
-            );
-        }
-    }
-
-    #[test]
-    fn nodes_create_and_patch_events_in_any_namespace_and_nothing_more() {
-        let node = User {
-            name: "system:node:a".into(),
-            uid: "2".into(),
-            groups: vec!["system:nodes".into()],
-        };
-        for group in ["", "events.k8s.io"] {
-            for ns in ["default", "kube-system", "team-b"] {
-                for verb in ["create", "patch", "update"] {
-                    let name = if verb == "create" { "" } else { "x.1" };
-                    assert!(
-                        authorize(&node, &attrs(verb, group, "events", "", ns, name), None).is_ok(),
-                        "{verb} {group} events in {ns}"
-                    );
-                }
-                for verb in ["delete", "deletecollection"] {
-                    let e = authorize(&node, &attrs(verb, group, "events", "", ns, ""), None)
-                        .unwrap_err();
-                    assert_eq!(e.code, 403, "{verb} {group} events in {ns}");
-                }
-            }
-        }
-        // Still refused: another node's CSINode, PVC status.
-        assert!(
-            authorize(
-                &node,
-                &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "b"),
-                None
-            )
-            .is_err()
-        );
-    }
-
-    #[test]
-    fn anonymous_admin_only_covers_requests_without_credentials() {
-        let t = Tokens::parse("nodetok,system:node:a,2,\"system:nodes\"\n")
-            .unwrap()
-            .with_anonymous_admin();
-        let anon = t.authenticate(None).unwrap();
-        assert_eq!(anon.node_name(), None);
-        let a = Attributes {
-            verb: "patch",
-            group: "",
-            resource: "persistentvolumeclaims",
-            subresource: "status",
-            namespace: "default",
-            name: "d",
-        };
-        assert!(authorize(&anon, &a, None).is_ok());
-        assert_eq!(
-            t.authenticate(Some("Bearer wrong")).unwrap_err().code,
-            401,
-            "a wrong token is still refused"
-        );
-        assert_eq!(
-            t.authenticate(Some("Bearer nodetok")).unwrap().node_name(),
-            Some("a")
-        );
-    }
-}
+mod tests;

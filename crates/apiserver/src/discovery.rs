@@ -18,26 +18,13 @@ pub fn wants_aggregated(accept: &str) -> bool {
     })
 }
 
-fn verbs(_r: &ResourceDef) -> [&'static str; 8] {
-    [
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ]
-}
-
 fn legacy_resource(r: &ResourceDef) -> Value {
     let mut v = json!({
         "name": r.plural,
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": verbs(r),
+        "verbs": r.verbs(),
     });
     if !r.short_names.is_empty() {
         v["shortNames"] = json!(r.short_names);
@@ -119,7 +106,7 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
         "responseKind": kind,
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": verbs(r),
+        "verbs": r.verbs(),
     });
     if !r.short_names.is_empty() {
         v["shortNames"] = json!(r.short_names);
@@ -197,6 +184,30 @@ mod tests {
                 .iter()
                 .any(|r| r["name"] == "csinodes/status")
         );
-        assert_eq!(aggregated(false)["items"].as_array().unwrap().len(), 3);
+        let groups: Vec<Value> = aggregated(false)["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "events.k8s.io",
+                "storage.k8s.io",
+                "coordination.k8s.io",
+                "rbac.authorization.k8s.io",
+                "authentication.k8s.io",
+                "authorization.k8s.io"
+            ]
+        );
+        let reviews = resource_list("authorization.k8s.io", "v1").unwrap();
+        assert!(
+            reviews["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["verbs"] == json!(["create"]))
+        );
     }
 }

@@ -22,6 +22,7 @@ mod objects;
 pub mod patch;
 mod quantity;
 mod query;
+mod rbac_objects;
 pub mod registry;
 pub mod request;
 mod response;

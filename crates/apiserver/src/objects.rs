@@ -307,6 +307,9 @@ pub fn admit(
         crate::secrets::normalize(old, new)?;
     }
     gate::drop_disabled_fields(gates, def, old, new);
+    if let Some(old) = old {
+        crate::rbac_objects::check_update(def, old, new)?;
+    }
     validation::validate(def, new)
 }
 

@@ -30,6 +30,14 @@ pub enum Printer {
     Lease,
     /// Secrets.
     Secret,
+    /// ServiceAccounts.
+    ServiceAccount,
+    /// Roles and ClusterRoles.
+    Role,
+    /// RoleBindings and ClusterRoleBindings.
+    RoleBinding,
+    /// The review resources: created and answered, never stored.
+    Review,
 }
 
 /// One served resource.
@@ -88,6 +96,24 @@ impl ResourceDef {
             .chain(self.merge_keys.iter())
             .find(|(p, _)| *p == path)
             .map(|(_, k)| *k)
+    }
+
+    /// The verbs the resource serves (discovery lists them).
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.printer == Printer::Review {
+            &["create"]
+        } else {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        }
     }
 
     /// Whether `label` is a supported field selector label.
@@ -260,6 +286,20 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         group: "",
         version: "v1",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::ServiceAccount,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
         plural: "events",
         singular: "event",
         kind: "Event",
@@ -353,6 +393,118 @@ pub static RESOURCES: &[ResourceDef] = &[
         has_status: false,
         fields: &[],
         printer: Printer::Lease,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterroles",
+        singular: "clusterrole",
+        kind: "ClusterRole",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Role,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::RoleBinding,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "roles",
+        singular: "role",
+        kind: "Role",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Role,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+        singular: "rolebinding",
+        kind: "RoleBinding",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::RoleBinding,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "selfsubjectreviews",
+        singular: "selfsubjectreview",
+        kind: "SelfSubjectReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Review,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "selfsubjectaccessreviews",
+        singular: "selfsubjectaccessreview",
+        kind: "SelfSubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Review,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "selfsubjectrulesreviews",
+        singular: "selfsubjectrulesreview",
+        kind: "SelfSubjectRulesReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Review,
+        merge_keys: &[],
+    },
+    ResourceDef {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "subjectaccessreviews",
+        singular: "subjectaccessreview",
+        kind: "SubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Review,
         merge_keys: &[],
     },
 ];

@@ -1,7 +1,7 @@
 //! The resource verbs: get, list, create, update, patch (four types), delete and
 //! deletecollection; watch is in `watch`.
 
-use crate::authz::{self, Attributes, User};
+use crate::authz::{self, Attributes, Binding, Request, User, review_wire, reviews};
 use crate::call::{Call, Verb};
 use crate::convert;
 use crate::errors::ApiError;
@@ -19,25 +19,9 @@ use std::sync::Arc;
 
 fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
     let Some(user) = &c.user else { return Ok(()) };
-    if user.node_name().is_none() {
-        return Ok(());
-    }
     let def = c.target.def;
-    let bound = if def.plural == "pods" && def.group.is_empty() && !c.name().is_empty() {
-        st.store
-            .get(&c.res(), &c.target.ns, c.name())
-            .and_then(|p| {
-                p.pointer("/spec/nodeName")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-    } else if def.printer == registry::Printer::Secret && c.verb == Verb::Get {
-        secret_node(st, user, &c.target.ns, c.name())
-    } else {
-        None
-    };
-    // A create names its object in the body.
-    let body_name = if c.verb == Verb::Create {
+    // A create names its object in the body; only the node authorizer looks at it.
+    let body_name = if c.verb == Verb::Create && user.node_name().is_some() {
         parse_body(c)
             .ok()
             .and_then(|b| {
@@ -61,24 +45,29 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
             c.name()
         },
     };
-    authz::authorize(user, &attrs, bound.as_deref())
+    st.authorizer.authorize(
+        &st.store,
+        user,
+        &Request::Resource(attrs),
+        Binding::Lookup(&st.store),
+    )
 }
 
 /// Refuses, before the body is read or parsed, what no body could make allowed: the authorizer
 /// is asked with the most permissive values a body or the store could still supply (for a
-/// create, the node's own name; an object bound to the node). [`handle`] asks again with the
+/// node's create, its own name; an object bound to the node). [`handle`] asks again with the
 /// real ones.
 pub(crate) fn authorize_before_body(
+    st: &AppState,
     user: Option<&User>,
     target: &Target,
     verb: Verb,
 ) -> Result<(), ApiError> {
     let Some(user) = user else { return Ok(()) };
-    let Some(node) = user.node_name() else {
-        return Ok(());
-    };
-    let name = match verb {
-        Verb::Create => node,
+    let node = user.node_name();
+    let name = match (verb, node) {
+        (Verb::Create, Some(node)) => node,
+        (Verb::Create, None) => "",
         _ => target.name.as_deref().unwrap_or(""),
     };
     let attrs = Attributes {
@@ -89,26 +78,56 @@ pub(crate) fn authorize_before_body(
         namespace: &target.ns,
         name,
     };
-    authz::authorize(user, &attrs, Some(node))
+    st.authorizer.authorize(
+        &st.store,
+        user,
+        &Request::Resource(attrs),
+        Binding::Assume(node),
+    )
 }
 
-/// The requesting node, when a pod bound to it references Secret `ns/name`.
-fn secret_node(st: &AppState, user: &User, ns: &str, name: &str) -> Option<String> {
-    let node = user.node_name()?;
-    let pods = registry::find("", "v1", "pods")?;
-    let (_, items) = st.store.list(&pods.store_name(), Some(ns));
-    items
-        .iter()
-        .any(|p| {
-            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
-                && crate::secrets::referenced_by_pod(p, name)
-        })
-        .then(|| node.to_string())
+/// Answers a review (SelfSubjectReview, the access reviews): only create is served, and nothing
+/// is stored.
+fn review(st: &AppState, c: &Call) -> Result<Response, ApiError> {
+    if c.verb != Verb::Create {
+        return Err(ApiError::method_not_allowed(format!(
+            "{} only supports create",
+            c.target.def.plural
+        )));
+    }
+    let anonymous = authz::anonymous();
+    let user = c.user.as_ref().unwrap_or(&anonymous);
+    let protobuf = c
+        .content_type
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with(review_wire::CONTENT_TYPE);
+    let mut body = if protobuf {
+        review_wire::decode(&c.body)?
+    } else {
+        parse_body(c)?
+    };
+    objects::check_type(c.target.def, &mut body)?;
+    let answer = match c.target.def.plural {
+        "selfsubjectreviews" => reviews::self_subject_review(user, body),
+        "selfsubjectaccessreviews" => {
+            reviews::self_subject_access_review(&st.authorizer, &st.store, user, body)?
+        }
+        "subjectaccessreviews" => reviews::subject_access_review(&st.authorizer, &st.store, body)?,
+        "selfsubjectrulesreviews" => {
+            reviews::self_subject_rules_review(&st.authorizer, &st.store, user, body)
+        }
+        other => return Err(ApiError::internal(format!("no review handler for {other}"))),
+    };
+    Ok(json_response(201, &answer))
 }
 
 /// Runs one resource request.
 pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     authorize(&st, &c)?;
+    if c.target.def.printer == registry::Printer::Review {
+        return review(&st, &c);
+    }
     crate::query::check_options(c.verb, &c.query)?;
     match c.verb {
         Verb::Get => get(&st, &c),

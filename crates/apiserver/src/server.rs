@@ -1,7 +1,7 @@
 //! The HTTP front: routing of non-resource paths, authentication, body limits, metrics, and the
 //! `serve` entry point.
 
-use crate::authz::{Tokens, User};
+use crate::authz::{self, Authorizer, Request as AuthzRequest, Tokens, User};
 use crate::call::{self, Call};
 use crate::errors::{ApiError, Error, Result};
 use crate::gate::FeatureGates;
@@ -35,8 +35,10 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// Feature gates.
     pub gates: FeatureGates,
-    /// Static tokens; None allows every request.
+    /// Static tokens; None serves every request as `system:anonymous`.
     pub tokens: Option<Tokens>,
+    /// The authorizer chain (`--authorization-mode`); the default is `Node,AlwaysAllow`.
+    pub authorization: Authorizer,
     /// Write a kubeconfig here once the listener is bound.
     pub write_kubeconfig: Option<PathBuf>,
     /// How many changes the watch log keeps at least.
@@ -63,6 +65,7 @@ impl ServerConfig {
             data_dir: data_dir.into(),
             gates: FeatureGates::default(),
             tokens: None,
+            authorization: Authorizer::default(),
             write_kubeconfig: None,
             retained_changes: 50_000,
             bookmark_interval: Duration::from_secs(10),
@@ -117,21 +120,29 @@ pub async fn serve(
         })??;
     let store = Arc::new(store);
     let seed_store = store.clone();
-    tokio::task::spawn_blocking(move || seed(&seed_store))
-        .await
-        .map_err(|e| Error::Task {
-            what: "creating the built-in namespaces",
-            reason: e.to_string(),
-        })?
-        .map_err(|e| Error::Task {
-            what: "creating the built-in namespaces",
-            reason: e.message,
-        })?;
+    let rbac = config.authorization.has(authz::Mode::Rbac);
+    tokio::task::spawn_blocking(move || {
+        seed(&seed_store)?;
+        if rbac {
+            authz::bootstrap::ensure(&seed_store)?;
+        }
+        Ok::<(), ApiError>(())
+    })
+    .await
+    .map_err(|e| Error::Task {
+        what: "creating the built-in namespaces and policy",
+        reason: e.to_string(),
+    })?
+    .map_err(|e| Error::Task {
+        what: "creating the built-in namespaces and policy",
+        reason: e.message,
+    })?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let state = Arc::new(AppState {
         store,
         gates: config.gates,
         tokens: config.tokens.clone(),
+        authorizer: config.authorization.clone(),
         metrics: Metrics::new(),
         bookmark_interval: config.bookmark_interval,
         address: addr.to_string(),
@@ -278,6 +289,21 @@ async fn handle(State(st): State<Arc<AppState>>, req: Request) -> Response {
     resp
 }
 
+/// The caller the credentials name: None without credentials (unless requests without them act
+/// as the anonymous administrator); 401 for wrong ones.
+fn authenticate(
+    st: &AppState,
+    parts: &http::request::Parts,
+) -> std::result::Result<Option<User>, ApiError> {
+    let Some(tokens) = &st.tokens else {
+        return Ok(None);
+    };
+    match parts.headers.get("authorization") {
+        Some(h) => tokens.authenticate(h.to_str().ok()).map(Some),
+        None => Ok(tokens.authenticate(None).ok()),
+    }
+}
+
 async fn dispatch(
     st: &Arc<AppState>,
     parts: http::request::Parts,
@@ -292,9 +318,29 @@ async fn dispatch(
     };
     let is_get = parts.method == http::Method::GET || parts.method == http::Method::HEAD;
     let accept = header(&parts, "accept").to_string();
-    // Non-resource paths are open to callers without credentials, not to wrong ones.
-    if let (Some(tokens), Some(auth)) = (&st.tokens, parts.headers.get("authorization")) {
-        tokens.authenticate(auth.to_str().ok())?;
+    let authenticated = authenticate(st, &parts)?;
+    let route = request::route(path);
+    let resource_request = matches!(route, Ok(Route::Resource(_)));
+    // With tokens configured, resource requests need credentials; without any, a request is
+    // `system:anonymous` (kube-apiserver's anonymous authentication).
+    if resource_request && st.tokens.is_some() && authenticated.is_none() {
+        return Err(ApiError::unauthorized());
+    }
+    let requester = authenticated.map_or_else(authz::anonymous, authz::with_authenticated_group);
+    let user =
+        authz::impersonation::impersonate(&st.authorizer, &st.store, requester, &parts.headers)?;
+    if !resource_request {
+        let verb = if is_get {
+            "get".to_string()
+        } else {
+            parts.method.as_str().to_ascii_lowercase()
+        };
+        st.authorizer.authorize(
+            &st.store,
+            &user,
+            &AuthzRequest::Path { verb: &verb, path },
+            authz::Binding::Assume(None),
+        )?;
     }
     match path {
         "/healthz" | "/readyz" | "/livez" if is_get => {
@@ -337,8 +383,7 @@ async fn dispatch(
         }
         _ => {}
     }
-    let route = request::route(path)?;
-    match route {
+    match route? {
         Route::ResourceList(g, v) if is_get => discovery::resource_list(&g, &v)
             .map(|d| json_response(200, &d))
             .ok_or_else(ApiError::no_route),
@@ -349,17 +394,7 @@ async fn dispatch(
             "the server does not allow this method on the requested resource",
         )),
         Route::Resource(target) => {
-            let user: Option<User> = match &st.tokens {
-                None => None,
-                Some(t) => Some(
-                    t.authenticate(
-                        parts
-                            .headers
-                            .get("authorization")
-                            .and_then(|v| v.to_str().ok()),
-                    )?,
-                ),
-            };
+            let user: Option<User> = Some(user);
             let query = request::parse_query(parts.uri.query());
             let verb = call::verb(
                 &parts.method,
@@ -370,7 +405,7 @@ async fn dispatch(
             acct.verb = verb.metric_name().to_string();
             acct.resource = target.def.plural.to_string();
             acct.subresource = target.sub.clone().unwrap_or_default();
-            if let Err(e) = rest::authorize_before_body(user.as_ref(), &target, verb) {
+            if let Err(e) = rest::authorize_before_body(st, user.as_ref(), &target, verb) {
                 discard(body.into_data_stream(), 0).await;
                 return Err(e);
             }

@@ -1,6 +1,6 @@
 //! The state every request handler shares.
 
-use crate::authz::Tokens;
+use crate::authz::{Authorizer, Tokens};
 use crate::gate::FeatureGates;
 use crate::metrics::Metrics;
 use crate::store::Store;
@@ -15,6 +15,8 @@ pub struct AppState {
     pub gates: FeatureGates,
     /// Static tokens, if authentication is on.
     pub tokens: Option<Tokens>,
+    /// The authorizer chain (`--authorization-mode`).
+    pub authorizer: Authorizer,
     /// Request metrics.
     pub metrics: Metrics,
     /// Bookmark interval for watches.

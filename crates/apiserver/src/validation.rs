@@ -53,7 +53,9 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         ));
     } else {
         let rule = match def.printer {
-            Printer::Event | Printer::EventV1 => NameRule::PathSegment,
+            Printer::Event | Printer::EventV1 | Printer::Role | Printer::RoleBinding => {
+                NameRule::PathSegment
+            }
             Printer::Namespace => NameRule::Label,
             _ => NameRule::Subdomain,
         };
@@ -153,6 +155,9 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         Printer::Secret => {
             crate::secrets::validate(&decode::<core::Secret>(obj, def.kind)?, &mut causes)
         }
+        Printer::ServiceAccount => drop(decode::<core::ServiceAccount>(obj, def.kind)?),
+        Printer::Role | Printer::RoleBinding => crate::rbac_objects::check(obj, def, &mut causes)?,
+        Printer::Review => {}
     }
     if causes.is_empty() {
         Ok(())

@@ -300,5 +300,50 @@ pub fn cells(p: Printer, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             ),
             created,
         ],
+        Printer::ServiceAccount => vec![
+            name,
+            json!(
+                o.get("secrets")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            ),
+            created,
+        ],
+        Printer::Role => vec![name, json!(s(o, "/metadata/creationTimestamp"))],
+        Printer::RoleBinding => binding_cells(o, name, created),
+        Printer::Review => vec![name, created],
     }
+}
+
+/// A RoleBinding's or ClusterRoleBinding's cells: its role and its subjects by kind.
+fn binding_cells(o: &Value, name: Value, created: Value) -> Vec<Value> {
+    let subjects = o.get("subjects").and_then(Value::as_array);
+    let of_kind = |kind: &str| -> String {
+        subjects
+            .into_iter()
+            .flatten()
+            .filter(|sub| s(sub, "/kind") == kind)
+            .map(|sub| {
+                let ns = s(sub, "/namespace");
+                if kind == "ServiceAccount" {
+                    format!("{ns}/{}", s(sub, "/name"))
+                } else {
+                    s(sub, "/name")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        name,
+        json!(format!(
+            "{}/{}",
+            s(o, "/roleRef/kind"),
+            s(o, "/roleRef/name")
+        )),
+        created,
+        json!(of_kind("User")),
+        json!(of_kind("Group")),
+        json!(of_kind("ServiceAccount")),
+    ]
 }

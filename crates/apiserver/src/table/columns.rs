@@ -267,5 +267,43 @@ pub fn columns(p: Printer) -> Vec<Value> {
             col("Data", "string", 0, "Number of keys in the secret's data."),
             age,
         ],
+        Printer::ServiceAccount => vec![
+            name,
+            col(
+                "Secrets",
+                "string",
+                0,
+                "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+            ),
+            age,
+        ],
+        Printer::Role => vec![
+            name,
+            col(
+                "Created At",
+                "date",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
+        Printer::RoleBinding => vec![
+            name,
+            col(
+                "Role",
+                "string",
+                0,
+                "Role references the role the binding grants.",
+            ),
+            age,
+            col("Users", "string", 1, "Users in the binding."),
+            col("Groups", "string", 1, "Groups in the binding."),
+            col(
+                "ServiceAccounts",
+                "string",
+                1,
+                "ServiceAccounts in the binding.",
+            ),
+        ],
+        Printer::Review => vec![name, age],
     }
 }

@@ -221,6 +221,9 @@ mod tests {
             Printer::Event,
             Printer::Pv,
             Printer::Secret,
+            Printer::ServiceAccount,
+            Printer::Role,
+            Printer::RoleBinding,
         ] {
             assert_eq!(
                 columns(p).len(),

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use volhealth_apiserver::authz::Tokens;
+use volhealth_apiserver::authz::{Authorizer, Tokens};
 use volhealth_apiserver::{FeatureGates, ServerConfig};
 
 /// A running in-process API server; dropping it shuts it down.
@@ -23,7 +23,7 @@ pub struct ApiServer {
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// A `ServerConfig` from the `volhealth apiserver` flags the tests use (`--feature-gates`,
-/// `--token-auth-file`, `--anonymous-admin`, `--retained-changes`,
+/// `--token-auth-file`, `--anonymous-admin`, `--authorization-mode`, `--retained-changes`,
 /// `--bookmark-interval-seconds`), so a test reads the same as the command line it stands for.
 pub fn config_from_flags(dir: &Path, flags: &[&str]) -> ServerConfig {
     let mut config = ServerConfig::new(dir.join("data"));
@@ -43,6 +43,10 @@ pub fn config_from_flags(dir: &Path, flags: &[&str]) -> ServerConfig {
                     Some(Tokens::load(Path::new(v)).unwrap_or_else(|e| panic!("{v}: {e}")));
             }
             "--anonymous-admin" => anonymous_admin = true,
+            "--authorization-mode" => {
+                let v = value();
+                config.authorization = Authorizer::parse(v).unwrap_or_else(|e| panic!("{v}: {e}"));
+            }
             "--retained-changes" => config.retained_changes = value().parse().expect("a count"),
             "--bookmark-interval-seconds" => {
                 config.bookmark_interval =

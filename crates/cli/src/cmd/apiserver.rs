@@ -3,7 +3,7 @@
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_apiserver::authz::Tokens;
+use volhealth_apiserver::authz::{Authorizer, Tokens};
 use volhealth_apiserver::{FeatureGates, ServerConfig};
 
 /// Flags of `volhealth apiserver`.
@@ -25,6 +25,11 @@ pub struct Args {
     /// sends no token over plain HTTP); tokens still identify and scope nodes.
     #[arg(long, requires = "token_auth_file")]
     pub anonymous_admin: bool,
+    /// Authorizers to ask in order, as kube-apiserver names them: a comma list of Node, RBAC,
+    /// AlwaysAllow and AlwaysDeny. The first to allow or deny decides; a request none allows is
+    /// forbidden. With RBAC the bootstrap roles and bindings are created when missing.
+    #[arg(long, default_value = "Node,AlwaysAllow")]
+    pub authorization_mode: String,
     /// Write a kubeconfig for this server (with the token file's first token) once listening.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
@@ -55,8 +60,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         tokens
     };
+    let authorization = Authorizer::parse(&args.authorization_mode).map_err(|e| {
+        anyhow::anyhow!(
+            "invalid --authorization-mode {:?}: {e}",
+            args.authorization_mode
+        )
+    })?;
     let mut config = ServerConfig::new(&args.data_dir);
     config.gates = gates;
+    config.authorization = authorization;
     config.tokens = tokens;
     config.write_kubeconfig = args.write_kubeconfig.clone();
     config.bookmark_interval =

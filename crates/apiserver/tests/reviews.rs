@@ -1,0 +1,517 @@
+//! SelfSubjectReview, the access reviews and impersonation over real HTTP under
+//! `--authorization-mode Node,RBAC`, from raw HTTP, kube-rs and the Python client (the
+//! interpreter from VOLHEALTH_PYTHON, skipped without `kubernetes>=37`, failed instead under
+//! VOLHEALTH_REQUIRE_TOOLS=1).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod apiserver_http;
+mod support;
+
+use apiserver_http::*;
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::PostParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+alicetok,alice,2\n\
+bobtok,bob,3\n";
+
+const SSR: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+const SSAR: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+const SSRR: &str = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+fn start(dir: &Path) -> support::ApiServer {
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).unwrap();
+    support::start_apiserver(
+        dir,
+        &[
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+            "--authorization-mode",
+            "Node,RBAC",
+        ],
+    )
+}
+
+/// Grants alice list/get on pods in `default`.
+async fn grant_alice_pods(admin: &Api) {
+    let r = admin
+        .post(
+            &format!("{RBAC}/namespaces/default/roles"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    let r = admin
+        .post(
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "alice"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+}
+
+fn access(verb: &str, resource: &str, ns: &str) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}})
+}
+
+fn path_access(verb: &str, path: &str) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"verb": verb, "path": path}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_answer_from_the_authorizers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let admin = Api::new(&server.url).with_token("admintok");
+    let alice = admin.with_token("alicetok");
+    grant_alice_pods(&admin).await;
+
+    let who = alice
+        .post(
+            SSR,
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+        )
+        .await;
+    assert_eq!(who.code, 201, "{}", who.text);
+    assert_eq!(
+        who.json["status"]["userInfo"],
+        json!({"username": "alice", "uid": "2", "groups": ["system:authenticated"]})
+    );
+
+    let yes = alice.post(SSAR, &access("list", "pods", "default")).await;
+    assert_eq!(yes.code, 201, "{}", yes.text);
+    assert_eq!(yes.json["status"]["allowed"], true);
+    assert_eq!(
+        yes.json["status"]["reason"],
+        "RBAC: allowed by RoleBinding \"alice\" of Role \"pod-reader\" to User \"alice\" in namespace \"default\""
+    );
+    assert_eq!(yes.json["spec"]["resourceAttributes"]["verb"], "list");
+    for (verb, ns) in [("delete", "default"), ("list", "kube-system"), ("list", "")] {
+        let no = alice.post(SSAR, &access(verb, "pods", ns)).await;
+        assert_eq!(no.json["status"]["allowed"], false, "{verb} in {ns:?}");
+    }
+    let health = alice.post(SSAR, &path_access("get", "/healthz")).await;
+    assert_eq!(health.json["status"]["allowed"], true, "{}", health.text);
+    let metrics = alice.post(SSAR, &path_access("get", "/metrics")).await;
+    assert_eq!(metrics.json["status"]["allowed"], false);
+    let neither = alice
+        .post(SSAR, &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {}}))
+        .await;
+    assert_eq!(neither.code, 422, "{}", neither.text);
+    assert_eq!(admin.get(SSAR).await.code, 405, "reviews are create-only");
+    assert_eq!(
+        alice.get(SSAR).await.code,
+        403,
+        "authorized before that, as list"
+    );
+
+    // What alice may do in default, as `kubectl auth can-i --list` asks.
+    let rules = alice
+        .post(SSRR, &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}}))
+        .await;
+    assert_eq!(rules.code, 201, "{}", rules.text);
+    let rr = rules.json["status"]["resourceRules"].as_array().unwrap();
+    assert!(
+        rr.iter()
+            .any(|r| r["resources"] == json!(["pods"]) && r["verbs"] == json!(["get", "list"])),
+        "{}",
+        rules.text
+    );
+    assert!(
+        rr.iter()
+            .any(|r| r["resources"]
+                == json!(["selfsubjectaccessreviews", "selfsubjectrulesreviews"])),
+        "system:basic-user's rules are listed too: {}",
+        rules.text
+    );
+    assert_eq!(rules.json["status"]["incomplete"], false);
+
+    // SubjectAccessReview: an administrator asks about someone else; alice may not ask.
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "alice", "groups": ["system:authenticated"], "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}});
+    let a = admin.post(SAR, &sar).await;
+    assert_eq!(a.json["status"]["allowed"], true, "{}", a.text);
+    assert_eq!(alice.post(SAR, &sar).await.code, 403);
+}
+
+/// A request with impersonation headers, as raw HTTP.
+async fn as_user(
+    server: &support::ApiServer,
+    token: &str,
+    headers: &[(&str, &str)],
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut rb = client
+        .request(method, format!("{}{path}", server.url))
+        .bearer_auth(token);
+    for (k, v) in headers {
+        rb = rb.header(*k, *v);
+    }
+    if let Some(b) = body {
+        rb = rb
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let resp = rb.send().await.unwrap();
+    let code = resp.status().as_u16();
+    (code, resp.json().await.unwrap_or(Value::Null))
+}
+
+fn whoami() -> Value {
+    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_needs_the_impersonate_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let admin = Api::new(&server.url).with_token("admintok");
+    grant_alice_pods(&admin).await;
+
+    // Refused without the verb, in kube-apiserver's words.
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-User", "alice")],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "users \"alice\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    let (code, _) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-Group", "devs")],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 400, "groups without a user");
+
+    // Grant bob impersonation of users and groups, and of service accounts in default only.
+    let r = admin
+        .post(
+            &format!("{RBAC}/clusterroles"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "impersonator"},
+                "rules": [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    let r = admin
+        .post(
+            &format!("{RBAC}/clusterrolebindings"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "bob-impersonates"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    let r = admin
+        .post(
+            &format!("{RBAC}/namespaces/default/roles"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "sa-impersonator"},
+                "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["monitor"]}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+    let r = admin
+        .post(
+            &format!("{RBAC}/namespaces/default/rolebindings"),
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "bob-sa"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "sa-impersonator"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+        )
+        .await;
+    assert_eq!(r.code, 201, "{}", r.text);
+
+    // As alice, bob gets alice's rights and only those.
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-User", "alice")],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-User", "alice")],
+        "GET",
+        "/api/v1/namespaces/kube-system/pods",
+        None,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\""
+    );
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[
+            ("Impersonate-User", "alice"),
+            ("Impersonate-Group", "devs"),
+            ("Impersonate-Group", "ops"),
+        ],
+        "POST",
+        SSR,
+        Some(&whoami()),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({"username": "alice", "groups": ["devs", "ops", "system:authenticated"]})
+    );
+    // UIDs and extras need their own grants (authentication.k8s.io uids, userextras/KEY).
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-User", "alice"), ("Impersonate-Uid", "2")],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "uids.authentication.k8s.io \"2\" is forbidden: User \"bob\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[
+            ("Impersonate-User", "alice"),
+            ("Impersonate-Extra-Scopes", "view"),
+        ],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\""),
+        "{body}"
+    );
+
+    // Service accounts: checked on serviceaccounts in their namespace, with their groups.
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[("Impersonate-User", "system:serviceaccount:default:monitor")],
+        "POST",
+        SSR,
+        Some(&whoami()),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"]["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
+    );
+    let (code, body) = as_user(
+        &server,
+        "bobtok",
+        &[(
+            "Impersonate-User",
+            "system:serviceaccount:kube-system:monitor",
+        )],
+        "GET",
+        PODS,
+        None,
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "serviceaccounts \"monitor\" is forbidden: User \"bob\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\""
+    );
+    // system:masters may impersonate anyone; the access review then answers for them.
+    let (code, body) = as_user(
+        &server,
+        "admintok",
+        &[("Impersonate-User", "alice")],
+        "POST",
+        SSAR,
+        Some(&access("delete", "pods", "default")),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["allowed"], false);
+}
+
+async fn kube_client(server: &support::ApiServer, dir: &Path, token: &str) -> kube::Client {
+    let path = dir.join(format!("kubeconfig-{token}"));
+    volhealth_apiserver::kubeconfig::write(&path, &server.url, Some(token)).unwrap();
+    let kc = Kubeconfig::read_from(&path).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_asks_who_it_is_and_what_it_may_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let client = kube_client(&server, dir.path(), "alicetok").await;
+
+    let reviews: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client.clone());
+    let ask = |verb: &str, ns: &str| SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                resource: Some("pods".into()),
+                namespace: Some(ns.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let yes = reviews
+        .create(&PostParams::default(), &ask("get", "default"))
+        .await
+        .unwrap();
+    assert!(yes.status.unwrap().allowed);
+    let no = reviews
+        .create(&PostParams::default(), &ask("get", "kube-system"))
+        .await
+        .unwrap();
+    assert!(!no.status.unwrap().allowed);
+
+    let who: kube::Api<SelfSubjectReview> = kube::Api::all(client);
+    let me = who
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .unwrap();
+    let info = me.status.unwrap().user_info.unwrap();
+    assert_eq!(info.username.as_deref(), Some("alice"));
+    assert_eq!(info.groups, Some(vec!["system:authenticated".to_string()]));
+}
+
+const PROBE: &str =
+    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
+
+const PYTHON_SSAR: &str = r#"
+import sys
+from kubernetes import client, config
+config.load_kube_config(config_file=sys.argv[1])
+api = client.AuthorizationV1Api()
+def can(verb, ns):
+    body = client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+        resource_attributes=client.V1ResourceAttributes(verb=verb, resource="pods", namespace=ns)))
+    return api.create_self_subject_access_review(body).status.allowed
+assert can("list", "default") is True
+assert can("delete", "default") is False
+who = client.AuthenticationV1Api().create_self_subject_review(client.V1SelfSubjectReview())
+assert who.status.user_info.username == "alice", who
+print("OK")
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_makes_access_reviews() {
+    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
+    if !support::have_tool(&python, &["-c", PROBE]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let kubeconfig = dir.path().join("kubeconfig-alice");
+    volhealth_apiserver::kubeconfig::write(&kubeconfig, &server.url, Some("alicetok")).unwrap();
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(PYTHON_SSAR)
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "python SSAR failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_impersonates_when_allowed() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let impersonating = |token: &'static str| {
+        let server_url = server.url.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let path = dir.join(format!("kubeconfig-as-alice-{token}"));
+            volhealth_apiserver::kubeconfig::write(&path, &server_url, Some(token)).unwrap();
+            let kc = Kubeconfig::read_from(&path).unwrap();
+            let mut config =
+                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                    .await
+                    .unwrap();
+            config.auth_info.impersonate = Some("alice".into());
+            kube::Client::try_from(config).unwrap()
+        }
+    };
+    // bob may not impersonate.
+    let pods: kube::Api<Pod> = kube::Api::namespaced(impersonating("bobtok").await, "default");
+    match pods.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(
+                s.message,
+                "users \"alice\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+            );
+        }
+        other => panic!("bob impersonated alice: {other:?}"),
+    }
+    // system:masters may; the request then has alice's rights only.
+    let client = impersonating("admintok").await;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+    pods.list(&Default::default()).await.unwrap();
+    let other: kube::Api<Pod> = kube::Api::namespaced(client, "kube-system");
+    match other.list(&Default::default()).await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
+        other => panic!("alice listed kube-system pods: {other:?}"),
+    }
+}
