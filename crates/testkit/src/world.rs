@@ -26,6 +26,7 @@ pub struct ApiServer {
     pub url: String,
     dir: PathBuf,
     tokens: Option<String>,
+    modes: Option<String>,
     addr: std::net::SocketAddr,
     service: Service,
 }
@@ -35,7 +36,13 @@ impl ApiServer {
     /// the admin), or `None` for a server that lets every request through.
     pub async fn start(dir: &Path, tokens: Option<&str>) -> ApiServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        Self::start_on(dir, tokens, listener).await
+        Self::start_on(dir, tokens, None, listener).await
+    }
+
+    /// Like [`ApiServer::start`], with `--authorization-mode` set to `modes` (`Node,RBAC`).
+    pub async fn start_with_modes(dir: &Path, tokens: Option<&str>, modes: &str) -> ApiServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+        Self::start_on(dir, tokens, Some(modes), listener).await
     }
 
     /// Stops the server, to be started again on the same address over the same data with
@@ -45,6 +52,7 @@ impl ApiServer {
         let outage = Outage {
             dir: self.dir.clone(),
             tokens: self.tokens.clone(),
+            modes: self.modes.clone(),
             addr: self.addr,
         };
         self.stop().expect("the API server stops cleanly");
@@ -54,9 +62,14 @@ impl ApiServer {
     async fn start_on(
         dir: &Path,
         tokens: Option<&str>,
+        modes: Option<&str>,
         listener: std::net::TcpListener,
     ) -> ApiServer {
         let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
+        if let Some(modes) = modes {
+            config.authorization = volhealth_apiserver::authz::Authorizer::parse(modes)
+                .unwrap_or_else(|e| panic!("--authorization-mode {modes}: {e}"));
+        }
         let kubeconfig = dir.join("kubeconfig");
         config.write_kubeconfig = Some(kubeconfig.clone());
         if let Some(text) = tokens {
@@ -81,6 +94,7 @@ impl ApiServer {
             url,
             dir: dir.to_path_buf(),
             tokens: tokens.map(str::to_string),
+            modes: modes.map(str::to_string),
             addr,
             service,
         };
@@ -117,6 +131,7 @@ impl ApiServer {
 pub struct Outage {
     dir: PathBuf,
     tokens: Option<String>,
+    modes: Option<String>,
     addr: std::net::SocketAddr,
 }
 
@@ -126,7 +141,13 @@ impl Outage {
     pub async fn start_again(self) -> ApiServer {
         let listener =
             std::net::TcpListener::bind(self.addr).expect("binding the same address again");
-        ApiServer::start_on(&self.dir, self.tokens.as_deref(), listener).await
+        ApiServer::start_on(
+            &self.dir,
+            self.tokens.as_deref(),
+            self.modes.as_deref(),
+            listener,
+        )
+        .await
     }
 }
 
