@@ -167,24 +167,16 @@ async fn register(socket: &Path, timeout: Duration) -> Result<drivers::Driver, R
     if info.r#type != CSI_PLUGIN_TYPE {
         return Err(RegisterError::NotCsi(info.r#type));
     }
-    let outcome = if info.name.is_empty() || info.endpoint.is_empty() {
-        Err("the registrar gave no driver name or endpoint".to_string())
-    } else {
-        drivers::connect(&info.endpoint, Some(&info.name), timeout).await
-    };
-    let status = registration::RegistrationStatus {
-        plugin_registered: outcome.is_ok(),
-        error: outcome.as_ref().err().cloned().unwrap_or_default(),
-    };
-    if let Err(s) = tokio::time::timeout(timeout, client.notify_registration_status(status))
-        .await
-        .unwrap_or_else(|_| {
-            Err(tonic::Status::deadline_exceeded(
-                "NotifyRegistrationStatus timed out",
-            ))
-        })
-    {
-        tracing::debug!(socket = %socket.display(), "NotifyRegistrationStatus: {}", s.message());
+    // Registration is the kubelet's: the agent only reads GetInfo and never answers
+    // NotifyRegistrationStatus. Beside a kubelet, an answer of "not registered" (say, the agent
+    // cannot reach a socket the kubelet can) would make the upstream node-driver-registrar exit
+    // and restart the driver's registrar container; the agent keeps such failures to itself.
+    if info.name.is_empty() || info.endpoint.is_empty() {
+        return Err(RegisterError::Failed(
+            "the registrar gave no driver name or endpoint".to_string(),
+        ));
     }
-    outcome.map_err(RegisterError::Failed)
+    drivers::connect(&info.endpoint, Some(&info.name), timeout)
+        .await
+        .map_err(RegisterError::Failed)
 }

@@ -156,6 +156,16 @@ async fn agent_picks_up_drivers_that_come_and_go() {
     )
     .await;
     assert!(storage_probes(&url).await >= 2.0);
+    // Registration is the kubelet's: the agent read both registrars' GetInfo but answered
+    // neither's NotifyRegistrationStatus (the reference registrar logs every answer it gets).
+    for name in ["driver-1", "driver-2"] {
+        let log = std::fs::read_to_string(w.dir.path().join(format!("{name}.log"))).unwrap();
+        assert!(
+            !log.contains("registered with the node agent")
+                && !log.contains("registration was refused"),
+            "{name} got a registration answer:\n{log}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
