@@ -326,6 +326,7 @@ async fn start(
             "--token-auth-file".into(),
             dir(layout.tokens()),
             // kubectl sends no token over plain HTTP; the admin kubeconfig must work for it.
+            "--insecure-http".into(),
             "--anonymous-admin".into(),
             "--write-kubeconfig".into(),
             dir(kubeconfig.clone()),
@@ -351,13 +352,15 @@ async fn start(
 
     volhealth_apiserver::kubeconfig::write(
         &layout.monitor_kubeconfig(),
-        &server,
-        Some(&tokens.monitor),
+        &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server, None, &tokens.monitor),
     )
     .context("writing the monitor's kubeconfig")?;
     for (node, token) in &tokens.nodes {
-        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
-            .with_context(|| format!("writing the kubeconfig of {node}"))?;
+        volhealth_apiserver::kubeconfig::write(
+            &layout.node_kubeconfig(node),
+            &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server, None, token),
+        )
+        .with_context(|| format!("writing the kubeconfig of {node}"))?;
     }
 
     let controller = match &args.driver_endpoint {

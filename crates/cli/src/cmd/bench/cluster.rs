@@ -224,6 +224,7 @@ async fn fill(
             dir(layout.apiserver_data()),
             "--token-auth-file".into(),
             dir(layout.tokens()),
+            "--insecure-http".into(),
             "--anonymous-admin".into(),
             "--write-kubeconfig".into(),
             dir(kubeconfig.to_path_buf()),
@@ -254,13 +255,15 @@ async fn fill(
     cluster.server = server.clone();
     volhealth_apiserver::kubeconfig::write(
         &layout.monitor_kubeconfig(),
-        &server,
-        Some(&tokens.monitor),
+        &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server, None, &tokens.monitor),
     )
     .context("writing the monitor's kubeconfig")?;
     for (node, token) in &tokens.nodes {
-        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
-            .with_context(|| format!("writing the kubeconfig of {node}"))?;
+        volhealth_apiserver::kubeconfig::write(
+            &layout.node_kubeconfig(node),
+            &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server, None, token),
+        )
+        .with_context(|| format!("writing the kubeconfig of {node}"))?;
     }
 
     let capabilities = match plan.mode {
