@@ -467,3 +467,57 @@ fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_limits_hold_over_tls() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A request head begun after the handshake and never finished is timed out as over HTTP.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = support::config_from_flags(dir.path(), &[]);
+    config.tls = Some(volhealth_apiserver::TlsConfig::default());
+    config.header_read_timeout = Duration::from_secs(1);
+    let server = support::start_with_config(config);
+    let ca = std::fs::read_to_string(dir.path().join("data/pki/ca.crt")).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(rustls_client(&ca, &[b"http/1.1"]));
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tcp = tokio::net::TcpStream::connect(addr(&server)).await.unwrap();
+    let mut tls = connector.connect(name.clone(), tcp).await.unwrap();
+    tls.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, tls.read_to_end(&mut buf)).await;
+    assert!(
+        read.is_ok(),
+        "a request head never finished must not hold its TLS connection"
+    );
+    drop(server);
+
+    // The connection cap counts connections still in their handshake.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = support::config_from_flags(dir.path(), &[]);
+    config.tls = Some(volhealth_apiserver::TlsConfig::default());
+    config.max_connections = 2;
+    config.header_read_timeout = Duration::from_secs(120);
+    let server = support::start_with_config(config);
+    let ca = std::fs::read_to_string(dir.path().join("data/pki/ca.crt")).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(rustls_client(&ca, &[]));
+    let mut idle = vec![
+        tokio::net::TcpStream::connect(addr(&server)).await.unwrap(),
+        tokio::net::TcpStream::connect(addr(&server)).await.unwrap(),
+    ];
+    let tcp = tokio::net::TcpStream::connect(addr(&server)).await.unwrap();
+    let third = connector.connect(name, tcp);
+    tokio::pin!(third);
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), third.as_mut())
+            .await
+            .is_err(),
+        "a third connection is not served while two are open"
+    );
+    drop(idle.pop());
+    tokio::time::timeout(PATIENCE, third)
+        .await
+        .expect("served once a slot is free")
+        .unwrap();
+}
