@@ -1,15 +1,21 @@
-//! The accept loop: at most `max_connections` connections at a time, HTTP/1 request heads read
-//! within `header_read_timeout` (which also closes idle keep-alive connections), half-closed
-//! clients still answered, and a graceful stop that waits for open connections.
+//! The accept loop: at most `max_connections` connections at a time, the TLS handshake (when
+//! serving TLS) and HTTP/1 request heads each done within `header_read_timeout` (which also
+//! closes idle keep-alive connections), half-closed clients still answered, and a graceful stop
+//! that waits for open connections. A verified client certificate's user goes into every request
+//! of its connection as an [`crate::authz::User`] extension.
 
+use crate::authz::User;
+use crate::tls;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
 /// Largest request head hyper buffers; heads above the server's own limits but below this are
@@ -28,12 +34,20 @@ pub(crate) struct Limits {
     pub header_read_timeout: Duration,
 }
 
-/// Serves `app` on `listener` within `limits` until `shutdown` completes, then waits for the
-/// open connections to finish.
+/// The first byte of a TLS handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// What a TLS port answers a plain HTTP request with, as Go's servers (kube-apiserver) do.
+const PLAIN_HTTP_ANSWER: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+/// Serves `app` on `listener` within `limits`, over TLS when `tls` is given, until `shutdown`
+/// completes, then waits for the open connections to finish.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    tls: Option<tls::Serving>,
     shutdown: impl Future<Output = ()>,
 ) {
     let max = limits.max_connections.clamp(1, MAX_CONNECTIONS_CAP);
@@ -61,7 +75,8 @@ pub(crate) async fn serve(
             _ = &mut shutdown => break,
         };
         let app = app.clone();
-        let mut stop = stop_rx.clone();
+        let stop = stop_rx.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
             // The protocol is detected from the first bytes, which nothing else times out.
@@ -70,32 +85,80 @@ pub(crate) async fn serve(
                 Ok(Ok(n)) if n > 0 => {}
                 _ => return,
             }
-            let mut builder = auto::Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .half_close(true)
-                .max_buf_size(MAX_HEAD_BUFFER);
-            let conn = builder.serve_connection_with_upgrades(
-                TokioIo::new(stream),
-                TowerToHyperService::new(app),
-            );
-            tokio::pin!(conn);
-            tokio::select! {
-                r = conn.as_mut() => {
-                    if let Err(e) = r {
-                        tracing::debug!("connection ended: {e}");
-                    }
-                }
-                _ = stop.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
+            let Some(tls) = tls else {
+                return serve_connection(stream, app, limits, stop).await;
+            };
+            if first[0] != TLS_HANDSHAKE {
+                return refuse_plain(stream, limits).await;
             }
+            let handshake = tls.acceptor.accept(stream);
+            let stream = match tokio::time::timeout(limits.header_read_timeout, handshake).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!("TLS handshake failed: {e}");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("no TLS handshake within {:?}", limits.header_read_timeout);
+                    return;
+                }
+            };
+            let user = tls::client_user(stream.get_ref().1.peer_certificates());
+            let app =
+                tower::ServiceExt::map_request(app, move |mut req: http::Request<Incoming>| {
+                    if let Some(user) = &user {
+                        req.extensions_mut().insert::<User>(user.clone());
+                    }
+                    req
+                });
+            serve_connection(stream, app, limits, stop).await;
         });
     }
     let _ = stop_tx.send(true);
     drop(listener);
     let _ = permits.acquire_many(max as u32).await;
+}
+
+/// Answers a plain HTTP client on a TLS port with a 400 that says so, then closes.
+async fn refuse_plain(mut stream: TcpStream, limits: Limits) {
+    let answer = async {
+        stream.write_all(PLAIN_HTTP_ANSWER).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(limits.header_read_timeout, answer).await;
+}
+
+/// Serves HTTP/1 or HTTP/2 (detected from the first bytes) on one connection until it ends, or
+/// stops it gracefully when `stop` changes.
+async fn serve_connection<I, S>(io: I, app: S, limits: Limits, mut stop: watch::Receiver<bool>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: tower::Service<http::Request<Incoming>, Response = axum::response::Response>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .half_close(true)
+        .max_buf_size(MAX_HEAD_BUFFER);
+    let conn =
+        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(app));
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!("connection ended: {e}");
+            }
+        }
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
 }

@@ -49,6 +49,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Making, reading or using a certificate or key failed.
+    #[error("{what}: {reason}")]
+    Tls {
+        /// What was being done.
+        what: String,
+        /// Why it failed (never key material).
+        reason: String,
+    },
     /// A lock was poisoned by a panic in another thread.
     #[error("internal lock poisoned while {0}")]
     Poisoned(&'static str),

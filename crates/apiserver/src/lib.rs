@@ -33,9 +33,11 @@ mod server;
 mod state;
 mod store;
 mod table;
+pub mod tls;
 pub mod validation;
 mod watch;
 
 pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;
 pub use server::{ServerConfig, serve};
+pub use tls::TlsConfig;

@@ -10,7 +10,7 @@ use crate::request::{self, Route};
 use crate::response::{error_response, json_response, json_response_typed, text};
 use crate::state::AppState;
 use crate::store::Store;
-use crate::{connections, discovery, kubeconfig, rest};
+use crate::{connections, discovery, kubeconfig, rest, tls};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -54,12 +54,15 @@ pub struct ServerConfig {
     pub watch_backlog_bytes: usize,
     /// How long a slow watcher's backlog may stay full before it is closed with a 410.
     pub slow_watcher_patience: Duration,
+    /// TLS and client certificates; None serves plain HTTP.
+    pub tls: Option<tls::TlsConfig>,
 }
 
 impl ServerConfig {
     /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
     /// 512 connections, 32 s to send a request head (as kube-apiserver), 16 MiB of unread
-    /// events per watcher for at most 10 s.
+    /// events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on unless
+    /// told `--insecure-http`).
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -73,6 +76,7 @@ impl ServerConfig {
             header_read_timeout: Duration::from_secs(32),
             watch_backlog_bytes: 16 * 1024 * 1024,
             slow_watcher_patience: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -153,10 +157,26 @@ pub async fn serve(
         shutdown: stop_rx,
     });
     let app = axum::Router::new().fallback(handle).with_state(state);
-    let url = format!("http://{addr}");
+    let serving = match &config.tls {
+        Some(t) => Some(tls::prepare(&config.data_dir, t)?),
+        None => None,
+    };
+    let url = match serving {
+        Some(_) => format!("https://{addr}"),
+        None => format!("http://{addr}"),
+    };
     if let Some(path) = &config.write_kubeconfig {
-        let token = config.tokens.as_ref().and_then(|t| t.first());
-        kubeconfig::write(path, &url, token)?;
+        let kc = kubeconfig::Kubeconfig {
+            server: url.clone(),
+            ca_pem: serving.as_ref().map(|s| s.trust_pem.clone()),
+            token: config
+                .tokens
+                .as_ref()
+                .and_then(|t| t.first())
+                .map(str::to_string),
+            client_cert: None,
+        };
+        kubeconfig::write(path, &kc)?;
     }
     tracing::info!("listening on {url}");
     let graceful = async move {
@@ -167,7 +187,7 @@ pub async fn serve(
         max_connections: config.max_connections,
         header_read_timeout: config.header_read_timeout,
     };
-    connections::serve(listener, app, limits, graceful).await;
+    connections::serve(listener, app, limits, serving, graceful).await;
     Ok(())
 }
 
@@ -289,18 +309,24 @@ async fn handle(State(st): State<Arc<AppState>>, req: Request) -> Response {
     resp
 }
 
-/// The caller the credentials name: None without credentials (unless requests without them act
-/// as the anonymous administrator); 401 for wrong ones.
+/// The caller the credentials name: the bearer token's user when there is an `Authorization`
+/// header (a wrong one is 401 even with a client certificate), else the verified client
+/// certificate's user, else None (unless requests without credentials act as the anonymous
+/// administrator).
 fn authenticate(
     st: &AppState,
     parts: &http::request::Parts,
 ) -> std::result::Result<Option<User>, ApiError> {
-    let Some(tokens) = &st.tokens else {
-        return Ok(None);
-    };
-    match parts.headers.get("authorization") {
-        Some(h) => tokens.authenticate(h.to_str().ok()).map(Some),
-        None => Ok(tokens.authenticate(None).ok()),
+    let header = parts.headers.get("authorization");
+    if let (Some(tokens), Some(h)) = (&st.tokens, header) {
+        return tokens.authenticate(h.to_str().ok()).map(Some);
+    }
+    if let Some(user) = parts.extensions.get::<User>() {
+        return Ok(Some(user.clone()));
+    }
+    match &st.tokens {
+        None => Ok(None),
+        Some(t) => Ok(t.authenticate(None).ok()),
     }
 }
 

@@ -379,7 +379,11 @@ async fn impersonation_needs_the_impersonate_verb() {
 
 async fn kube_client(server: &support::ApiServer, dir: &Path, token: &str) -> kube::Client {
     let path = dir.join(format!("kubeconfig-{token}"));
-    volhealth_apiserver::kubeconfig::write(&path, &server.url, Some(token)).unwrap();
+    volhealth_apiserver::kubeconfig::write(
+        &path,
+        &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server.url, None, token),
+    )
+    .unwrap();
     let kc = Kubeconfig::read_from(&path).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
@@ -457,7 +461,11 @@ async fn python_client_makes_access_reviews() {
     let server = start(dir.path());
     grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
     let kubeconfig = dir.path().join("kubeconfig-alice");
-    volhealth_apiserver::kubeconfig::write(&kubeconfig, &server.url, Some("alicetok")).unwrap();
+    volhealth_apiserver::kubeconfig::write(
+        &kubeconfig,
+        &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server.url, None, "alicetok"),
+    )
+    .unwrap();
     let out = std::process::Command::new(&python)
         .arg("-c")
         .arg(PYTHON_SSAR)
@@ -483,7 +491,11 @@ async fn kube_rs_impersonates_when_allowed() {
         let dir = dir.path().to_path_buf();
         async move {
             let path = dir.join(format!("kubeconfig-as-alice-{token}"));
-            volhealth_apiserver::kubeconfig::write(&path, &server_url, Some(token)).unwrap();
+            volhealth_apiserver::kubeconfig::write(
+                &path,
+                &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server_url, None, token),
+            )
+            .unwrap();
             let kc = Kubeconfig::read_from(&path).unwrap();
             let mut config =
                 kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())

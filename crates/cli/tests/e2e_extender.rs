@@ -11,20 +11,6 @@ use serde_json::{Value, json};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 
-/// The admin's bearer token and the API server's URL, from `<dir>/kubeconfig`.
-fn admin(c: &Cluster) -> (String, String) {
-    let text = std::fs::read_to_string(&c.kubeconfig).unwrap();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(name))
-            .unwrap_or_else(|| panic!("no {name} in the kubeconfig"))
-            .trim()
-            .trim_matches('"')
-            .to_string()
-    };
-    (field("server:"), field("token:"))
-}
-
 fn block_on<T>(f: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -33,25 +19,19 @@ fn block_on<T>(f: impl Future<Output = T>) -> T {
         .block_on(f)
 }
 
-/// Sets the driver's policy annotation.
+/// Sets the driver's policy annotation, as the admin of `<dir>/kubeconfig`.
 fn set_policy(c: &Cluster, policy: &str) {
-    let (server, token) = admin(c);
     let body =
         json!({"metadata": {"annotations": {"volhealth.io/health-scheduling-policy": policy}}});
-    let code = block_on(async {
-        reqwest::Client::new()
-            .patch(format!(
-                "{server}/apis/storage.k8s.io/v1/csidrivers/{DRIVER}"
-            ))
-            .bearer_auth(token)
-            .header("Content-Type", "application/merge-patch+json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap()
-            .status()
-    });
-    assert!(code.is_success(), "patching the CSIDriver: {code}");
+    let (code, _, answer) = support::kube_request(
+        &c.kubeconfig,
+        "PATCH",
+        &format!("/apis/storage.k8s.io/v1/csidrivers/{DRIVER}"),
+        None,
+        &body.to_string(),
+    )
+    .expect("patching the CSIDriver");
+    assert_eq!(code, 200, "patching the CSIDriver: {answer}");
 }
 
 /// The nodes the extender rejects for a pod using claim `data-1` (ReadWriteOnce, Filesystem).

@@ -30,90 +30,26 @@ fn run_within(args: &[&str], limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// A raw HTTP/1.0 request to the API server in `kubeconfig` with `token`; returns the status code.
-fn request_as(
-    kubeconfig: &std::path::Path,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: &str,
-) -> u16 {
-    use std::io::{Read, Write};
-    let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let server = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let host = server
-        .strip_prefix("http://")
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-    let mut s = std::net::TcpStream::connect(&host).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    raw.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
-}
-
-/// The token `up` gave an identity, from `<dir>/tokens.csv`.
-fn token_of(dir: &std::path::Path, user: &str) -> String {
-    let text = std::fs::read_to_string(dir.join("tokens.csv")).unwrap();
-    text.lines()
-        .find_map(|l| {
-            let mut f = l.split(',');
-            let token = f.next()?;
-            (f.next()? == user).then(|| token.to_string())
-        })
-        .unwrap_or_else(|| panic!("no token for {user} in tokens.csv"))
+/// A request to the API server as the identity of `kubeconfig` (a component's own: its client
+/// certificate or token, over TLS); returns the status code.
+fn request_as(kubeconfig: &std::path::Path, method: &str, path: &str, body: &str) -> u16 {
+    support::kube_request(kubeconfig, method, path, None, body)
+        .unwrap_or_else(|| panic!("{method} {path} with {} failed", kubeconfig.display()))
+        .0
 }
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Names of the objects at a list path, read from the API server in the kubeconfig with a plain
-/// HTTP/1.0 GET (the server answers requests without credentials as the admin).
+/// Names of the objects at a list path, read from the API server as the admin of `kubeconfig`.
 fn names(kubeconfig: &std::path::Path, path: &str) -> Vec<String> {
-    use std::io::{Read, Write};
-    let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let server = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("server:"))
-        .unwrap()
-        .trim()
-        .to_string();
-    let host = server
-        .strip_prefix("http://")
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-    let mut s =
-        std::net::TcpStream::connect(&host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
+    let (status, _, body) =
+        support::kube_request(kubeconfig, "GET", path, Some("application/json"), "")
+            .unwrap_or_else(|| panic!("GET {path} failed"));
+    assert_eq!(status, 200, "GET {path}: {body}");
     let list: serde_json::Value =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}:\n{raw}"));
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}:\n{body}"));
     let mut names: Vec<String> = list["items"]
         .as_array()
         .unwrap()
@@ -156,19 +92,19 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     assert_eq!(pods, ["web-1", "web-2"]);
     assert_eq!(pvs, ["pv-data-1", "pv-data-2"]);
 
-    // Each agent has its node's own identity, scoped like the kubelet's: its own pods and CSINode,
-    // never PVC status. The monitor's identity may write PVC status.
-    let node = token_of(&c.dir, "system:node:node-1");
+    // Each agent has its node's own identity (a client certificate), scoped like the kubelet's:
+    // its own pods and CSINode, never PVC status. The monitor's identity (its service account's
+    // token) may write PVC status. Nobody is an administrator without credentials.
+    let node = c.dir.join("nodes/node-1/kubeconfig");
     let patch = r#"{"status":{"phase":"Bound"}}"#;
     let pvc_status = "/api/v1/namespaces/default/persistentvolumeclaims/data-1/status";
     assert_eq!(
-        request_as(&c.kubeconfig, &node, "PATCH", pvc_status, patch),
+        request_as(&node, "PATCH", pvc_status, patch),
         403,
         "a node may not write PVC status"
     );
     assert_eq!(
         request_as(
-            &c.kubeconfig,
             &node,
             "PATCH",
             "/api/v1/namespaces/default/pods/web-1/status",
@@ -178,7 +114,6 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     );
     assert_eq!(
         request_as(
-            &c.kubeconfig,
             &node,
             "PATCH",
             "/apis/storage.k8s.io/v1/csinodes/node-1/status",
@@ -186,17 +121,26 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
         ),
         200
     );
-    let monitor = token_of(
-        &c.dir,
-        "system:serviceaccount:kube-system:csi-external-health-monitor",
+    let monitor = c.dir.join("monitor/kubeconfig");
+    assert_eq!(request_as(&monitor, "PATCH", pvc_status, patch), 200);
+    let node_kc = std::fs::read_to_string(&node).unwrap();
+    assert!(
+        node_kc.contains("client-certificate-data") && !node_kc.contains("token"),
+        "the node presents its certificate:\n{node_kc}"
     );
+    let anonymous = c.dir.join("anonymous-kubeconfig");
+    let admin = std::fs::read_to_string(&c.kubeconfig).unwrap();
+    let without_user = admin.split("users:").next().unwrap();
+    std::fs::write(
+        &anonymous,
+        format!("{without_user}users:\n- name: volhealth\n  user: {{}}\n"),
+    )
+    .unwrap();
     assert_eq!(
-        request_as(&c.kubeconfig, &monitor, "PATCH", pvc_status, patch),
-        200
+        request_as(&anonymous, "GET", "/api/v1/persistentvolumeclaims", ""),
+        401,
+        "requests without credentials are refused"
     );
-    for kc in ["nodes/node-1/kubeconfig", "monitor/kubeconfig"] {
-        assert!(c.dir.join(kc).exists(), "{kc} is written for its component");
-    }
 
     c.inject(&[
         "pvc",

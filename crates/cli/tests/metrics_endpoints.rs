@@ -11,6 +11,7 @@ mod e2e_cluster;
 mod support;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 use support::{have_tool, http_get, promtool_check_metrics};
 
@@ -30,11 +31,22 @@ const AGENT_FAMILIES: &[&str] = &[
     "csi_volume_health_status_writes_total",
 ];
 
-fn scrape_text(component: &str, url: &str) -> String {
+/// GET `url`: plain HTTP, or over TLS as the admin of `kubeconfig` for the API server.
+fn get(kubeconfig: &Path, url: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
+    match url.strip_prefix("https://") {
+        Some(rest) => {
+            let path = rest.find('/').map_or("/", |i| &rest[i..]);
+            support::kube_request(kubeconfig, "GET", path, accept, "")
+        }
+        None => http_get(url, accept),
+    }
+}
+
+fn scrape_text(kubeconfig: &Path, component: &str, url: &str) -> String {
     let (status, content_type, page) = support::wait_for(
         Duration::from_secs(30),
         &format!("{component}'s metrics at {url}"),
-        || http_get(url, None).filter(|(s, _, _)| *s == 200),
+        || get(kubeconfig, url, None).filter(|(s, _, _)| *s == 200),
     );
     assert_eq!(status, 200);
     assert!(
@@ -52,6 +64,7 @@ fn has_family(page: &str, family: &str) -> bool {
 fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
     let promtool = have_tool("promtool", &["--version"]);
     let mut cluster = e2e_cluster::Cluster::start(2);
+    let kc = cluster.kubeconfig.clone();
     let file = cluster.dir.join("endpoints.json");
     let text = std::fs::read_to_string(&file).expect("up writes endpoints.json");
     let urls: BTreeMap<String, String> = serde_json::from_str(&text).expect("endpoints.json");
@@ -99,10 +112,10 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
         "NetworkPartition",
     ]);
     cluster.eventually("every family deploy/ uses on the pages", || {
-        let monitor = scrape_text("monitor", &urls["monitor"]);
+        let monitor = scrape_text(&kc, "monitor", &urls["monitor"]);
         let agents: Vec<String> = ["agent-node-1", "agent-node-2"]
             .iter()
-            .map(|a| scrape_text(a, &urls[*a]))
+            .map(|a| scrape_text(&kc, a, &urls[*a]))
             .collect();
         MONITOR_FAMILIES.iter().all(|f| has_family(&monitor, f))
             && AGENT_FAMILIES
@@ -111,7 +124,7 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
     });
 
     for (component, url) in &urls {
-        let page = scrape_text(component, url);
+        let page = scrape_text(&kc, component, url);
         let kind = component.split('-').next().unwrap_or_default();
         let build = format!(
             "volhealth_build_info{{component=\"{kind}\",version=\"{}\"}} 1",
@@ -130,8 +143,12 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
         if promtool && let Err(problems) = promtool_check_metrics(&page) {
             panic!("promtool check metrics on {component} ({url}):\n{problems}\n--- page:\n{page}");
         }
-        let (_, content_type, page) =
-            http_get(url, Some("application/openmetrics-text; version=1.0.0")).expect("scrape");
+        let (_, content_type, page) = get(
+            &kc,
+            url,
+            Some("application/openmetrics-text; version=1.0.0"),
+        )
+        .expect("scrape");
         assert!(
             content_type.starts_with("application/openmetrics-text"),
             "{component}: {content_type}"

@@ -231,7 +231,10 @@ fn status_fails_clearly_when_the_api_cannot_be_reached() {
     let kc = tmp.path().join("kubeconfig");
     std::fs::write(
         &kc,
-        volhealth_apiserver::kubeconfig::render(&format!("http://127.0.0.1:{port}"), None),
+        volhealth_apiserver::kubeconfig::render(&volhealth_apiserver::kubeconfig::Kubeconfig {
+            server: format!("http://127.0.0.1:{port}"),
+            ..Default::default()
+        }),
     )
     .unwrap();
     let (code, out, err) = status(&kc, &["-A"]);

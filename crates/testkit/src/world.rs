@@ -66,6 +66,9 @@ impl ApiServer {
         listener: std::net::TcpListener,
     ) -> ApiServer {
         let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
+        // HTTPS with the CA and serving certificate made in the data dir, as
+        // `volhealth apiserver` serves by default; the kubeconfig carries the CA.
+        config.tls = Some(volhealth_apiserver::TlsConfig::default());
         if let Some(modes) = modes {
             config.authorization = volhealth_apiserver::authz::Authorizer::parse(modes)
                 .unwrap_or_else(|e| panic!("--authorization-mode {modes}: {e}"));
@@ -81,7 +84,7 @@ impl ApiServer {
             .set_nonblocking(true)
             .expect("a non-blocking listener");
         let addr = listener.local_addr().expect("the local address");
-        let url = format!("http://{addr}");
+        let url = format!("https://{addr}");
         let service = Service::start("apiserver", move |shutdown| async move {
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| format!("adopting the listener: {e}"))?;
@@ -110,14 +113,19 @@ impl ApiServer {
         server
     }
 
-    /// A kubeconfig for `token` (a user of the token file), written into `dir`.
+    /// A kubeconfig for `token` (a user of the token file), written into `dir`: the server's
+    /// own kubeconfig (address and CA) with that token as its user.
     pub fn token_kubeconfig(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
         let path = dir.join(format!("kubeconfig-{name}"));
-        let text = format!(
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    token: {token}\n",
-            self.url
-        );
-        std::fs::write(&path, text).expect("writing a kubeconfig");
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("reading the kubeconfig");
+        let mut kc: serde_yaml::Value = serde_yaml::from_str(&text).expect("a kubeconfig");
+        kc["users"][0]["user"] =
+            serde_yaml::from_str(&format!("token: {token}")).expect("a user entry");
+        std::fs::write(
+            &path,
+            serde_yaml::to_string(&kc).expect("a kubeconfig's YAML"),
+        )
+        .expect("writing a kubeconfig");
         path
     }
 

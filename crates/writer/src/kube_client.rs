@@ -1,5 +1,10 @@
-//! The Kubernetes client both writers use: from `--kubeconfig` when given, else the standard
-//! inference (`KUBECONFIG`, `~/.kube/config`, then in-cluster service account configuration).
+//! The Kubernetes client both writers use: from `--kubeconfig` when given, else from
+//! `KUBECONFIG`, else in-cluster (the service account, see [`in_cluster`]) when
+//! `KUBERNETES_SERVICE_HOST` is set, else `~/.kube/config`.
+
+mod in_cluster;
+
+pub use in_cluster::{SERVICEACCOUNT_DIR, SERVICEACCOUNT_DIR_ENV};
 
 use crate::error::{Error, Result};
 use futures::StreamExt;
@@ -32,6 +37,15 @@ pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
             .await
             .map_err(|e| Error::KubeConfig(format!("using {}: {e}", path.display())))?;
             (config, user)
+        }
+        None if std::env::var_os("KUBECONFIG").is_none() && in_cluster::detected() => {
+            let (config, token) = in_cluster::config()?;
+            let default_namespace = config.default_namespace.clone();
+            return Ok(LoadedClient {
+                client: in_cluster::client(config, token)?,
+                default_namespace,
+                kubeconfig_user: None,
+            });
         }
         None => (
             kube::Config::infer()

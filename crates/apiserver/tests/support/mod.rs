@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use volhealth_apiserver::authz::{Authorizer, Tokens};
-use volhealth_apiserver::{FeatureGates, ServerConfig};
+use volhealth_apiserver::{FeatureGates, ServerConfig, TlsConfig};
 
 /// A running in-process API server; dropping it shuts it down.
 pub struct ApiServer {
-    /// Base URL, e.g. `http://127.0.0.1:40123`.
+    /// Base URL, e.g. `http://127.0.0.1:40123` (`https://` over TLS).
     pub url: String,
     /// The admin kubeconfig it wrote.
     pub kubeconfig: PathBuf,
@@ -24,7 +24,10 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// A `ServerConfig` from the `volhealth apiserver` flags the tests use (`--feature-gates`,
 /// `--token-auth-file`, `--anonymous-admin`, `--authorization-mode`, `--retained-changes`,
-/// `--bookmark-interval-seconds`), so a test reads the same as the command line it stands for.
+/// `--bookmark-interval-seconds`, and the TLS ones: `--tls-san`, `--client-ca-file`,
+/// `--tls-cert-file`, `--tls-private-key-file`), so a test reads the same as the command line it
+/// stands for. It serves plain HTTP (as with `--insecure-http`) unless a TLS flag is given or
+/// [`start_tls_apiserver`] starts it.
 pub fn config_from_flags(dir: &Path, flags: &[&str]) -> ServerConfig {
     let mut config = ServerConfig::new(dir.join("data"));
     config.write_kubeconfig = Some(dir.join("kubeconfig"));
@@ -47,6 +50,28 @@ pub fn config_from_flags(dir: &Path, flags: &[&str]) -> ServerConfig {
                 let v = value();
                 config.authorization = Authorizer::parse(v).unwrap_or_else(|e| panic!("{v}: {e}"));
             }
+            "--tls-san" => {
+                let v = value().to_string();
+                config
+                    .tls
+                    .get_or_insert_with(TlsConfig::default)
+                    .sans
+                    .push(v);
+            }
+            "--client-ca-file" => {
+                config
+                    .tls
+                    .get_or_insert_with(TlsConfig::default)
+                    .client_ca_file = Some(PathBuf::from(value()));
+            }
+            "--tls-cert-file" => {
+                config.tls.get_or_insert_with(TlsConfig::default).cert_file =
+                    Some(PathBuf::from(value()));
+            }
+            "--tls-private-key-file" => {
+                config.tls.get_or_insert_with(TlsConfig::default).key_file =
+                    Some(PathBuf::from(value()));
+            }
             "--retained-changes" => config.retained_changes = value().parse().expect("a count"),
             "--bookmark-interval-seconds" => {
                 config.bookmark_interval =
@@ -67,13 +92,27 @@ pub fn start_apiserver(dir: &Path, flags: &[&str]) -> ApiServer {
     start_with_config(config_from_flags(dir, flags))
 }
 
-/// Starts the server with `config` (its kubeconfig must be set) and waits until `/readyz` answers.
+/// Starts the server over TLS (certificates made in `<dir>/data/pki`, as `volhealth apiserver`
+/// does without `--insecure-http`) with the given flags, and waits until it listens.
+pub fn start_tls_apiserver(dir: &Path, flags: &[&str]) -> ApiServer {
+    let mut config = config_from_flags(dir, flags);
+    config.tls.get_or_insert_with(TlsConfig::default);
+    start_with_config(config)
+}
+
+/// Starts the server with `config` (its kubeconfig must be set) and waits until `/readyz`
+/// answers (over TLS: until the kubeconfig is written, which happens once it listens).
 pub fn start_with_config(config: ServerConfig) -> ApiServer {
     let kubeconfig = config
         .write_kubeconfig
         .clone()
         .expect("the tests read the kubeconfig");
     let _ = std::fs::remove_file(&kubeconfig);
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
@@ -107,7 +146,7 @@ pub fn start_with_config(config: ServerConfig) -> ApiServer {
     let addr = addr_rx
         .recv_timeout(Duration::from_secs(30))
         .expect("the server thread binds a port");
-    let url = format!("http://{addr}");
+    let url = format!("{scheme}://{addr}");
     let server = ApiServer {
         url: url.clone(),
         kubeconfig: kubeconfig.clone(),
@@ -118,7 +157,7 @@ pub fn start_with_config(config: ServerConfig) -> ApiServer {
     wait_for(
         Duration::from_secs(30),
         "/readyz and the kubeconfig",
-        || (kubeconfig.exists() && http_get_ok(&ready)).then_some(()),
+        || (kubeconfig.exists() && (scheme == "https" || http_get_ok(&ready))).then_some(()),
     );
     server
 }

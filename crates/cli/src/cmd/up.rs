@@ -6,6 +6,7 @@
 pub mod children;
 pub mod endpoints;
 pub mod external;
+pub mod identities;
 pub mod layout;
 pub mod resolve;
 pub mod workload;
@@ -31,7 +32,7 @@ pub struct Args {
     /// Number of simulated nodes.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=50))]
     pub nodes: u16,
-    /// Address of the API server (plain HTTP); port 0 picks a free port.
+    /// Address of the API server (HTTPS); port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: String,
     /// How often the monitor asks the controller plugin about volume health (e.g. 5s, 1m).
@@ -314,27 +315,31 @@ async fn start(
             return Err(e).with_context(|| format!("removing the old {}", kubeconfig.display()));
         }
     }
-    running.start(
-        "apiserver",
-        layout,
-        vec![
-            "apiserver".into(),
-            "--listen".into(),
-            args.listen.clone(),
-            "--data-dir".into(),
-            dir(layout.apiserver_data()),
-            "--token-auth-file".into(),
-            dir(layout.tokens()),
-            // kubectl sends no token over plain HTTP; the admin kubeconfig must work for it.
-            "--anonymous-admin".into(),
-            "--write-kubeconfig".into(),
-            dir(kubeconfig.clone()),
-        ],
-    )?;
+    let mut apiserver: Vec<String> = vec![
+        "apiserver".into(),
+        "--listen".into(),
+        args.listen.clone(),
+        "--data-dir".into(),
+        dir(layout.apiserver_data()),
+        "--token-auth-file".into(),
+        dir(layout.tokens()),
+        "--write-kubeconfig".into(),
+        dir(kubeconfig.clone()),
+    ];
+    // The kubeconfigs name the --listen address: the serving certificate must cover it.
+    if let Ok(addr) = args.listen.parse::<SocketAddr>() {
+        let ip = addr.ip().to_string();
+        if !volhealth_apiserver::tls::DEFAULT_SANS.contains(&ip.as_str()) {
+            apiserver.extend(["--tls-san".to_string(), ip]);
+        }
+    }
+    running.start("apiserver", layout, apiserver)?;
     let server = until_ready(running, "the API server", async || {
         server_from_kubeconfig(&kubeconfig)
     })
     .await?;
+    // The server wrote its CA and the admin token; people get the admin's certificate instead.
+    identities::write_kubeconfigs(layout, &server, &tokens)?;
     let conn = crate::cmd::status::kubeconfig::connect(
         Some(&kubeconfig),
         None,
@@ -348,17 +353,6 @@ async fn start(
     })
     .await?;
     p.done(&format!("ok ({server})"));
-
-    volhealth_apiserver::kubeconfig::write(
-        &layout.monitor_kubeconfig(),
-        &server,
-        Some(&tokens.monitor),
-    )
-    .context("writing the monitor's kubeconfig")?;
-    for (node, token) in &tokens.nodes {
-        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
-            .with_context(|| format!("writing the kubeconfig of {node}"))?;
-    }
 
     let controller = match &args.driver_endpoint {
         Some(endpoint) => {

@@ -134,8 +134,9 @@ pub struct ApiServer {
     pub proc: Proc,
 }
 
-/// Starts `volhealth apiserver --listen 127.0.0.1:0 --data-dir <dir>/data --write-kubeconfig
-/// <dir>/kubeconfig EXTRA...` and waits until the kubeconfig exists and `/readyz` answers.
+/// Starts `volhealth apiserver --insecure-http --listen 127.0.0.1:0 --data-dir <dir>/data
+/// --write-kubeconfig <dir>/kubeconfig EXTRA...` (plain HTTP: the tests using it are about other
+/// things than TLS) and waits until the kubeconfig exists and `/readyz` answers.
 pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
     let data = dir.join("data");
     let kubeconfig = dir.join("kubeconfig");
@@ -144,6 +145,7 @@ pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
     let kc_s = kubeconfig.to_string_lossy().to_string();
     let mut args = vec![
         "apiserver",
+        "--insecure-http",
         "--listen",
         "127.0.0.1:0",
         "--data-dir",
@@ -302,4 +304,114 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// A value of the kubeconfig's cluster or user, base64-decoded when it is a `*-data` field.
+fn kubeconfig_field(doc: &serde_yaml::Value, section: &str, field: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let key = if section == "clusters" {
+        "cluster"
+    } else {
+        "user"
+    };
+    let v = doc[section][0][key][field].as_str()?;
+    if field.ends_with("-data") {
+        base64::engine::general_purpose::STANDARD.decode(v).ok()
+    } else {
+        Some(v.as_bytes().to_vec())
+    }
+}
+
+/// One HTTP/1.0 request to the server of `kubeconfig` (first cluster and user) with its
+/// credentials: over TLS trusting its CA with its client certificate and token when it is an
+/// `https://` server. Returns (status, content type, body).
+pub fn kube_request(
+    kubeconfig: &Path,
+    method: &str,
+    path: &str,
+    accept: Option<&str>,
+    body: &str,
+) -> Option<(u16, String, String)> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    let text = std::fs::read_to_string(kubeconfig).ok()?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    let server = String::from_utf8(kubeconfig_field(&doc, "clusters", "server")?).ok()?;
+    let (tls, host) = match server.strip_prefix("https://") {
+        Some(h) => (true, h.trim_end_matches('/').to_string()),
+        None => (
+            false,
+            server
+                .strip_prefix("http://")?
+                .trim_end_matches('/')
+                .to_string(),
+        ),
+    };
+    let token = kubeconfig_field(&doc, "users", "token")
+        .map(|t| format!("Authorization: Bearer {}\r\n", String::from_utf8_lossy(&t)))
+        .unwrap_or_default();
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\n{token}{accept}Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let tcp = std::net::TcpStream::connect(&host).ok()?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut raw = Vec::new();
+    if tls {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        let ca = kubeconfig_field(&doc, "clusters", "certificate-authority-data")?;
+        for cert in CertificateDer::pem_slice_iter(&ca) {
+            roots.add(cert.ok()?).ok()?;
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .with_root_certificates(roots);
+        let config = match (
+            kubeconfig_field(&doc, "users", "client-certificate-data"),
+            kubeconfig_field(&doc, "users", "client-key-data"),
+        ) {
+            (Some(cert), Some(key)) => {
+                let chain = CertificateDer::pem_slice_iter(&cert)
+                    .collect::<Result<Vec<_>, _>>()
+                    .ok()?;
+                let key = PrivateKeyDer::from_pem_slice(&key).ok()?;
+                builder.with_client_auth_cert(chain, key).ok()?
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        let name = host
+            .rsplit_once(':')?
+            .0
+            .trim_matches(['[', ']'])
+            .to_string();
+        let conn =
+            rustls::ClientConnection::new(Arc::new(config), ServerName::try_from(name).ok()?)
+                .ok()?;
+        let mut stream = rustls::StreamOwned::new(conn, tcp);
+        stream.write_all(request.as_bytes()).ok()?;
+        // A server that closes without close_notify still gave its whole answer to HTTP/1.0.
+        let _ = stream.read_to_end(&mut raw);
+    } else {
+        let mut tcp = tcp;
+        tcp.write_all(request.as_bytes()).ok()?;
+        tcp.read_to_end(&mut raw).ok()?;
+    }
+    let raw = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    Some((status, content_type, body.to_string()))
 }

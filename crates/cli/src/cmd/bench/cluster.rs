@@ -224,7 +224,6 @@ async fn fill(
             dir(layout.apiserver_data()),
             "--token-auth-file".into(),
             dir(layout.tokens()),
-            "--anonymous-admin".into(),
             "--write-kubeconfig".into(),
             dir(kubeconfig.to_path_buf()),
         ],
@@ -252,14 +251,20 @@ async fn fill(
     .await?;
     cluster.client = client.clone();
     cluster.server = server.clone();
+    let ca_path =
+        volhealth_apiserver::tls::PkiPaths::of_data_dir(&layout.apiserver_data()).ca_cert();
+    let ca = std::fs::read_to_string(&ca_path)
+        .with_context(|| format!("reading the API server's CA {}", ca_path.display()))?;
+    let with_token = |token: &str| {
+        volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server, Some(&ca), token)
+    };
     volhealth_apiserver::kubeconfig::write(
         &layout.monitor_kubeconfig(),
-        &server,
-        Some(&tokens.monitor),
+        &with_token(&tokens.monitor),
     )
     .context("writing the monitor's kubeconfig")?;
     for (node, token) in &tokens.nodes {
-        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &server, Some(token))
+        volhealth_apiserver::kubeconfig::write(&layout.node_kubeconfig(node), &with_token(token))
             .with_context(|| format!("writing the kubeconfig of {node}"))?;
     }
 

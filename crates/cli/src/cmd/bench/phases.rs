@@ -38,7 +38,7 @@ struct Counters {
 }
 
 async fn counters(cluster: &Cluster) -> anyhow::Result<Counters> {
-    let api = probe::http_get(&format!("{}/metrics", cluster.server))
+    let api = probe::api_metrics(&cluster.client)
         .await
         .context("reading the API server's metrics")?;
     let monitor = probe::http_get(&cluster.monitor_metrics)

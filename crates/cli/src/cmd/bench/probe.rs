@@ -1,4 +1,5 @@
-//! What the bench reads from the running processes: Prometheus pages over plain HTTP, and
+//! What the bench reads from the running processes: Prometheus pages (the API server's with the
+//! bench's client, the others over plain HTTP), and
 //! resident memory and CPU time from `/proc`.
 
 use anyhow::Context as _;
@@ -33,6 +34,14 @@ pub async fn http_get(url: &str) -> anyhow::Result<String> {
     let status = head.split_whitespace().nth(1).unwrap_or("");
     anyhow::ensure!(status == "200", "GET {url} answered {status}");
     Ok(body.to_string())
+}
+
+/// The API server's `/metrics` page, read over its TLS connection with the bench's credentials.
+pub async fn api_metrics(client: &kube::Client) -> anyhow::Result<String> {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .context("building GET /metrics")?;
+    Ok(client.request_text(req).await?)
 }
 
 /// The sum of the samples of `name` whose labels contain every one of `labels`

@@ -1,14 +1,15 @@
 //! What `volhealth up` keeps in `--dir`, and the one lock that stops two `up`s from sharing it.
 //!
 //! ```text
-//! <dir>/kubeconfig                    admin kubeconfig (what people and `volhealth status` use)
+//! <dir>/kubeconfig                    admin kubeconfig (client certificate; what people and `volhealth status` use)
 //! <dir>/up.json                       what is running: API server URL, nodes, driver, process ids
 //! <dir>/up.lock                       held while an `up` runs
-//! <dir>/tokens.csv                    static tokens: admin, monitor, one system:node:<name> per node
+//! <dir>/tokens.csv                    static tokens: admin, monitor (whose kubeconfig uses it), one system:node:<name> per node
 //! <dir>/apiserver/                    the API server's SQLite database
+//! <dir>/apiserver/pki/                its CA and serving certificate (client certificates are signed by the CA)
 //! <dir>/driver/                       the reference driver's storage backend, shared by controller and nodes
 //! <dir>/monitor/kubeconfig            the monitor's identity
-//! <dir>/nodes/<node>/kubeconfig       the node's identity (group system:nodes)
+//! <dir>/nodes/<node>/kubeconfig       the node's identity (client certificate, group system:nodes)
 //! <dir>/nodes/<node>/kubelet/         the node's kubelet root (plugins_registry/, pods/, plugins/)
 //! <dir>/logs/<component>.log          output of each process
 //! <sockets>/controller.sock, <sockets>/<node>.sock   CSI endpoints (<dir>/run unless that path is too long)
@@ -281,7 +282,8 @@ pub fn new_token() -> String {
 /// The identities `up` uses, kept across runs so kubeconfigs stay valid.
 #[derive(Debug, Clone)]
 pub struct Tokens {
-    /// Admin token (first line, written into `<dir>/kubeconfig`).
+    /// Admin token (first line; the API server writes it into `<dir>/kubeconfig`, which `up` then
+    /// replaces with the admin's client certificate).
     pub admin: String,
     /// The monitor's token.
     pub monitor: String,
