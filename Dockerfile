@@ -11,6 +11,8 @@ FROM docker.io/library/rust:1.89-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY proto proto
+# up compiles in the monitor's RBAC from deploy/kubernetes.
+COPY deploy/kubernetes deploy/kubernetes
 COPY crates crates
 RUN cargo build --release --locked -p volhealth --bin volhealth
 

@@ -123,6 +123,22 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     );
     let monitor = c.dir.join("monitor/kubeconfig");
     assert_eq!(request_as(&monitor, "PATCH", pvc_status, patch), 200);
+    // The monitor has what deploy/kubernetes grants it and nothing more (RBAC is on).
+    assert_eq!(
+        request_as(&monitor, "GET", "/api/v1/namespaces/default/pods", ""),
+        403,
+        "the monitor's service account may not read pods"
+    );
+    assert_eq!(
+        request_as(
+            &monitor,
+            "PATCH",
+            "/api/v1/namespaces/default/pods/web-1/status",
+            "{}"
+        ),
+        403,
+        "nor write pod status"
+    );
     let node_kc = std::fs::read_to_string(&node).unwrap();
     assert!(
         node_kc.contains("client-certificate-data") && !node_kc.contains("token"),

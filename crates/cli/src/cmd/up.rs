@@ -8,6 +8,7 @@ pub mod endpoints;
 pub mod external;
 pub mod identities;
 pub mod layout;
+pub mod rbac;
 pub mod resolve;
 pub mod workload;
 
@@ -323,6 +324,8 @@ async fn start(
         dir(layout.apiserver_data()),
         "--token-auth-file".into(),
         dir(layout.tokens()),
+        "--authorization-mode".into(),
+        rbac::AUTHORIZATION_MODE.into(),
         "--write-kubeconfig".into(),
         dir(kubeconfig.clone()),
     ];
@@ -353,6 +356,10 @@ async fn start(
     })
     .await?;
     p.done(&format!("ok ({server})"));
+
+    p.step("granting the monitor the RBAC deploy/kubernetes ships");
+    let applied = rbac::apply_all(&client, rbac::MONITOR_RBAC).await?;
+    p.done(&format!("ok ({applied} objects)"));
 
     let controller = match &args.driver_endpoint {
         Some(endpoint) => {

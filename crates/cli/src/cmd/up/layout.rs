@@ -272,6 +272,9 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
     Ok(DirLock { _lock: lock })
 }
 
+/// The monitor's identity: the service account `deploy/kubernetes/monitor` ships.
+pub const MONITOR_USER: &str = "system:serviceaccount:kube-system:csi-external-health-monitor";
+
 /// A random bearer token.
 pub fn new_token() -> String {
     use rand::Rng;
@@ -314,14 +317,14 @@ impl Tokens {
         let take = |user: &str| by_user.get(user).cloned().unwrap_or_else(new_token);
         let tokens = Tokens {
             admin: take("volhealth-admin"),
-            monitor: take("system:serviceaccount:kube-system:csi-external-health-monitor"),
+            monitor: take(MONITOR_USER),
             nodes: nodes
                 .iter()
                 .map(|n| (n.clone(), take(&volhealth_model::identity::node_user(n))))
                 .collect(),
         };
         let mut text = format!(
-            "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},system:serviceaccount:kube-system:csi-external-health-monitor,csi-external-health-monitor,\"system:serviceaccounts\"\n",
+            "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},{MONITOR_USER},csi-external-health-monitor,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
             tokens.admin, tokens.monitor
         );
         for (node, token) in &tokens.nodes {
