@@ -46,6 +46,8 @@ pub(crate) struct DriverState {
     pub(crate) fail_list_page: Option<usize>,
     pub(crate) hang_list_page: Option<usize>,
     pub(crate) list_delay: Duration,
+    /// Every page, even past the end, carries a token never given before.
+    pub(crate) endless_tokens: bool,
     pub(crate) omit: BTreeSet<String>,
     pub(crate) stale_empty_duplicates: bool,
     pub(crate) fail_get: Option<tonic::Code>,
@@ -120,7 +122,9 @@ impl HealthSource for FakeDriver {
                     });
                 }
             }
-            let next_token = if end < all.len() {
+            let next_token = if s.endless_tokens {
+                format!("{end}-{index}")
+            } else if end < all.len() {
                 end.to_string()
             } else {
                 String::new()

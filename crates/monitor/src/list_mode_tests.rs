@@ -178,6 +178,53 @@ async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_driver_that_never_stops_paging_is_cut_short_and_clears_nothing() {
+    let vols = ["vol-a", "vol-b", "vol-c"];
+    let mut r = rig_with(
+        Mode::List { get: false },
+        &vols,
+        1,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in vols {
+        r.driver.set(v, degraded("Slow"));
+    }
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 3);
+    // Everything recovers, but each page now carries a token never seen before.
+    for v in vols {
+        r.driver.set(v, vec![]);
+    }
+    r.driver.with(|s| s.endless_tokens = true);
+    for _ in 0..3 {
+        let before = r.driver.with(|s| s.list_pages);
+        r.cycle().await;
+        let pages = r.driver.with(|s| s.list_pages) - before;
+        assert!(
+            pages <= crate::list_mode::page_limit(vols.len(), 1),
+            "a cycle takes at most the page limit ({pages} pages)"
+        );
+    }
+    assert_eq!(
+        r.api.patches().len(),
+        3,
+        "cycles cut short clear nothing, however many there are"
+    );
+    assert!(
+        r.metrics()
+            .contains(r#"csi_volume_health_incomplete_cycles_total{reason="too_many_pages"} 3"#),
+        "{}",
+        r.metrics()
+    );
+    // The driver behaves again: the next complete cycles clear, as always in list mode.
+    r.driver.with(|s| s.endless_tokens = false);
+    r.cycle().await;
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), 6);
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_deadline_is_per_page_not_per_pass() {
     let vols = ["vol-a", "vol-b", "vol-c"];
     let mut r = rig_with(
