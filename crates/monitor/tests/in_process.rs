@@ -110,3 +110,106 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     driver.stop().expect("the driver stops cleanly");
     api.stop().expect("the API server stops cleanly");
 }
+
+/// external-health-monitor #188: a PV whose claim is deleted and that is then bound to a new
+/// claim must be monitored again, for the new claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("api")).unwrap();
+    std::fs::create_dir_all(dir.path().join("driver")).unwrap();
+    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
+    let driver = Driver::start(&dir.path().join("driver"), DRIVER, "node-a").await;
+    let admin = client_for(&api.kubeconfig).await;
+    let volume = driver.create_volume("pv-a").await;
+    bind_claim(&admin, DRIVER, "claim-a", "pv-a", &volume).await;
+    let config = MonitorConfig {
+        csi_address: driver.endpoint.clone(),
+        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: None,
+        ..MonitorConfig::default()
+    };
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::DEGRADED,
+        "SlowDisk",
+    );
+    let want = vec![("Degraded".to_string(), "SlowDisk".to_string())];
+    wait_for(WAIT, "the fault on the first claim", || async {
+        (conditions(&pvcs, "claim-a").await == want).then_some(())
+    })
+    .await;
+
+    // The claim goes; the PV is released, then bound to a new claim, as the PV controller does.
+    pvcs.delete("claim-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(admin.clone());
+    pvs.patch_status(
+        "pv-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Released"}})),
+    )
+    .await
+    .unwrap();
+    let claim_b: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "claim-b", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-a",
+                 "resources": {"requests": {"storage": "1Mi"}}}}))
+    .unwrap();
+    let claim_b = pvcs.create(&PostParams::default(), &claim_b).await.unwrap();
+    pvs.patch(
+        "pv-a",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"claimRef": {"kind": "PersistentVolumeClaim",
+            "namespace": "default", "name": "claim-b", "uid": claim_b.metadata.uid}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    pvs.patch_status(
+        "pv-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+    )
+    .await
+    .unwrap();
+    pvcs.patch_status(
+        "claim-b",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                        "capacity": {"storage": "1Mi"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_for(WAIT, "the fault on the new claim", || async {
+        (conditions(&pvcs, "claim-b").await == want).then_some(())
+    })
+    .await;
+    // And it is followed there: the recovery clears the new claim.
+    driver.clear_volume(&volume);
+    wait_for(WAIT, "the recovery on the new claim", || async {
+        conditions(&pvcs, "claim-b").await.is_empty().then_some(())
+    })
+    .await;
+
+    monitor.stop().expect("the monitor stops cleanly");
+    driver.stop().expect("the driver stops cleanly");
+    api.stop().expect("the API server stops cleanly");
+}
