@@ -76,9 +76,32 @@ where
         + Sync
         + 'static,
 {
+    spawn_slim_reflector(api, what, |_| {})
+}
+
+/// Like [`spawn_reflector`], with `slim` applied to each object before it is cached: a writer
+/// keeps only the fields it reads, so the cache of thousands of objects stays small. The
+/// watch itself sees whole objects, so resource versions and resumption are unaffected.
+pub fn spawn_slim_reflector<K>(
+    api: Api<K>,
+    what: &'static str,
+    slim: impl Fn(&mut K) + Send + Sync + 'static,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let (store, writer) = reflector::store();
     let stream = watcher(api, watcher::Config::default())
-        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
+        .modify(move |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+            slim(o);
+        })
         .default_backoff();
     let mut stream = Box::pin(reflector::reflector(writer, stream));
     tokio::spawn(async move {
