@@ -22,7 +22,7 @@ pub struct StaticDriver {
 pub struct AgentConfig {
     /// The node this agent acts for (`--node-name`).
     pub node_name: String,
-    /// Kubeconfig file; `None` means the usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+    /// Kubeconfig file; `None` means `KUBECONFIG`, else in-cluster, else `~/.kube/config`.
     pub kubeconfig: Option<PathBuf>,
     /// The kubelet's root directory, read to learn which volumes were staged or published.
     pub kubelet_root_dir: PathBuf,

@@ -95,7 +95,7 @@ impl Default for LeaderElection {
 pub struct MonitorConfig {
     /// The CSI controller endpoint (`unix:///path` or a path).
     pub csi_address: String,
-    /// A kubeconfig file; `None` = in-cluster / `KUBECONFIG` / `~/.kube/config`.
+    /// A kubeconfig file; `None` = `KUBECONFIG`, else in-cluster, else `~/.kube/config`.
     pub kubeconfig: Option<PathBuf>,
     /// One probe cycle per interval.
     pub monitor_interval: Duration,

@@ -12,7 +12,7 @@ pub struct Args {
     /// The node this agent acts for; its credentials must be this node's (system:node:NODE).
     #[arg(long, env = "NODE_NAME")]
     pub node_name: String,
-    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    /// Kubeconfig file (default: KUBECONFIG, else in-cluster, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// The kubelet's root directory, read to learn which volumes were staged or published.

@@ -12,7 +12,7 @@ pub struct Args {
     /// The CSI controller's endpoint (unix:///PATH or PATH).
     #[arg(long, default_value = config::DEFAULT_CSI_ADDRESS)]
     pub csi_address: String,
-    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    /// Kubeconfig file (default: KUBECONFIG, else in-cluster, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// One probe cycle per interval (e.g. 90s, 1m, 1m30s).

@@ -10,7 +10,7 @@ use volhealth_remediate::controller::{ControllerConfig, serve};
 /// Flags of `volhealth remediate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    /// Kubeconfig file (default: KUBECONFIG, else in-cluster, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// The policy file (YAML), validated before anything runs.

@@ -8,7 +8,7 @@ use volhealth_daemon::{http_endpoint, shutdown_signal};
 /// Flags of `volhealth scheduler-extender`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    /// Kubeconfig file (default: KUBECONFIG, else in-cluster, else ~/.kube/config).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Where to serve POST /filter, /metrics, /healthz and /readyz: :PORT or HOST:PORT.
