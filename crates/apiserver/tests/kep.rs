@@ -282,8 +282,9 @@ async fn node_tokens_are_scoped_to_their_node() {
         403
     );
 
-    // Nodes read what a kubelet reads, but never write PVC status.
-    assert_eq!(node.get(PVCS).await.code, 200);
+    // Nodes read what a kubelet reads (the Node authorizer lets a kubelet get the claims of its
+    // own pods one by name, and list none), and never write PVC status.
+    assert_eq!(node.get(PVCS).await.code, 403);
     assert_eq!(
         node.get(&format!("{PODS}?fieldSelector=spec.nodeName%3Dnode-a"))
             .await

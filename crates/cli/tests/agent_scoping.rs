@@ -1,12 +1,13 @@
-//! End to end: node scoping. A node's credentials cannot write another node's pods or CSINode, and an agent
-//! whose --node-name does not match its credentials stops loudly instead of writing.
+//! End to end: node scoping. A node's credentials cannot write another node's pods or CSINode, nor
+//! read the claims and volumes of another node's pods, and an agent whose --node-name does not
+//! match its credentials stops loudly instead of writing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod agent_world;
 mod support;
 
 use agent_world::*;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -57,6 +58,24 @@ async fn node_scoping_protects_other_nodes() {
         .delete("node-b", &Default::default())
         .await
         .expect("delete csinode");
+
+    // Claims and volumes, as kube's Node authorizer: node-a gets those of its own pods, one by
+    // name; not node-b's, and it lists neither.
+    w.pod_with_volume("on-a", "vol-a", "node-a").await;
+    let node_a = client_for(&token_kubeconfig(w.dir.path(), &w.api.url, "nodeatok")).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(node_a.clone(), "default");
+    let volumes = Api::<PersistentVolume>::all(node_a.clone());
+    claims.get("claim-on-a").await.expect("its pod's claim");
+    volumes.get("pv-on-a").await.expect("its pod's volume");
+    let forbidden = |e: kube::Error| matches!(&e, kube::Error::Api(s) if s.code == 403);
+    assert!(forbidden(claims.get("claim-on-b").await.unwrap_err()));
+    assert!(forbidden(volumes.get("pv-on-b").await.unwrap_err()));
+    assert!(forbidden(
+        claims.list(&Default::default()).await.unwrap_err()
+    ));
+    assert!(forbidden(
+        volumes.list(&Default::default()).await.unwrap_err()
+    ));
 
     // An agent told it is node-b while holding node-a's token stops at its first write, loudly.
     let (mut agent, _) = w

@@ -42,8 +42,38 @@ impl std::fmt::Debug for Binding<'_> {
     }
 }
 
+/// The claims the pods bound to `node` use (`spec.volumes[].persistentVolumeClaim.claimName`), as
+/// (namespace, name).
+fn claims_of_node_pods(store: &Store, node: &str) -> Vec<(String, String)> {
+    let Some(pods) = registry::find("", "v1", "pods") else {
+        return Vec::new();
+    };
+    let (_, items) = store.list(&pods.store_name(), None);
+    let mut out = Vec::new();
+    for p in items
+        .iter()
+        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
+    {
+        let ns = p
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let volumes = p.pointer("/spec/volumes").and_then(Value::as_array);
+        for v in volumes.into_iter().flatten() {
+            if let Some(claim) = v
+                .pointer("/persistentVolumeClaim/claimName")
+                .and_then(Value::as_str)
+            {
+                out.push((ns.to_string(), claim.to_string()));
+            }
+        }
+    }
+    out
+}
+
 /// The node `a`'s object is bound to, as `decide` needs it: the stored pod's spec.nodeName for a
-/// named pod; for a Secret get, the requesting node when a pod bound to it references the Secret.
+/// named pod; for a Secret, PVC or PV get, the requesting node when a pod bound to it uses the
+/// object (references the Secret, names the claim, or names a claim bound to the volume).
 pub fn bound_node(user: &User, a: &Attributes<'_>, binding: Binding<'_>) -> Option<String> {
     let store = match binding {
         Binding::Assume(n) => return n.map(str::to_string),
@@ -66,6 +96,26 @@ pub fn bound_node(user: &User, a: &Attributes<'_>, binding: Binding<'_>) -> Opti
                 .any(|p| {
                     p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
                         && crate::secrets::referenced_by_pod(p, a.name)
+                })
+                .then(|| node.to_string())
+        }
+        ("", "persistentvolumeclaims") if a.verb == "get" => claims_of_node_pods(store, node)
+            .iter()
+            .any(|(ns, name)| ns == a.namespace && name == a.name)
+            .then(|| node.to_string()),
+        ("", "persistentvolumes") if a.verb == "get" => {
+            let claims = registry::find("", "v1", "persistentvolumeclaims")?;
+            claims_of_node_pods(store, node)
+                .iter()
+                .any(|(ns, name)| {
+                    store
+                        .get(&claims.store_name(), ns, name)
+                        .and_then(|c| {
+                            c.pointer("/spec/volumeName")
+                                .and_then(Value::as_str)
+                                .map(|v| v == a.name)
+                        })
+                        .unwrap_or(false)
                 })
                 .then(|| node.to_string())
         }
@@ -135,8 +185,25 @@ pub fn decide(user: &User, a: &Attributes<'_>, bound_node: Option<&str>) -> Deci
                 ));
             }
         }
-        ("", "persistentvolumeclaims", "") | ("", "persistentvolumeclaims", "status") if read => {
-            true
+        // As kube's Node authorizer: a node gets the claims and volumes its pods use, one by
+        // name, and lists or watches none of them.
+        ("", "persistentvolumeclaims", "")
+        | ("", "persistentvolumeclaims", "status")
+        | ("", "persistentvolumes", "")
+            if a.verb == "get" =>
+        {
+            if bound_node == Some(node) {
+                true
+            } else {
+                return Decision::Deny(format!(
+                    "no relationship found between node '{node}' and this object"
+                ));
+            }
+        }
+        ("", "persistentvolumeclaims", "") | ("", "persistentvolumes", "") if read => {
+            return Decision::Deny(format!(
+                "node \"{node}\" may only get the claims and volumes of pods bound to it, one by name"
+            ));
         }
         ("", "persistentvolumeclaims", "status") => {
             return Decision::Deny(
@@ -158,7 +225,7 @@ pub fn decide(user: &User, a: &Attributes<'_>, bound_node: Option<&str>) -> Deci
                 "node \"{node}\" may only get secrets referenced by pods bound to it, one by name"
             ));
         }
-        ("", "persistentvolumes", "") | ("", "namespaces", "") if read => true,
+        ("", "namespaces", "") if read => true,
         ("storage.k8s.io", "csidrivers" | "storageclasses" | "volumeattachments", "") if read => {
             true
         }

@@ -86,14 +86,29 @@ fn token_file_and_node_scoping() {
         )
         .is_err()
     );
-    assert!(
-        authorize(
-            &node,
-            &attrs("list", "", "persistentvolumeclaims", "", "", ""),
-            None
-        )
-        .is_ok()
-    );
+    // Claims and volumes: a node gets those its pods use, one by name, and lists none.
+    for resource in ["persistentvolumeclaims", "persistentvolumes"] {
+        for verb in ["list", "watch"] {
+            assert_eq!(
+                authorize(&node, &attrs(verb, "", resource, "", "", ""), Some("a"))
+                    .unwrap_err()
+                    .code,
+                403,
+                "{verb} {resource}"
+            );
+        }
+        let get = attrs("get", "", resource, "", "default", "d");
+        assert!(
+            authorize(&node, &get, Some("a")).is_ok(),
+            "get a used {resource}"
+        );
+        let e = authorize(&node, &get, None).unwrap_err();
+        assert!(
+            e.message.contains("no relationship found between node 'a'"),
+            "{}",
+            e.message
+        );
+    }
     assert!(
         authorize(
             &node,
