@@ -24,6 +24,9 @@ struct Entry<D> {
 struct Inner<K, D> {
     order: BTreeSet<(usize, i64, K)>,
     pending: HashMap<K, Entry<D>>,
+    /// Desired states taken by the write loop and not yet answered (the newest, when a newer one
+    /// waits for the write in flight).
+    in_flight: HashMap<K, D>,
     next_seq: i64,
     next_front: i64,
 }
@@ -33,6 +36,7 @@ impl<K, D> Default for Inner<K, D> {
         Inner {
             order: BTreeSet::new(),
             pending: HashMap::new(),
+            in_flight: HashMap::new(),
             next_seq: 0,
             next_front: -1,
         }
@@ -134,9 +138,24 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
         }
     }
 
-    /// The desired state pending for `key`, if any.
+    /// The desired state not yet stored for `key`, if any: queued, or taken by the write loop
+    /// and not yet answered (so a cycle does not confirm again what is being written).
     pub fn pending(&self, key: &K) -> Option<D> {
-        self.lock().pending.get(key).map(|e| e.desired.clone())
+        let q = self.lock();
+        q.pending
+            .get(key)
+            .map(|e| e.desired.clone())
+            .or_else(|| q.in_flight.get(key).cloned())
+    }
+
+    /// Notes that the write loop holds `desired` for `key` until [`WriteQueue::answered`].
+    fn taken(&self, key: K, desired: D) {
+        self.lock().in_flight.insert(key, desired);
+    }
+
+    /// The write for `key` was answered (stored, refused, or to be retried through the queue).
+    fn answered(&self, key: &K) {
+        self.lock().in_flight.remove(key);
     }
 
     /// Drops everything (leadership lost: another replica writes now).
@@ -233,6 +252,7 @@ where
                 continue;
             }
             if busy.contains(&key) {
+                self.queue.taken(key.clone(), desired.clone());
                 parked.insert(key, (desired, priority));
                 continue;
             }
@@ -261,6 +281,7 @@ where
                 continue;
             }
             busy.insert(key.clone());
+            self.queue.taken(key.clone(), desired.clone());
             let writer = self.writer.clone();
             in_flight.push(async move {
                 let outcome = writer.write(&key, &stored, &before, after).await;
@@ -283,6 +304,7 @@ where
         parked: &mut HashMap<T::Key, (T::Desired, usize)>,
     ) {
         busy.remove(&done.key);
+        self.queue.answered(&done.key);
         if let Some((desired, priority)) = parked.remove(&done.key) {
             self.queue.retry(done.key, desired, priority);
             return;
@@ -332,5 +354,28 @@ mod tests {
         q.push("e", "e", 1);
         q.clear();
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn a_write_in_flight_is_still_pending_until_answered() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        q.push("a", "clear", 3);
+        let (key, desired, _) = q.pop().unwrap();
+        assert_eq!(q.pending(&"a"), None, "taken, but not yet marked");
+        q.taken(key, desired);
+        assert_eq!(
+            q.pending(&"a"),
+            Some("clear"),
+            "in flight counts as pending"
+        );
+        q.push("a", "newer", 1);
+        assert_eq!(
+            q.pending(&"a"),
+            Some("newer"),
+            "a queued newer state comes first"
+        );
+        assert_eq!(q.pop().map(|(_, d, _)| d), Some("newer"));
+        q.answered(&"a");
+        assert_eq!(q.pending(&"a"), None);
     }
 }
