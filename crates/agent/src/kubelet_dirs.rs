@@ -66,6 +66,23 @@ impl KubeletRoot {
             .join(digest)
     }
 
+    /// For a volume of `driver` with `volume_handle`, used by the pod `pod_uid` under
+    /// `dir_name`: the staging directory (holding `globalmount`) and the pod's volume directory
+    /// (holding `mount`) below the kubelet root `root`, as the kubelet lays them out.
+    pub fn volume_dirs(
+        root: &Path,
+        driver: &str,
+        volume_handle: &str,
+        pod_uid: &str,
+        dir_name: &str,
+    ) -> (PathBuf, PathBuf) {
+        let k = KubeletRoot::new(root);
+        (
+            k.staging_dir(driver, volume_handle),
+            k.pod_volume_dir(pod_uid, dir_name),
+        )
+    }
+
     fn legacy_staging_dir(&self, pv_name: &str) -> PathBuf {
         self.root
             .join("plugins")

@@ -5,17 +5,14 @@
 //! completes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams};
-use serde_json::json;
 use std::time::Duration;
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
-use volhealth_testkit::{
-    ApiServer, Driver, Service, bind_claim, client_for, create, stage_and_publish, wait_for,
-};
+use volhealth_testkit::{NodeWorld, Service, wait_for};
 use volhealth_writer::events::{REASON_STORAGE_DEGRADED, REASON_VOLUME_DEGRADED};
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -70,43 +67,13 @@ async fn has_event(client: &kube::Client, ns: Option<&str>, name: &str, reason: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["api", "driver"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
-    let driver = Driver::start(&dir.path().join("driver"), DRIVER, NODE).await;
-    let admin = client_for(&api.kubeconfig).await;
-    create(
-        &Api::<Node>::all(admin.clone()),
-        json!({"metadata": {"name": NODE}}),
-    )
-    .await;
-    let volume = driver.create_volume("pv-web").await;
-    bind_claim(&admin, DRIVER, "claim-web", "pv-web", &volume).await;
+    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let (api, driver, admin, volume) = (&w.api, &w.driver, w.admin.clone(), w.volume.clone());
     let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
-    let pod = create(
-        &pods,
-        json!({"metadata": {"name": "web", "namespace": "default"},
-               "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}],
-                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim-web"}}]}}),
-    )
-    .await;
-    let uid = pod.metadata.uid.expect("the pod's uid");
-    let root = dir.path().join("kubelet");
-    let kubelet = KubeletRoot::new(&root);
-    stage_and_publish(
-        &driver,
-        &volume,
-        "pv-web",
-        &kubelet.staging_dir(DRIVER, &volume),
-        &kubelet.pod_volume_dir(&uid, "pv-web"),
-    )
-    .await;
 
     let mut config = AgentConfig::new(NODE);
-    config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
-    config.kubelet_root_dir = root;
+    config.kubeconfig = Some(api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
+    config.kubelet_root_dir = w.root.clone();
     config.drivers = vec![StaticDriver {
         name: DRIVER.to_string(),
         endpoint: driver.endpoint.clone(),
@@ -169,6 +136,6 @@ async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
     agent
         .stop()
         .expect("the agent returns Ok once its shutdown future completes");
-    driver.stop().expect("the driver stops cleanly");
-    api.stop().expect("the API server stops cleanly");
+    w.driver.stop().expect("the driver stops cleanly");
+    w.api.stop().expect("the API server stops cleanly");
 }

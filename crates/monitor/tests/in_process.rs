@@ -39,8 +39,18 @@ async fn event_reasons(events: &Api<Event>, claim: &str) -> Vec<String> {
     list.items.into_iter().filter_map(|e| e.reason).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
+/// The API server, the driver, claim `claim-a` bound to PV `pv-a` of a real volume, and the
+/// monitor running in-process as its service account, at a 1 s interval.
+struct World {
+    dir: tempfile::TempDir,
+    api: ApiServer,
+    driver: Driver,
+    admin: kube::Client,
+    volume: String,
+    monitor: Service,
+}
+
+async fn world() -> World {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("api")).unwrap();
     std::fs::create_dir_all(dir.path().join("driver")).unwrap();
@@ -49,7 +59,6 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     let admin = client_for(&api.kubeconfig).await;
     let volume = driver.create_volume("pv-a").await;
     bind_claim(&admin, DRIVER, "claim-a", "pv-a", &volume).await;
-
     let config = MonitorConfig {
         csi_address: driver.endpoint.clone(),
         kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
@@ -63,6 +72,26 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
             .await
             .map_err(|e| e.to_string())
     });
+    World {
+        dir,
+        api,
+        driver,
+        admin,
+        volume,
+        monitor,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
+    let World {
+        dir: _dir,
+        api,
+        driver,
+        admin,
+        volume,
+        monitor,
+    } = world().await;
 
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     let events: Api<Event> = Api::namespaced(admin.clone(), "default");
@@ -119,27 +148,14 @@ async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
     use serde_json::json;
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("api")).unwrap();
-    std::fs::create_dir_all(dir.path().join("driver")).unwrap();
-    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
-    let driver = Driver::start(&dir.path().join("driver"), DRIVER, "node-a").await;
-    let admin = client_for(&api.kubeconfig).await;
-    let volume = driver.create_volume("pv-a").await;
-    bind_claim(&admin, DRIVER, "claim-a", "pv-a", &volume).await;
-    let config = MonitorConfig {
-        csi_address: driver.endpoint.clone(),
-        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: None,
-        ..MonitorConfig::default()
-    };
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let World {
+        dir: _dir,
+        api,
+        driver,
+        admin,
+        volume,
+        monitor,
+    } = world().await;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     driver.inject_volume(
         &volume,

@@ -7,9 +7,11 @@
 //! Test support: failures panic with what was being done, as tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod node_world;
 mod service;
 mod world;
 
+pub use node_world::{KubeletLayout, NodeWorld};
 pub use service::Service;
 pub use world::{
     ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish, wait_for,

@@ -4,18 +4,15 @@
 //! and the recoveries that happened during the outage reach the claim's and the pod's status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::Api;
-use serde_json::json;
 use std::net::SocketAddr;
 use std::time::Duration;
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{
-    ApiServer, Driver, Service, bind_claim, client_for, create, stage_and_publish, wait_for,
-};
+use volhealth_testkit::{NodeWorld, Service, client_for, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -70,38 +67,15 @@ async fn pod_conditions(admin: &kube::Client) -> Option<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_writers_resume_after_an_api_server_restart_and_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["api", "driver"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    let api = ApiServer::start(&dir.path().join("api"), Some(TOKENS)).await;
-    let driver = Driver::start(&dir.path().join("driver"), DRIVER, NODE).await;
-    let admin = client_for(&api.kubeconfig).await;
-    create(
-        &Api::<Node>::all(admin.clone()),
-        json!({"metadata": {"name": NODE}}),
-    )
-    .await;
-    let volume = driver.create_volume("pv-web").await;
-    bind_claim(&admin, DRIVER, "claim-web", "pv-web", &volume).await;
-    let pod = create(
-        &Api::<Pod>::namespaced(admin.clone(), "default"),
-        json!({"metadata": {"name": "web", "namespace": "default"},
-               "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}],
-                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim-web"}}]}}),
-    )
-    .await;
-    let root = dir.path().join("kubelet");
-    let kubelet = KubeletRoot::new(&root);
-    let uid = pod.metadata.uid.unwrap();
-    stage_and_publish(
-        &driver,
-        &volume,
-        "pv-web",
-        &kubelet.staging_dir(DRIVER, &volume),
-        &kubelet.pod_volume_dir(&uid, "pv-web"),
-    )
-    .await;
+    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let NodeWorld {
+        dir,
+        api,
+        admin,
+        driver,
+        volume,
+        root,
+    } = w;
 
     let (monitor_http, agent_http) = (free_addr(), free_addr());
     let monitor_config = MonitorConfig {

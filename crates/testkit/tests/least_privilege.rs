@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -22,9 +22,7 @@ use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
-use volhealth_testkit::{
-    ApiServer, Driver, Service, bind_claim, client_for, create, stage_and_publish, wait_for,
-};
+use volhealth_testkit::{NodeWorld, Service, create, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -197,13 +195,14 @@ async fn refusals(admin: &kube::Client) -> f64 {
         .sum()
 }
 
-struct World {
-    dir: tempfile::TempDir,
-    api: ApiServer,
-    admin: kube::Client,
-    driver: Driver,
-    volume: String,
-    root: PathBuf,
+/// The node world the trials run in.
+struct World(NodeWorld);
+
+impl std::ops::Deref for World {
+    type Target = NodeWorld;
+    fn deref(&self) -> &NodeWorld {
+        &self.0
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -410,15 +409,20 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
     if !have_kubectl() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    for sub in ["api", "driver"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-    }
-    let api =
-        ApiServer::start_with_modes(&dir.path().join("api"), Some(&tokens()), "Node,RBAC").await;
-    let admin = client_for(&api.kubeconfig).await;
+    let world = World(
+        NodeWorld::start(
+            DRIVER,
+            NODE,
+            &tokens(),
+            Some("Node,RBAC"),
+            KubeletRoot::volume_dirs,
+        )
+        .await,
+    );
+    let admin = world.admin.clone();
+    let kubeconfig = world.api.kubeconfig.clone();
     kubectl(
-        &api.kubeconfig,
+        &kubeconfig,
         &[
             "apply",
             "-k",
@@ -426,7 +430,7 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
         ],
     );
     kubectl(
-        &api.kubeconfig,
+        &kubeconfig,
         &[
             "apply",
             "-f",
@@ -436,41 +440,6 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
                 .unwrap(),
         ],
     );
-
-    let driver = Driver::start(&dir.path().join("driver"), DRIVER, NODE).await;
-    create(
-        &Api::<Node>::all(admin.clone()),
-        json!({"metadata": {"name": NODE}}),
-    )
-    .await;
-    let volume = driver.create_volume("pv-web").await;
-    bind_claim(&admin, DRIVER, "claim-web", "pv-web", &volume).await;
-    let pod = create(
-        &Api::<Pod>::namespaced(admin.clone(), "default"),
-        json!({"metadata": {"name": "web", "namespace": "default"},
-               "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}],
-                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim-web"}}]}}),
-    )
-    .await;
-    let root = dir.path().join("kubelet");
-    let kubelet = KubeletRoot::new(&root);
-    let uid = pod.metadata.uid.unwrap();
-    stage_and_publish(
-        &driver,
-        &volume,
-        "pv-web",
-        &kubelet.staging_dir(DRIVER, &volume),
-        &kubelet.pod_volume_dir(&uid, "pv-web"),
-    )
-    .await;
-    let world = World {
-        dir,
-        api,
-        admin: admin.clone(),
-        driver,
-        volume,
-        root,
-    };
 
     // Sufficient: with every grant, all the work is done and nothing is refused.
     let mut n = 0;
@@ -502,6 +471,7 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
     }
     assert!(spare.is_empty(), "grants nothing needs: {spare:#?}");
 
-    world.driver.stop().expect("the driver stops");
-    world.api.stop().expect("the API server stops");
+    let NodeWorld { driver, api, .. } = world.0;
+    driver.stop().expect("the driver stops");
+    api.stop().expect("the API server stops");
 }

@@ -1,0 +1,80 @@
+//! One node's world, as the agent's tests and the tests of both writers need it: the API server,
+//! the reference driver, the Node, and a pod `web` on it whose claim `claim-web` is bound to the
+//! PV `pv-web` of a real volume, staged and published the way the kubelet does.
+
+use crate::world::{ApiServer, Driver, bind_claim, client_for, create, stage_and_publish};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Where the kubelet stages and publishes a volume: (root, driver, volume handle, pod uid, PV)
+/// to (the directory holding `globalmount`, the pod's volume directory). The agent's own path
+/// rules (`volhealth_agent::KubeletRoot`) are what tests pass.
+pub type KubeletLayout = fn(&Path, &str, &str, &str, &str) -> (PathBuf, PathBuf);
+
+/// The world; its directories go when it is dropped.
+pub struct NodeWorld {
+    /// Holds the API server's data, the driver's state, the kubelet root and kubeconfigs.
+    pub dir: tempfile::TempDir,
+    /// The API server.
+    pub api: ApiServer,
+    /// A client with the admin's credentials.
+    pub admin: kube::Client,
+    /// The reference driver.
+    pub driver: Driver,
+    /// The volume id of `pv-web`.
+    pub volume: String,
+    /// The kubelet root directory.
+    pub root: PathBuf,
+}
+
+impl NodeWorld {
+    /// Starts it all for `node` with driver name `driver_name`; `tokens` is the API server's
+    /// token file (admin first) and `modes` its `--authorization-mode`, if not the default.
+    pub async fn start(
+        driver_name: &str,
+        node: &str,
+        tokens: &str,
+        modes: Option<&str>,
+        layout: KubeletLayout,
+    ) -> NodeWorld {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for sub in ["api", "driver"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("creating a directory");
+        }
+        let api_dir = dir.path().join("api");
+        let api = match modes {
+            Some(m) => ApiServer::start_with_modes(&api_dir, Some(tokens), m).await,
+            None => ApiServer::start(&api_dir, Some(tokens)).await,
+        };
+        let driver = Driver::start(&dir.path().join("driver"), driver_name, node).await;
+        let admin = client_for(&api.kubeconfig).await;
+        create(
+            &Api::<Node>::all(admin.clone()),
+            json!({"metadata": {"name": node}}),
+        )
+        .await;
+        let volume = driver.create_volume("pv-web").await;
+        bind_claim(&admin, driver_name, "claim-web", "pv-web", &volume).await;
+        let pod = create(
+            &Api::<Pod>::namespaced(admin.clone(), "default"),
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                   "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox"}],
+                            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "claim-web"}}]}}),
+        )
+        .await;
+        let uid = pod.metadata.uid.expect("the pod's uid");
+        let root = dir.path().join("kubelet");
+        let (stage_dir, publish_dir) = layout(&root, driver_name, &volume, &uid, "pv-web");
+        stage_and_publish(&driver, &volume, "pv-web", &stage_dir, &publish_dir).await;
+        NodeWorld {
+            dir,
+            api,
+            admin,
+            driver,
+            volume,
+            root,
+        }
+    }
+}
