@@ -7,7 +7,7 @@ use crate::rate_limit::RateLimiter;
 use crate::status::{Outcome, StatusWriter, Stored, Target};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -153,6 +153,11 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
         self.lock().in_flight.insert(key, desired);
     }
 
+    /// Whether the write loop holds a write for `key` that is not yet answered.
+    fn is_taken(&self, key: &K) -> bool {
+        self.lock().in_flight.contains_key(key)
+    }
+
     /// The write for `key` was answered (stored, refused, or to be retried through the queue).
     fn answered(&self, key: &K) {
         self.lock().in_flight.remove(key);
@@ -160,7 +165,11 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
 
     /// Drops everything (leadership lost: another replica writes now).
     pub fn clear(&self) {
-        *self.lock() = Inner::default();
+        let mut q = self.lock();
+        // Writes in flight go on until answered: they stay taken, so none is started twice.
+        let in_flight = std::mem::take(&mut q.in_flight);
+        *q = Inner::default();
+        q.in_flight = in_flight;
     }
 
     /// Number of objects with a pending write.
@@ -225,7 +234,6 @@ where
         tokio::pin!(shutdown);
         let max = self.max_in_flight.max(1);
         let mut in_flight = FuturesUnordered::new();
-        let mut busy: HashSet<T::Key> = HashSet::new();
         // The newest desired state of an object whose write is in flight.
         let mut parked: HashMap<T::Key, (T::Desired, usize)> = HashMap::new();
         loop {
@@ -240,7 +248,7 @@ where
             let (key, desired, priority) = tokio::select! {
                 _ = &mut shutdown => return,
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => {
-                    self.finished(done, &mut busy, &mut parked);
+                    self.finished(done, &mut parked);
                     continue;
                 }
                 // While the API server is unreachable, no new write starts before the ones in
@@ -251,7 +259,7 @@ where
             if !*self.leader.borrow() {
                 continue;
             }
-            if busy.contains(&key) {
+            if self.queue.is_taken(&key) {
                 self.queue.taken(key.clone(), desired.clone());
                 parked.insert(key, (desired, priority));
                 continue;
@@ -280,7 +288,6 @@ where
             if !*self.leader.borrow() {
                 continue;
             }
-            busy.insert(key.clone());
             self.queue.taken(key.clone(), desired.clone());
             let writer = self.writer.clone();
             in_flight.push(async move {
@@ -297,13 +304,7 @@ where
 
     /// Handles a finished write: a failed one is tried again, unless a newer desired state
     /// arrived while it was in flight, which goes next instead.
-    fn finished(
-        &self,
-        done: Done<T>,
-        busy: &mut HashSet<T::Key>,
-        parked: &mut HashMap<T::Key, (T::Desired, usize)>,
-    ) {
-        busy.remove(&done.key);
+    fn finished(&self, done: Done<T>, parked: &mut HashMap<T::Key, (T::Desired, usize)>) {
         self.queue.answered(&done.key);
         if let Some((desired, priority)) = parked.remove(&done.key) {
             self.queue.retry(done.key, desired, priority);
@@ -377,5 +378,20 @@ mod tests {
         assert_eq!(q.pop().map(|(_, d, _)| d), Some("newer"));
         q.answered(&"a");
         assert_eq!(q.pending(&"a"), None);
+    }
+
+    #[test]
+    fn clearing_drops_queued_work_but_not_the_writes_in_flight() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        q.taken("a", "in flight");
+        q.push("b", "queued", 2);
+        q.clear();
+        assert_eq!(q.pop(), None, "queued work is dropped");
+        assert!(
+            q.is_taken(&"a"),
+            "a write in flight is still held, so none starts twice"
+        );
+        q.answered(&"a");
+        assert!(!q.is_taken(&"a"));
     }
 }
