@@ -76,12 +76,6 @@ fn millis(d: Duration) -> String {
     format!("{}ms", d.as_millis().max(1))
 }
 
-/// A free loopback port (bound, then released for the component to take).
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(l.local_addr().context("reading a bound port")?.port())
-}
-
 fn progress(what: &str, done: usize, total: usize) {
     print!("\r  {what}: {done}/{total}");
     let _ = std::io::stdout().flush();
@@ -189,7 +183,7 @@ pub async fn start(plan: &Plan) -> anyhow::Result<Cluster> {
         ))
         .context("building a placeholder client")?,
         server: String::new(),
-        monitor_metrics: format!("http://127.0.0.1:{}/metrics", free_port()?),
+        monitor_metrics: String::new(),
         volumes: Vec::new(),
         components: Vec::new(),
         monitor_args: Vec::new(),
@@ -357,6 +351,12 @@ async fn fill(
         .sort_by_key(|v| v.sample.claim[5..].parse::<usize>().unwrap_or(usize::MAX));
 
     println!("  starting the monitor and {} agent(s)", plan.nodes.len());
+    // Planned now, not before the setup: its many connections take ephemeral ports, and a port
+    // found free earlier could be one of them by now. Each port stays held until its component
+    // is spawned.
+    let ports = crate::cmd::up::endpoints::MetricsPorts::plan(0, &plan.nodes)?;
+    let monitor_endpoint = ports.http_endpoint("monitor")?;
+    cluster.monitor_metrics = format!("http://{monitor_endpoint}/metrics");
     let mut monitor_args = vec![
         "monitor".to_string(),
         "--csi-address".into(),
@@ -368,17 +368,13 @@ async fn fill(
         "--list-page-size".into(),
         plan.page_size.to_string(),
         "--http-endpoint".into(),
-        cluster
-            .monitor_metrics
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics")
-            .to_string(),
+        monitor_endpoint,
     ];
     monitor_args.extend(plan.monitor_flags.iter().cloned());
     cluster.monitor_args = monitor_args.clone();
     cluster.spawn("monitor", monitor_args)?;
     for node in &plan.nodes {
-        let port = free_port()?;
+        let endpoint = ports.http_endpoint(&format!("agent-{node}"))?;
         cluster.spawn(
             &format!("agent-{node}"),
             vec![
@@ -392,7 +388,7 @@ async fn fill(
                 "--interval".into(),
                 millis(plan.interval),
                 "--http-endpoint".into(),
-                format!("127.0.0.1:{port}"),
+                endpoint,
             ],
         )?;
     }

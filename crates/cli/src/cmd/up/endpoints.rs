@@ -1,20 +1,25 @@
 //! The metrics endpoints of the components `up` starts: stable ports derived from one base port
 //! (the monitor gets the base, the agent of node N gets base + N), checked before anything
 //! starts, printed and written to `<dir>/endpoints.json` (component name → URL of its metrics).
+//! Each planned port stays bound here until its component is about to start, so two components
+//! never get the same free port and nothing else on the machine takes one in between.
 
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::Mutex;
 
 /// File (in the state dir) naming each component's metrics URL.
 pub const FILE: &str = "endpoints.json";
 
 /// The metrics address of every component `up` starts, besides the API server.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct MetricsPorts {
     /// (component name, address), the monitor first.
     entries: Vec<(String, SocketAddr)>,
+    /// The listeners holding the ports of components not started yet, by component name.
+    held: Mutex<BTreeMap<String, TcpListener>>,
 }
 
 /// The base port when `--metrics-port` is not given: the one after the API server's port, or
@@ -26,10 +31,11 @@ pub fn default_base(listen: &str) -> u16 {
     }
 }
 
-/// A free loopback port, found by binding port 0.
-fn free_port() -> anyhow::Result<u16> {
+/// A free loopback port, found by binding port 0, and the listener that holds it.
+fn free_port() -> anyhow::Result<(u16, TcpListener)> {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("finding a free port")?;
-    Ok(l.local_addr().context("finding a free port")?.port())
+    let port = l.local_addr().context("finding a free port")?.port();
+    Ok((port, l))
 }
 
 impl MetricsPorts {
@@ -38,8 +44,9 @@ impl MetricsPorts {
         let names = std::iter::once("monitor".to_string())
             .chain(nodes.iter().map(|n| format!("agent-{n}")));
         let mut entries = Vec::new();
+        let mut held = BTreeMap::new();
         for (offset, name) in names.enumerate() {
-            let port = if base == 0 {
+            let (port, listener) = if base == 0 {
                 free_port()?
             } else {
                 let port = u16::try_from(usize::from(base) + offset)
@@ -49,7 +56,7 @@ impl MetricsPorts {
                     })?;
                 let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
                 match TcpListener::bind(addr) {
-                    Ok(_) => port,
+                    Ok(l) => (port, l),
                     Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
                         "port {port} (the metrics endpoint of {name}, --metrics-port {base} + {offset}) is already in use; pick another base with --metrics-port PORT, or 0 for free ports"
                     ),
@@ -59,13 +66,22 @@ impl MetricsPorts {
                     }
                 }
             };
+            held.insert(name.clone(), listener);
             entries.push((name, SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
         }
-        Ok(MetricsPorts { entries })
+        Ok(MetricsPorts {
+            entries,
+            held: Mutex::new(held),
+        })
     }
 
-    /// The `--http-endpoint` value of a component.
+    /// The `--http-endpoint` value of a component, which is about to start: its port is let go
+    /// here so that the component can bind it.
     pub fn http_endpoint(&self, component: &str) -> anyhow::Result<String> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(component);
         self.entries
             .iter()
             .find(|(n, _)| n == component)
@@ -137,5 +153,23 @@ mod tests {
             format!("http://{}/metrics", plan.http_endpoint("monitor").unwrap())
         );
         assert!(MetricsPorts::plan(65535, &nodes(1)).is_err());
+    }
+
+    #[test]
+    fn free_ports_are_distinct_and_held_until_their_component_starts() {
+        let plan = MetricsPorts::plan(0, &nodes(40)).unwrap();
+        let addrs: std::collections::BTreeSet<String> = std::iter::once("monitor".to_string())
+            .chain(nodes(40).iter().map(|n| format!("agent-{n}")))
+            .map(|c| plan.entries.iter().find(|(n, _)| *n == c).unwrap().1.to_string())
+            .collect();
+        assert_eq!(addrs.len(), 41, "two components share a port: {addrs:?}");
+
+        let monitor = plan.entries[0].1;
+        assert!(
+            TcpListener::bind(monitor).is_err(),
+            "the monitor's port is free before the monitor starts"
+        );
+        assert_eq!(plan.http_endpoint("monitor").unwrap(), monitor.to_string());
+        TcpListener::bind(monitor).expect("the port is let go for the monitor");
     }
 }
