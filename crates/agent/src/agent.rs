@@ -1,18 +1,19 @@
 //! The probe loop: every interval, probe the node's volumes and storage backends and write what changed.
 
 use crate::cluster::{ApiFailure, Cluster, PodSource};
-use crate::drivers::DriverSet;
+use crate::drivers::{Driver, DriverSet};
 use crate::error::{Error, Result};
 use crate::kubelet_dirs::KubeletDirs;
 use crate::metrics::Metrics;
 use crate::pod_volumes::CsiVolume;
 use crate::targets::{ClusterEvents, PodKey, PodTarget, StorageTarget};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use volhealth_writer::backoff::RefusalBackoff;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
+use volhealth_writer::intervals::DriverIntervals;
 use volhealth_writer::{Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter};
 
 /// What the probe loop works with; every boundary is a trait so the loop is tested with fakes.
@@ -33,8 +34,8 @@ pub struct AgentDeps {
     pub clock: Arc<dyn Clock>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
-    /// Probe interval.
-    pub interval: Duration,
+    /// Probe interval of each driver (the flag's, or its CSIDriver's annotation).
+    pub intervals: Arc<DriverIntervals>,
     /// Timeout of each CSI call.
     pub timeout: Duration,
     /// Concurrency bound of CSI calls.
@@ -58,6 +59,8 @@ pub(crate) struct State {
     pub spec_backoff: RefusalBackoff<&'static str>,
     /// Things logged once (resolution failures).
     pub logged: HashSet<String>,
+    /// Driver name → when its last probes started.
+    pub last_probed: HashMap<String, tokio::time::Instant>,
 }
 
 /// The node agent's probe loop.
@@ -82,13 +85,14 @@ impl Agent {
     pub fn new(deps: AgentDeps) -> Agent {
         let permits = deps.max_concurrent_probes.max(1);
         let writer_metrics = deps.metrics.writer.clone();
+        let interval = deps.intervals.default_interval();
         let events = Arc::new(EventRecorder::new(writer_metrics.clone()));
         let pod_writer = StatusWriter::new(
             PodTarget {
                 cluster: deps.cluster.clone(),
                 metrics: deps.metrics.clone(),
             },
-            deps.interval,
+            interval,
             writer_metrics.clone(),
             events.clone(),
         );
@@ -97,7 +101,7 @@ impl Agent {
                 cluster: deps.cluster.clone(),
                 metrics: deps.metrics.clone(),
             },
-            deps.interval,
+            interval,
             writer_metrics.clone(),
             events.clone(),
         );
@@ -105,8 +109,9 @@ impl Agent {
             state: Mutex::new(State {
                 resolved: HashMap::new(),
                 seen_pods: HashMap::new(),
-                spec_backoff: RefusalBackoff::new(deps.interval),
+                spec_backoff: RefusalBackoff::new(interval),
                 logged: HashSet::new(),
+                last_probed: HashMap::new(),
             }),
             probes: Semaphore::new(permits),
             pod_writer,
@@ -144,23 +149,80 @@ impl Agent {
 
     /// Runs cycles until an error that must stop the agent (the credentials do not belong to this node).
     pub async fn run(&self) -> Result<()> {
+        let mut interval_changes = self.deps.intervals.subscribe();
         loop {
             let start = tokio::time::Instant::now();
             self.run_cycle(start).await?;
-            tokio::time::sleep_until(start + self.deps.interval).await;
+            let next = self.next_due(start);
+            tokio::select! {
+                () = tokio::time::sleep_until(next) => {}
+                // A changed interval may make a driver due sooner: look again (a cycle with no
+                // driver due probes nothing).
+                r = interval_changes.changed() => if r.is_err() {
+                    tokio::time::sleep_until(next).await;
+                },
+            }
         }
     }
 
-    /// One cycle started at `start`: storage probes at once, volume probes spread over the interval.
+    /// When the next driver is due, after a cycle that started at `start`.
+    fn next_due(&self, start: tokio::time::Instant) -> tokio::time::Instant {
+        let drivers = self.deps.drivers.snapshot();
+        let state = self.state();
+        drivers
+            .keys()
+            .map(|d| {
+                let last = state.last_probed.get(d).copied().unwrap_or(start);
+                last + self.deps.intervals.of(d)
+            })
+            .min()
+            .unwrap_or(start + self.deps.intervals.default_interval())
+            .max(start)
+    }
+
+    /// One cycle started at `start`, for the drivers whose interval has passed since their last
+    /// probes: storage probes at once, volume probes spread over the shortest of their intervals.
     pub async fn run_cycle(&self, start: tokio::time::Instant) -> Result<()> {
         let drivers = self.deps.drivers.snapshot();
+        let due = self.take_due(&drivers, start);
         self.forget_gone_pods();
+        if due.is_empty() {
+            return Ok(());
+        }
+        let spread = due
+            .keys()
+            .map(|d| self.deps.intervals.of(d))
+            .min()
+            .unwrap_or_else(|| self.deps.intervals.default_interval());
         let (storage, volumes) = futures::join!(
-            self.storage_cycle(&drivers),
-            self.volume_cycle(&drivers, start)
+            self.storage_cycle(&drivers, &due),
+            self.volume_cycle(&due, start, spread)
         );
         storage?;
         volumes
+    }
+
+    /// The drivers due at `start`, marked as probed then.
+    fn take_due(
+        &self,
+        drivers: &BTreeMap<String, Arc<Driver>>,
+        start: tokio::time::Instant,
+    ) -> BTreeMap<String, Arc<Driver>> {
+        let mut state = self.state();
+        state.last_probed.retain(|d, _| drivers.contains_key(d));
+        let mut due = BTreeMap::new();
+        for (name, driver) in drivers {
+            let interval = self.deps.intervals.of(name);
+            let is_due = state
+                .last_probed
+                .get(name)
+                .is_none_or(|last| start >= *last + interval);
+            if is_due {
+                state.last_probed.insert(name.clone(), start);
+                due.insert(name.clone(), driver.clone());
+            }
+        }
+        due
     }
 
     fn forget_gone_pods(&self) {

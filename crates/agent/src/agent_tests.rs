@@ -12,6 +12,7 @@ use std::time::Duration;
 use volhealth_csi::v1;
 use volhealth_csi::v1::VolumeHealthErrorType as V;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_writer::intervals::{DriverIntervals, NODE_ANNOTATION};
 
 const DRIVER: &str = "d.example.com";
 const INTERVAL: Duration = Duration::from_secs(10);
@@ -22,6 +23,7 @@ struct World {
     node: Arc<FakeNode>,
     drivers: DriverSet,
     metrics: Arc<Metrics>,
+    intervals: Arc<DriverIntervals>,
     agent: Agent,
 }
 
@@ -32,6 +34,7 @@ fn world_with(volume: bool, storage: bool, concurrency: usize, delay: Duration) 
     let drivers = DriverSet::new();
     drivers.insert(driver(DRIVER, &node, volume, storage));
     let metrics = Arc::new(Metrics::new());
+    let intervals = Arc::new(DriverIntervals::new(NODE_ANNOTATION, INTERVAL));
     let agent = Agent::new(AgentDeps {
         node_name: "node-a".into(),
         node_uid: Some("node-uid".into()),
@@ -41,7 +44,7 @@ fn world_with(volume: bool, storage: bool, concurrency: usize, delay: Duration) 
         drivers: drivers.clone(),
         clock: FakeClock::new(),
         metrics: metrics.clone(),
-        interval: INTERVAL,
+        intervals: intervals.clone(),
         timeout: Duration::from_secs(2),
         max_concurrent_probes: concurrency,
     });
@@ -51,6 +54,7 @@ fn world_with(volume: bool, storage: bool, concurrency: usize, delay: Duration) 
         node,
         drivers,
         metrics,
+        intervals,
         agent,
     }
 }
@@ -569,4 +573,41 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
             .contains(r#"csi_volume_health_unknown_condition_total{status="42"} 1"#),
         "counted once per transition, not once per cycle"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_driver_is_probed_at_its_own_interval_which_changes_without_a_restart() {
+    let w = world_with(false, true, 4, Duration::ZERO);
+    let other = FakeNode::new(Duration::ZERO);
+    w.drivers
+        .insert(driver("b.example.com", &other, false, true));
+    let annotation =
+        |v: &str| std::collections::BTreeMap::from([(NODE_ANNOTATION.to_string(), v.to_string())]);
+    w.intervals.apply("b.example.com", Some(&annotation("30s")));
+    let calls = |n: &FakeNode| n.storage_calls.load(Ordering::SeqCst);
+    // Windows end between probes, so no probe and window end fall on the same instant.
+    let run_for = async |millis: u64| {
+        tokio::select! {
+            r = w.agent.run() => panic!("the loop ended: {r:?}"),
+            () = tokio::time::sleep(Duration::from_millis(millis)) => {}
+        }
+    };
+
+    // 0..65.5 s: the flag's 10 s for one driver, the annotation's 30 s for the other.
+    run_for(65_500).await;
+    assert_eq!(calls(&w.node), 7, "at 0, 10, ..., 60");
+    assert_eq!(calls(&other), 3, "at 0, 30, 60");
+
+    // Shorter now, without a restart: 5 s after its last probe has passed, so at once (65.5),
+    // then every 5 s (70.5, 75.5, 80.5).
+    w.intervals.apply("b.example.com", Some(&annotation("5s")));
+    run_for(18_000).await;
+    assert_eq!(calls(&w.node), 9, "still every 10 s: 70, 80");
+    assert_eq!(calls(&other), 7, "65.5, 70.5, 75.5, 80.5");
+
+    // Removed at 83.5: the flag's interval again, from its last probe (90.5, 100.5, 110.5).
+    w.intervals.apply("b.example.com", None);
+    run_for(30_000).await;
+    assert_eq!(calls(&w.node), 12, "90, 100, 110");
+    assert_eq!(calls(&other), 10, "90.5, 100.5, 110.5");
 }

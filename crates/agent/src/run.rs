@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use volhealth_daemon::endpoint_server::flag_check;
 use volhealth_daemon::{BoundEndpoint, Endpoints};
 use volhealth_writer::SystemClock;
+use volhealth_writer::intervals::{DriverIntervals, NODE_ANNOTATION};
 
 /// Runs the agent until `shutdown` completes, or until an error that must stop it.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
@@ -95,6 +96,9 @@ async fn run_inner(
         ));
     }
 
+    let intervals = Arc::new(DriverIntervals::new(NODE_ANNOTATION, config.interval));
+    let _interval_watch = intervals.spawn_watch(kube::Api::all(client.clone()), None);
+
     let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<Error>(1);
     let (store, writer) = reflector::store::<Pod>();
     let watch_config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
@@ -145,7 +149,7 @@ async fn run_inner(
         drivers,
         clock: Arc::new(SystemClock),
         metrics,
-        interval: config.interval,
+        intervals,
         timeout: config.timeout,
         max_concurrent_probes: config.max_concurrent_probes,
     });

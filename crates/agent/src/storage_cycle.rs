@@ -27,11 +27,14 @@ pub fn csinode_driver(driver: &Driver) -> CSINodeDriver {
 }
 
 impl Agent {
+    /// Keeps spec.drivers listing every registered driver and probes the backends of the
+    /// drivers `due` this cycle.
     pub(crate) async fn storage_cycle(
         &self,
         drivers: &BTreeMap<String, Arc<Driver>>,
+        due: &BTreeMap<String, Arc<Driver>>,
     ) -> Result<()> {
-        if drivers.is_empty() {
+        if due.is_empty() {
             return Ok(());
         }
         let node = self.deps.node_name.clone();
@@ -55,7 +58,7 @@ impl Agent {
             .map(|d| d.name.clone())
             .collect();
 
-        let probed: Vec<&Arc<Driver>> = drivers.values().filter(|d| d.storage_health).collect();
+        let probed: Vec<&Arc<Driver>> = due.values().filter(|d| d.storage_health).collect();
         let answers = futures::future::join_all(probed.iter().map(|d| self.probe_storage(d))).await;
 
         let stored = Stored {

@@ -28,6 +28,7 @@ impl Agent {
         &self,
         drivers: &BTreeMap<String, Arc<Driver>>,
         start: tokio::time::Instant,
+        spread: std::time::Duration,
     ) -> Result<()> {
         let mut work: Vec<(Arc<Pod>, Vec<Target>)> = Vec::new();
         for pod in self.deps.pods.pods() {
@@ -39,7 +40,8 @@ impl Agent {
             };
             let mut targets = Vec::new();
             for volume in self.resolve(&pod).await {
-                // Drivers without GET_VOLUME_HEALTH are never called; unknown drivers keep what is stored.
+                // Drivers without GET_VOLUME_HEALTH are never called; unknown drivers, and drivers
+                // not due this cycle, keep what is stored.
                 let Some(driver) = drivers.get(&volume.driver).filter(|d| d.volume_health) else {
                     continue;
                 };
@@ -60,7 +62,7 @@ impl Agent {
             return Ok(());
         }
         // Spread the pods over the interval so a node with many pods does not probe in bursts.
-        let pacer = Pacer::new(start, self.deps.interval, work.len());
+        let pacer = Pacer::new(start, spread, work.len());
         let jobs = work.into_iter().enumerate().map(|(i, (pod, targets))| {
             let at = pacer.due(i);
             async move {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use volhealth_daemon::BoundEndpoint;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
+use volhealth_writer::intervals::{DriverIntervals, MONITOR_ANNOTATION};
 use volhealth_writer::{KubeEventSink, MAX_WRITES_IN_FLIGHT, RateLimiter, SystemClock, WriteLoop};
 
 /// The component name on Events.
@@ -232,7 +233,13 @@ pub async fn run(
         workers: config.worker_threads,
     };
     let source = Arc::new(CsiHealthSource::new(channel, secrets));
-    let engine = Engine::new(source, shared, settings, info.mode);
+    let intervals = Arc::new(DriverIntervals::new(
+        MONITOR_ANNOTATION,
+        config.monitor_interval,
+    ));
+    let _interval_watch =
+        intervals.spawn_watch(kube::Api::all(client.clone()), Some(&info.driver_name));
+    let engine = Engine::new(source, shared, settings, info.mode).with_intervals(intervals);
     engine.run(&caps, leader_rx, stopped(stop_rx)).await;
     if let Some(done) = election_done {
         // Give the election a moment to release the Lease, so a successor starts at once.

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use volhealth_csi::capabilities::ControllerHealthMode;
 use volhealth_model::{ListRecovery, Report, VolumeHealthCondition, condition_keys};
+use volhealth_writer::intervals::DriverIntervals;
 use volhealth_writer::pacing::Ticker;
 use volhealth_writer::{
     Clock, EventRecorder, FailureLog, QueuedTarget, ReportNotes, StatusWriter, Stored, WriteQueue,
@@ -154,6 +155,18 @@ pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     pub(crate) last_complete_listed: usize,
     pub(crate) failures: FailureLog,
     last_unmapped_log: Option<Instant>,
+    /// Where the driver's interval may be overridden (its CSIDriver's annotation).
+    intervals: Option<Arc<DriverIntervals>>,
+}
+
+/// Resolves when an interval changes; never when there is nothing to follow.
+async fn changed<T>(rx: &mut Option<watch::Receiver<T>>) {
+    if let Some(r) = rx
+        && r.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// How often the "volumes without PV" debug line may appear.
@@ -177,6 +190,24 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             last_complete_listed: 0,
             failures: FailureLog::new(),
             last_unmapped_log: None,
+            intervals: None,
+        }
+    }
+
+    /// Takes the interval from `intervals` (the driver's CSIDriver annotation, else the flag),
+    /// following its changes while running.
+    pub fn with_intervals(mut self, intervals: Arc<DriverIntervals>) -> Self {
+        self.intervals = Some(intervals);
+        self
+    }
+
+    /// Brings the interval up to date with the driver's annotation.
+    fn retime(&mut self, ticker: &mut Ticker) {
+        let Some(i) = &self.intervals else { return };
+        let now = i.of(&self.settings.driver_name);
+        if now != self.settings.interval {
+            self.settings.interval = now;
+            ticker.set_interval(now);
         }
     }
 
@@ -211,7 +242,9 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         tokio::pin!(shutdown);
         let mut ticker = Ticker::new(self.settings.interval);
         let mut leader_open = true;
+        let mut interval_changes = self.intervals.as_ref().map(|i| i.subscribe());
         loop {
+            self.retime(&mut ticker);
             if !*leader.borrow_and_update() {
                 if !leader_open {
                     // No leader election task any more: nothing can make us leader.
@@ -233,6 +266,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             tokio::select! {
                 _ = &mut shutdown => return,
                 r = leader.changed(), if leader_open => { leader_open = r.is_ok(); continue; }
+                () = changed(&mut interval_changes) => continue,
                 _ = tokio::time::sleep_until(ticker.next_due()) => {}
             }
             if self.connection_lost {

@@ -66,3 +66,50 @@ async fn get_mode_clears_on_an_empty_answer_and_keeps_on_error() {
         "an empty answer clears at once"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_csidriver_annotation_changes_the_interval_without_a_restart() {
+    use volhealth_writer::intervals::{DriverIntervals, MONITOR_ANNOTATION};
+    let r = rig(Mode::Get, &["vol-a"]);
+    let intervals = Arc::new(DriverIntervals::new(MONITOR_ANNOTATION, INTERVAL));
+    let caps = FakeCaps {
+        answers: Mutex::new(vec![Err("unused".into())]),
+        calls: Mutex::new(0),
+    };
+    let (_leader_tx, leader_rx) = watch::channel(true);
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let driver = r.driver.clone();
+    let followed = intervals.clone();
+    let task = tokio::spawn(async move {
+        r.engine
+            .with_intervals(followed)
+            .run(&caps, leader_rx, async move {
+                let _ = stop_rx.wait_for(|v| *v).await;
+            })
+            .await;
+    });
+    let at =
+        || -> Vec<u64> { driver.with(|s| s.get_calls.iter().map(|(_, t)| t.as_secs()).collect()) };
+    let annotation = |v: &str| BTreeMap::from([(MONITOR_ANNOTATION.to_string(), v.to_string())]);
+
+    tokio::time::sleep(Duration::from_secs(130)).await;
+    assert_eq!(at(), [0, 60, 120], "the flag's interval");
+
+    // Ten seconds from the last cycle's start, which is now: at once, then every ten.
+    intervals.apply(DRIVER, Some(&annotation("10s")));
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    assert_eq!(at(), [0, 60, 120, 130, 140, 150]);
+
+    // An invalid value is ignored: the flag's interval again, from the last start.
+    intervals.apply(DRIVER, Some(&annotation("often")));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(at(), [0, 60, 120, 130, 140, 150, 210]);
+
+    // Another driver's annotation is not this one's.
+    intervals.apply("other.example.com", Some(&annotation("1s")));
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(at().len(), 7);
+
+    stop_tx.send_replace(true);
+    task.await.unwrap();
+}

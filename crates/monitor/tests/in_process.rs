@@ -51,6 +51,12 @@ struct World {
 }
 
 async fn world() -> World {
+    world_at(Duration::from_secs(1), None).await
+}
+
+/// The world with the monitor's `--monitor-interval` at `interval`, and the driver's CSIDriver
+/// annotated with `annotation` (its `volhealth.io/monitor-interval`) when given.
+async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("api")).unwrap();
     std::fs::create_dir_all(dir.path().join("driver")).unwrap();
@@ -59,10 +65,27 @@ async fn world() -> World {
     let admin = client_for(&api.kubeconfig).await;
     let volume = driver.create_volume("pv-a").await;
     bind_claim(&admin, DRIVER, "claim-a", "pv-a", &volume).await;
+    if let Some(value) = annotation {
+        let csidriver: k8s_openapi::api::storage::v1::CSIDriver =
+            serde_json::from_value(serde_json::json!({
+                "metadata": {
+                    "name": DRIVER,
+                    "annotations": {
+                        volhealth_writer::intervals::MONITOR_ANNOTATION: value,
+                    },
+                },
+                "spec": {},
+            }))
+            .unwrap();
+        Api::all(admin.clone())
+            .create(&kube::api::PostParams::default(), &csidriver)
+            .await
+            .expect("create the CSIDriver");
+    }
     let config = MonitorConfig {
         csi_address: driver.endpoint.clone(),
         kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
-        monitor_interval: Duration::from_secs(1),
+        monitor_interval: interval,
         timeout: Duration::from_secs(5),
         http_endpoint: None,
         ..MonitorConfig::default()
@@ -136,6 +159,39 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     monitor
         .stop()
         .expect("the monitor returns Ok once its shutdown future completes");
+    driver.stop().expect("the driver stops cleanly");
+    api.stop().expect("the API server stops cleanly");
+}
+
+/// The driver's CSIDriver sets the interval: with the flag at an hour, a fault still reaches
+/// the claim within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_csidrivers_interval_annotation_overrides_the_flag() {
+    let World {
+        dir: _dir,
+        api,
+        driver,
+        admin,
+        volume,
+        monitor,
+    } = world_at(Duration::from_secs(3600), Some("1s")).await;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
+    // Past the first cycle, which runs at start whatever the interval.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::INACCESSIBLE,
+        "DiskFailure",
+    );
+    let want = vec![("Inaccessible".to_string(), "DiskFailure".to_string())];
+    wait_for(
+        WAIT,
+        "the fault on the claim's status, at the annotation's interval",
+        || async { (conditions(&pvcs, "claim-a").await == want).then_some(()) },
+    )
+    .await;
+    monitor.stop().expect("the monitor stops cleanly");
     driver.stop().expect("the driver stops cleanly");
     api.stop().expect("the API server stops cleanly");
 }

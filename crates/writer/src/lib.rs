@@ -15,6 +15,7 @@
 //! - [`metrics`]: the shared metric families and per-object condition series.
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
+//! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
 //! - [`clock`], [`kube_client`].
 
 mod api;
@@ -22,6 +23,7 @@ pub mod backoff;
 mod clock;
 mod error;
 pub mod events;
+pub mod intervals;
 pub mod kube_client;
 mod metrics;
 mod overlay;

@@ -33,6 +33,8 @@ impl Pacer {
 pub struct Ticker {
     interval: Duration,
     next: Instant,
+    /// When the last cycle started.
+    last_start: Option<Instant>,
 }
 
 impl Ticker {
@@ -41,6 +43,21 @@ impl Ticker {
         Ticker {
             interval,
             next: Instant::now(),
+            last_start: None,
+        }
+    }
+
+    /// The interval now.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Changes the interval: the next cycle is due one new interval after the last one started
+    /// (at once, if that has passed).
+    pub fn set_interval(&mut self, interval: Duration) {
+        self.interval = interval;
+        if let Some(start) = self.last_start {
+            self.next = (start + interval).max(Instant::now());
         }
     }
 
@@ -56,6 +73,7 @@ impl Ticker {
 
     /// Records that a cycle which started at `start` has ended.
     pub fn cycle_done(&mut self, start: Instant, what: &str) {
+        self.last_start = Some(start);
         self.next = start + self.interval;
         if self.next <= Instant::now() {
             tracing::warn!(interval = %volhealth_daemon::duration::format(self.interval), "{what} took longer than the interval");
@@ -81,5 +99,20 @@ mod tests {
         tokio::time::advance(Duration::from_secs(12)).await;
         t.cycle_done(start, "test cycle");
         assert_eq!(t.next_due(), Instant::now());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_interval_counts_from_the_last_start() {
+        let start = Instant::now();
+        let mut t = Ticker::new(Duration::from_secs(60));
+        t.cycle_done(start, "test cycle");
+        t.set_interval(Duration::from_secs(10));
+        assert_eq!(t.next_due(), start + Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(30)).await;
+        t.set_interval(Duration::from_secs(20));
+        assert_eq!(t.next_due(), Instant::now(), "already passed: at once");
+        t.set_interval(Duration::from_secs(120));
+        assert_eq!(t.next_due(), start + Duration::from_secs(120));
+        assert_eq!(t.interval(), Duration::from_secs(120));
     }
 }
