@@ -93,8 +93,10 @@ pub fn volume_conditions(
     }
     if let Some(fs) = pool.fs {
         let promised = format!(
-            "{} bytes free of {} on the backing filesystem, {} bytes promised to volumes but not allocated",
-            fs.available_bytes, fs.total_bytes, pool.unbacked_bytes
+            "{} free of {} on the backing filesystem, {} promised to volumes but not allocated",
+            crate::detect_storage::approximate_bytes(fs.available_bytes),
+            crate::detect_storage::approximate_bytes(fs.total_bytes),
+            crate::detect_storage::approximate_bytes(pool.unbacked_bytes)
         );
         if fs.available_bytes < limits.full_bytes {
             out.push(Condition::new(

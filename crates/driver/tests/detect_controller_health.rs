@@ -195,7 +195,10 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
         .health_statuses[0]
         .message
         .clone();
-    assert!(msg.contains("bytes free of"), "message has numbers: {msg}");
+    assert!(
+        msg.contains(" free of ") && msg.contains("iB") && msg.contains("promised"),
+        "message has sizes: {msg}"
+    );
     std::fs::remove_file(&filler).unwrap();
     eventually("recovery after space is freed", || {
         let mut c = ctrl.clone();

@@ -41,7 +41,11 @@ async fn free_space_below_the_threshold_is_degraded() {
     let got = storage(&d).await;
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!((got[0].0, got[0].1.as_str()), (1, "LowFreeSpace"));
-    assert!(got[0].2.contains("bytes free of"), "{}", got[0].2);
+    let message = &got[0].2;
+    assert!(
+        message.contains(" free of ") && message.contains("iB") && message.contains('%'),
+        "sizes and the share free: {message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
