@@ -20,6 +20,27 @@ pub struct FsStats {
     pub available_bytes: u64,
 }
 
+/// A size to three significant digits in binary units: `512 B`, `9.31 GiB`, `250 GiB`.
+/// Messages carry sizes this way, so that a few bytes written between two probes do not change
+/// a stored condition every cycle.
+pub(crate) fn approximate_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let digits = if unit == 0 || value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$} {}", UNITS[unit])
+}
+
 /// Reads the size and free space of the filesystem holding `path`.
 pub fn fs_stats(path: &Path) -> Option<FsStats> {
     let st = nix::sys::statvfs::statvfs(path).ok()?;
@@ -94,9 +115,9 @@ pub fn volume_conditions(
     if let Some(fs) = pool.fs {
         let promised = format!(
             "{} free of {} on the backing filesystem, {} promised to volumes but not allocated",
-            crate::detect_storage::approximate_bytes(fs.available_bytes),
-            crate::detect_storage::approximate_bytes(fs.total_bytes),
-            crate::detect_storage::approximate_bytes(pool.unbacked_bytes)
+            approximate_bytes(fs.available_bytes),
+            approximate_bytes(fs.total_bytes),
+            approximate_bytes(pool.unbacked_bytes)
         );
         if fs.available_bytes < limits.full_bytes {
             out.push(Condition::new(
@@ -120,6 +141,19 @@ pub fn volume_conditions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_rounded_so_small_changes_keep_the_message() {
+        assert_eq!(approximate_bytes(512), "512 B");
+        assert_eq!(approximate_bytes(10 * 1024 * 1024 * 1024), "10.0 GiB");
+        assert_eq!(approximate_bytes(250 * 1024 * 1024 * 1024), "250 GiB");
+        assert_eq!(approximate_bytes(9_999_999_999), "9.31 GiB");
+        assert_eq!(
+            approximate_bytes(9_999_999_999),
+            approximate_bytes(9_999_999_999 - 4096 * 100),
+            "a few hundred pages written between probes"
+        );
+    }
 
     fn rec(backend: BackendKind) -> VolumeRecord {
         VolumeRecord {

@@ -2,7 +2,7 @@
 //! there room left in it.
 
 use crate::condition::{StorageCondition, storage_status};
-use crate::detect_controller::fs_stats;
+use crate::detect_controller::{approximate_bytes, fs_stats};
 use std::io::Write;
 use std::path::Path;
 
@@ -93,43 +93,9 @@ pub fn storage_conditions(
     out
 }
 
-/// A size to three significant digits in binary units: `512 B`, `9.31 GiB`, `250 GiB`.
-/// Messages carry sizes this way, so that a few bytes written between two probes do not change
-/// a stored condition every cycle.
-pub(crate) fn approximate_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    let digits = if unit == 0 || value >= 100.0 {
-        0
-    } else if value >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{value:.digits$} {}", UNITS[unit])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_are_rounded_so_small_changes_keep_the_message() {
-        assert_eq!(approximate_bytes(512), "512 B");
-        assert_eq!(approximate_bytes(10 * 1024 * 1024 * 1024), "10.0 GiB");
-        assert_eq!(approximate_bytes(250 * 1024 * 1024 * 1024), "250 GiB");
-        assert_eq!(approximate_bytes(9_999_999_999), "9.31 GiB");
-        assert_eq!(
-            approximate_bytes(9_999_999_999),
-            approximate_bytes(9_999_999_999 - 4096 * 100),
-            "a few hundred pages written between probes"
-        );
-    }
 
     #[test]
     fn missing_state_dir_is_unreachable() {
