@@ -84,6 +84,7 @@ enum Outcome {
 
 struct Controller {
     client: kube::Client,
+    evictions: kube::Client,
     caches: Caches,
     sink: KubeEventSink,
     nodes: Api<Node>,
@@ -106,12 +107,15 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) {
     let (_tx, leader) = watch::channel(true);
-    run_while_leader(client, config, actions, leader, shutdown).await
+    let evictions = client.clone();
+    run_while_leader(client, evictions, config, actions, leader, shutdown).await
 }
 
-/// Runs the controller with `client` until `shutdown`, acting on ticks while `leader` is true.
+/// Runs the controller with `client` until `shutdown`, acting on ticks while `leader` is true;
+/// evictions go through `evictions`, a client that does not retry a 429 itself.
 pub async fn run_while_leader(
     client: kube::Client,
+    evictions: kube::Client,
     config: ControllerConfig,
     actions: Family<ActionLabels, Counter>,
     leader: watch::Receiver<bool>,
@@ -150,6 +154,7 @@ pub async fn run_while_leader(
     let mut c = Controller {
         nodes: Api::all(client.clone()),
         client,
+        evictions,
         caches,
         sink,
         budget: EvictionBudget::new(percent, window),
@@ -394,7 +399,7 @@ impl Controller {
                 outcome = Outcome::Retry;
                 continue;
             }
-            match act::evict(&self.client, &ns, &pod).await {
+            match act::evict(&self.evictions, &ns, &pod).await {
                 Ok(Eviction::Evicted) => {
                     let what = format!(
                         "evicted pod {ns}/{pod} (rule {}: {:?} {} is {} ({}))",
@@ -449,6 +454,9 @@ pub async fn serve(
     let client = volhealth_writer::kube_client::load(kubeconfig)
         .await?
         .client;
+    let evictions = volhealth_writer::kube_client::load_with_retry(kubeconfig, false)
+        .await?
+        .client;
     let mut registry = Registry::default();
     let actions = actions_family(&mut registry);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -471,9 +479,20 @@ pub async fn serve(
     };
     match &election {
         Some(e) => {
-            run_while_leader(client, config, actions, e.leader.clone(), shutdown).await;
+            run_while_leader(
+                client,
+                evictions,
+                config,
+                actions,
+                e.leader.clone(),
+                shutdown,
+            )
+            .await;
         }
-        None => run(client, config, actions, shutdown).await,
+        None => {
+            let (_tx, leader) = watch::channel(true);
+            run_while_leader(client, evictions, config, actions, leader, shutdown).await
+        }
     }
     if let Some(e) = election {
         e.release().await;

@@ -125,6 +125,10 @@ impl Layout {
     pub fn driver_state(&self) -> PathBuf {
         self.root.join("driver")
     }
+    /// The remediation controller's kubeconfig.
+    pub fn remediate_kubeconfig(&self) -> PathBuf {
+        self.root.join("remediate").join("kubeconfig")
+    }
     /// The monitor's kubeconfig.
     pub fn monitor_kubeconfig(&self) -> PathBuf {
         self.root.join("monitor").join("kubeconfig")
@@ -275,6 +279,9 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
 /// The monitor's identity: the service account `deploy/kubernetes/monitor` ships.
 pub const MONITOR_USER: &str = "system:serviceaccount:kube-system:csi-external-health-monitor";
 
+/// The remediation controller's identity: the service account `deploy/kubernetes/remediate` ships.
+pub const REMEDIATE_USER: &str = "system:serviceaccount:kube-system:volhealth-remediate";
+
 /// A random bearer token.
 pub fn new_token() -> String {
     use rand::Rng;
@@ -290,6 +297,8 @@ pub struct Tokens {
     pub admin: String,
     /// The monitor's token.
     pub monitor: String,
+    /// The remediation controller's token.
+    pub remediate: String,
     /// Node name → token.
     pub nodes: Vec<(String, String)>,
 }
@@ -318,6 +327,7 @@ impl Tokens {
         let tokens = Tokens {
             admin: take("volhealth-admin"),
             monitor: take(MONITOR_USER),
+            remediate: take(REMEDIATE_USER),
             nodes: nodes
                 .iter()
                 .map(|n| (n.clone(), take(&volhealth_model::identity::node_user(n))))
@@ -327,6 +337,10 @@ impl Tokens {
             "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},{MONITOR_USER},csi-external-health-monitor,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
             tokens.admin, tokens.monitor
         );
+        text.push_str(&format!(
+            "{},{REMEDIATE_USER},volhealth-remediate,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
+            tokens.remediate
+        ));
         for (node, token) in &tokens.nodes {
             text.push_str(&format!(
                 "{token},{},{node},\"{}\"\n",
