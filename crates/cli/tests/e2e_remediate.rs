@@ -9,10 +9,12 @@ mod e2e_cluster;
 mod support;
 
 use e2e_cluster::Cluster;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 const POLICY: &str = "\
-evictionBudget: {maxPercent: 50, window: 1h}
+evictionBudget: {maxPercent: 20, window: 1h}
 rules:
 - name: unreachable
   match: {object: CSINode, status: StorageUnreachable}
@@ -27,6 +29,22 @@ rules:
 fn get(c: &Cluster, path: &str) -> Option<Value> {
     let (code, _, body) = support::kube_request(&c.kubeconfig, "GET", path, None, "")?;
     (code == 200).then(|| serde_json::from_str(&body).ok())?
+}
+
+/// Runs `f` on the PodDisruptionBudgets of `default`, as the admin.
+fn pdbs<F: Future<Output = ()>>(c: &Cluster, f: impl FnOnce(Api<PodDisruptionBudget>) -> F) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let kc = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
+            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap();
+            let client = kube::Client::try_from(config).unwrap();
+            f(Api::namespaced(client, "default")).await
+        })
 }
 
 fn tainted(c: &Cluster) -> Vec<String> {
@@ -119,34 +137,23 @@ fn remediate_taints_untaints_and_evicts_within_budget_and_pdbs() {
     c.inject(&["clear", "storage", "--node", "node-2"]);
     c.eventually("node-2 untainted", || tainted(&c).is_empty());
 
-    // A budget that needs all three web pods: the eviction of web-1 is refused and retried.
+    // A budget that allows no web pod to be disrupted: the eviction of web-1 is refused and retried.
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "web"},
-        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "web"}}}});
-    let (code, _, body) = support::kube_request(
-        &c.kubeconfig,
-        "POST",
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-        None,
-        &pdb.to_string(),
-    )
-    .unwrap();
-    assert_eq!(code, 201, "{body}");
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}});
+    pdbs(&c, |api| async move {
+        let pdb: PodDisruptionBudget = serde_json::from_value(pdb).unwrap();
+        api.create(&PostParams::default(), &pdb).await.unwrap();
+    });
     inaccessible(&c, "data-1");
     c.eventually("the eviction of web-1 blocked by the PDB", || {
         actions(&c, "evict", "blocked") > 0
     });
     assert!(pod_exists(&c, "web-1"), "a PDB refused the eviction");
     // Without the budget the retry evicts web-1, and the claim is annotated.
-    let (code, _, body) = support::kube_request(
-        &c.kubeconfig,
-        "DELETE",
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web",
-        None,
-        "",
-    )
-    .unwrap();
-    assert_eq!(code, 200, "{body}");
+    pdbs(&c, |api| async move {
+        api.delete("web", &DeleteParams::default()).await.unwrap();
+    });
     c.eventually("web-1 evicted", || !pod_exists(&c, "web-1"));
     c.eventually("data-1 annotated", || {
         get(
@@ -157,7 +164,7 @@ fn remediate_taints_untaints_and_evicts_within_budget_and_pdbs() {
     });
     assert_eq!(actions(&c, "evict", "success"), 1);
 
-    // 50% of the namespace per hour is spent: web-2 stays.
+    // 20% of the six pods per hour is spent: web-2 stays.
     inaccessible(&c, "data-2");
     c.eventually("the eviction of web-2 refused by the budget", || {
         actions(&c, "evict", "over_budget") > 0

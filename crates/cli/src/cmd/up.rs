@@ -60,7 +60,7 @@ pub struct Args {
     /// Also run the remediation controller (`volhealth remediate`) as its own service account.
     #[arg(long)]
     pub with_remediation: bool,
-    /// With --with-remediation: the policy file (default: deploy/remediation-policy.yaml).
+    /// With --with-remediation: the policy file (default: deploy/kubernetes/remediate/policy.yaml).
     #[arg(long, value_name = "FILE", requires = "with_remediation")]
     pub remediation_policy: Option<PathBuf>,
     /// With --with-remediation: only say what would be done (--remediation-dry-run=false acts).

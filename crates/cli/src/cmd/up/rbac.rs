@@ -19,7 +19,7 @@ pub const REMEDIATE_RBAC: &str =
 
 /// The Story 5 policy `up --with-remediation` runs when no --remediation-policy is given.
 pub const DEFAULT_REMEDIATION_POLICY: &str =
-    include_str!("../../../../../deploy/remediation-policy.yaml");
+    include_str!("../../../../../deploy/kubernetes/remediate/policy.yaml");
 
 /// The authorizers `up` asks, in kube-apiserver's flag syntax.
 pub const AUTHORIZATION_MODE: &str = "Node,RBAC";
