@@ -94,3 +94,61 @@ impl Sender {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_failed_delivery_is_counted_and_retried_until_it_is_delivered() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let seen = bodies.clone();
+        tokio::spawn(async move {
+            // The first attempt gets a 500, the second a 200.
+            for status in ["500 Internal Server Error", "200 OK"] {
+                let (mut s, _) = listener.accept().await.unwrap();
+                // Headers and body may come in several reads: read up to the body's end.
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 8192];
+                while !String::from_utf8_lossy(&got).ends_with('}') {
+                    let n = s.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&got).to_string());
+                let answer =
+                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                s.write_all(answer.as_bytes()).await.unwrap();
+            }
+        });
+        let outcomes = Arc::new(Mutex::new(Vec::new()));
+        let o = outcomes.clone();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        Sender::new().unwrap().send(
+            url,
+            serde_json::json!({"rule": "r", "condition": {"status": "Inaccessible"}}),
+            move |outcome| {
+                o.lock().unwrap().push(outcome);
+                let _ = tx.send(());
+            },
+        );
+        rx.recv().await.unwrap();
+        rx.recv().await.unwrap();
+        assert_eq!(
+            *outcomes.lock().unwrap(),
+            [Outcome::Failed, Outcome::Delivered]
+        );
+        let bodies = bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 2);
+        assert!(bodies[1].starts_with("POST /hook"), "{}", bodies[1]);
+        assert!(bodies[1].contains("\"rule\":\"r\""), "{}", bodies[1]);
+    }
+}
