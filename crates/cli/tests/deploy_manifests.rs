@@ -103,7 +103,16 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         .iter()
         .map(|d| d.file_name().unwrap().to_string_lossy().to_string())
         .collect();
-    assert_eq!(names, ["agent", "monitor", "monitor-example", "remediate"]);
+    assert_eq!(
+        names,
+        [
+            "agent",
+            "monitor",
+            "monitor-example",
+            "remediate",
+            "scheduler-extender"
+        ]
+    );
     let Some(python) = validator() else {
         return;
     };

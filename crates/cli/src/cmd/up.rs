@@ -454,6 +454,9 @@ async fn start(
         )?;
     }
     if args.with_extender {
+        p.step("granting the scheduler extender the RBAC deploy/kubernetes ships");
+        let applied = rbac::apply_all(&client, rbac::EXTENDER_RBAC).await?;
+        p.done(&format!("ok ({applied} objects)"));
         p.step("starting the scheduler extender");
         running.start(
             "scheduler-extender",
@@ -461,7 +464,7 @@ async fn start(
             vec![
                 "scheduler-extender".into(),
                 "--kubeconfig".into(),
-                dir(layout.kubeconfig()),
+                dir(layout.extender_kubeconfig()),
                 "--listen".into(),
                 args.extender_listen.clone(),
             ],

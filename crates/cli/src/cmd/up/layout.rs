@@ -125,6 +125,10 @@ impl Layout {
     pub fn driver_state(&self) -> PathBuf {
         self.root.join("driver")
     }
+    /// The scheduler extender's kubeconfig.
+    pub fn extender_kubeconfig(&self) -> PathBuf {
+        self.root.join("scheduler-extender").join("kubeconfig")
+    }
     /// The remediation controller's kubeconfig.
     pub fn remediate_kubeconfig(&self) -> PathBuf {
         self.root.join("remediate").join("kubeconfig")
@@ -282,6 +286,9 @@ pub const MONITOR_USER: &str = "system:serviceaccount:kube-system:csi-external-h
 /// The remediation controller's identity: the service account `deploy/kubernetes/remediate` ships.
 pub const REMEDIATE_USER: &str = "system:serviceaccount:kube-system:volhealth-remediate";
 
+/// The scheduler extender's identity: the service account `deploy/kubernetes/scheduler-extender` ships.
+pub const EXTENDER_USER: &str = "system:serviceaccount:kube-system:volhealth-scheduler-extender";
+
 /// A random bearer token.
 pub fn new_token() -> String {
     use rand::Rng;
@@ -299,6 +306,8 @@ pub struct Tokens {
     pub monitor: String,
     /// The remediation controller's token.
     pub remediate: String,
+    /// The scheduler extender's token.
+    pub extender: String,
     /// Node name → token.
     pub nodes: Vec<(String, String)>,
 }
@@ -328,6 +337,7 @@ impl Tokens {
             admin: take("volhealth-admin"),
             monitor: take(MONITOR_USER),
             remediate: take(REMEDIATE_USER),
+            extender: take(EXTENDER_USER),
             nodes: nodes
                 .iter()
                 .map(|n| (n.clone(), take(&volhealth_model::identity::node_user(n))))
@@ -340,6 +350,10 @@ impl Tokens {
         text.push_str(&format!(
             "{},{REMEDIATE_USER},volhealth-remediate,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
             tokens.remediate
+        ));
+        text.push_str(&format!(
+            "{},{EXTENDER_USER},volhealth-scheduler-extender,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
+            tokens.extender
         ));
         for (node, token) in &tokens.nodes {
             text.push_str(&format!(

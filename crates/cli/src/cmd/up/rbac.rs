@@ -17,6 +17,10 @@ pub const MONITOR_RBAC: &str = include_str!("../../../../../deploy/kubernetes/mo
 pub const REMEDIATE_RBAC: &str =
     include_str!("../../../../../deploy/kubernetes/remediate/rbac.yaml");
 
+/// The scheduler extender's RBAC as shipped.
+pub const EXTENDER_RBAC: &str =
+    include_str!("../../../../../deploy/kubernetes/scheduler-extender/rbac.yaml");
+
 /// The Story 5 policy `up --with-remediation` runs when no --remediation-policy is given.
 pub const DEFAULT_REMEDIATION_POLICY: &str =
     include_str!("../../../../../deploy/kubernetes/remediate/policy.yaml");
