@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-fn delete_one(
+pub(crate) fn delete_one(
     st: &AppState,
     def: &ResourceDef,
     ns: &str,

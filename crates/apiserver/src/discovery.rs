@@ -53,6 +53,17 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if r.plural == "pods" && r.group.is_empty() {
+            resources.push(json!({
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": true,
+                "group": "policy",
+                "version": "v1",
+                "kind": "Eviction",
+                "verbs": ["create"],
+            }));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -117,6 +128,14 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
     if r.has_status {
         v["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
     }
+    if r.plural == "pods"
+        && r.group.is_empty()
+        && let Some(subs) = v["subresources"].as_array_mut()
+    {
+        subs.push(json!({"subresource": "eviction",
+            "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "verbs": ["create"]}));
+    }
     v
 }
 
@@ -177,6 +196,7 @@ mod tests {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert!(names.contains(&"persistentvolumeclaims/status"));
+        assert!(names.contains(&"pods/eviction"));
         assert!(
             resource_list("storage.k8s.io", "v1").unwrap()["resources"]
                 .as_array()
@@ -197,6 +217,7 @@ mod tests {
                 "storage.k8s.io",
                 "coordination.k8s.io",
                 "rbac.authorization.k8s.io",
+                "policy",
                 "authentication.k8s.io",
                 "authorization.k8s.io"
             ]

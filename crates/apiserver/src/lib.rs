@@ -14,6 +14,7 @@ mod convert;
 mod deletion;
 mod discovery;
 pub mod errors;
+mod eviction;
 mod gate;
 pub mod kubeconfig;
 mod metrics;

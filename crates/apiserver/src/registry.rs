@@ -38,6 +38,8 @@ pub enum Printer {
     RoleBinding,
     /// The review resources: created and answered, never stored.
     Review,
+    /// PodDisruptionBudgets.
+    Pdb,
 }
 
 /// One served resource.
@@ -450,6 +452,20 @@ pub static RESOURCES: &[ResourceDef] = &[
         fields: &[],
         printer: Printer::RoleBinding,
         merge_keys: &[],
+    },
+    ResourceDef {
+        group: "policy",
+        version: "v1",
+        plural: "poddisruptionbudgets",
+        singular: "poddisruptionbudget",
+        kind: "PodDisruptionBudget",
+        namespaced: true,
+        short_names: &["pdb"],
+        categories: &[],
+        has_status: true,
+        fields: &[],
+        printer: Printer::Pdb,
+        merge_keys: &[("status.conditions", "type")],
     },
     ResourceDef {
         group: "authentication.k8s.io",

@@ -102,6 +102,9 @@ pub fn route(path: &str) -> Result<Route, ApiError> {
     let sub = match rest.get(2) {
         None => None,
         Some(&"status") if def.has_status => Some("status".to_string()),
+        Some(&"eviction") if def.plural == "pods" && def.group.is_empty() => {
+            Some("eviction".to_string())
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     if rest.len() > 3 {

@@ -128,6 +128,17 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     if c.target.def.printer == registry::Printer::Review {
         return review(&st, &c);
     }
+    if c.target.sub.as_deref() == Some("eviction") {
+        if c.verb != Verb::Create {
+            return Err(ApiError::method_not_allowed(
+                "pods/eviction only supports create",
+            ));
+        }
+        let st2 = st.clone();
+        return tokio::task::spawn_blocking(move || crate::eviction::create(&st2, &c))
+            .await
+            .map_err(|e| ApiError::internal(format!("eviction task failed: {e}")))?;
+    }
     crate::query::check_options(c.verb, &c.query)?;
     match c.verb {
         Verb::Get => get(&st, &c),

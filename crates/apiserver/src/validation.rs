@@ -156,6 +156,9 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             crate::secrets::validate(&decode::<core::Secret>(obj, def.kind)?, &mut causes)
         }
         Printer::ServiceAccount => drop(decode::<core::ServiceAccount>(obj, def.kind)?),
+        Printer::Pdb => drop(decode::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
+            obj, def.kind,
+        )?),
         Printer::Role | Printer::RoleBinding => crate::rbac_objects::check(obj, def, &mut causes)?,
         Printer::Review => {}
     }

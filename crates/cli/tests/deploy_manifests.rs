@@ -103,7 +103,16 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         .iter()
         .map(|d| d.file_name().unwrap().to_string_lossy().to_string())
         .collect();
-    assert_eq!(names, ["agent", "monitor", "monitor-example"]);
+    assert_eq!(
+        names,
+        [
+            "agent",
+            "monitor",
+            "monitor-example",
+            "remediate",
+            "scheduler-extender"
+        ]
+    );
     let Some(python) = validator() else {
         return;
     };
@@ -160,6 +169,7 @@ fn the_containers_pass_only_flags_the_binary_takes() {
     for file in [
         "monitor-example/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
+        "remediate/deployment.yaml",
     ] {
         for c in containers(file) {
             if c["image"] != "volhealth" {
@@ -201,7 +211,7 @@ fn the_containers_pass_only_flags_the_binary_takes() {
         }
     }
     seen.sort();
-    assert_eq!(seen, ["agent", "monitor"]);
+    assert_eq!(seen, ["agent", "monitor", "remediate"]);
 }
 
 #[test]
@@ -286,4 +296,26 @@ fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
             sa["metadata"]["namespace"]
         );
     }
+}
+
+#[test]
+fn the_shipped_remediation_policy_passes_the_real_parser() {
+    let text = std::fs::read_to_string(manifests().join("remediate/policy.yaml")).unwrap();
+    let policy = volhealth_remediate::Policy::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    // Story 5: a failed local disk held 5 minutes evicts the pod and annotates the claim.
+    let story = policy
+        .rules
+        .iter()
+        .find(|r| r.name == "failed-local-disk")
+        .expect("the Story 5 rule");
+    assert_eq!(story.matcher.status, "Inaccessible");
+    assert_eq!(story.matcher.reason, "DiskFailure");
+    assert_eq!(story.hold(), std::time::Duration::from_secs(300));
+    assert!(story.actions.contains(&volhealth_remediate::Action::Evict));
+    assert!(
+        story
+            .actions
+            .iter()
+            .any(|a| matches!(a, volhealth_remediate::Action::Annotate { .. }))
+    );
 }

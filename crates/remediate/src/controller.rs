@@ -1,30 +1,36 @@
-//! The controller loop, first cut: it watches CSINodes, plans with [`Planner`] every tick, and
-//! carries out node actions (taint, untaint, cordon) and Events; dry-run, the default, only says
-//! what it would do (log and Event). Actions on PVCs and pods are planned and logged but not yet
-//! carried out (counted as `result="unsupported"`).
+//! The controller loop: watch-fed caches of CSINodes, claims, volumes, pods and nodes; every tick
+//! the rules are planned with [`Planner`] and carried out (taint, untaint, cordon, annotate,
+//! Event, evict, webhook) within the rate limits and the eviction budget, while this replica
+//! leads. Dry-run, the default, only says what it would do (log and Event).
 
-use crate::findings::of_csinode;
-use crate::plan::{Planned, Planner, Untaint};
+use crate::act::{self, Eviction};
+use crate::cache::Caches;
+use crate::findings::due;
+use crate::limits::RateLimits;
+use crate::plan::{EvictionBudget, Planned, Planner};
 use crate::policy::{Action, Policy};
-use futures::StreamExt;
+use crate::webhook;
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::storage::v1::CSINode;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::api::Api;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::time::Duration;
-use volhealth_writer::{EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
+use tokio::sync::watch;
+use volhealth_writer::KubeEventSink;
+
+pub use crate::leader::LeaderElection;
 
 /// Labels of `volhealth_remediation_actions_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActionLabels {
     /// `taint`, `untaint`, `cordon`, `annotate`, `event`, `evict` or `webhook`.
     pub action: String,
-    /// `success`, `error`, `dry_run` or `unsupported`.
+    /// `success`, `error`, `dry_run`, `blocked` (a PodDisruptionBudget), `over_budget`,
+    /// `rate_limited`, `retry` (a webhook attempt failed) or `gave_up`.
     pub result: String,
 }
 
@@ -61,182 +67,365 @@ fn action_name(a: &Action) -> &'static str {
     }
 }
 
-/// Runs the controller with `client` until `shutdown`.
+fn count(actions: &Family<ActionLabels, Counter>, action: &str, result: &str) {
+    actions
+        .get_or_create(&ActionLabels {
+            action: action.into(),
+            result: result.into(),
+        })
+        .inc();
+}
+
+/// Whether an action is finished for its transition or to be tried again on a later tick.
+enum Outcome {
+    Done,
+    Retry,
+}
+
+struct Controller {
+    client: kube::Client,
+    evictions: kube::Client,
+    caches: Caches,
+    sink: KubeEventSink,
+    nodes: Api<Node>,
+    config: ControllerConfig,
+    actions: Family<ActionLabels, Counter>,
+    planner: Planner,
+    budget: EvictionBudget,
+    limits: RateLimits,
+    webhooks: Option<webhook::Sender>,
+    /// Event reasons of the policy's `event` actions, kept for the process's life.
+    reasons: HashMap<String, &'static str>,
+    adopted: bool,
+}
+
+/// Runs the controller with `client` until `shutdown`, acting on every tick.
 pub async fn run(
     client: kube::Client,
     config: ControllerConfig,
     actions: Family<ActionLabels, Counter>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let (store, writer) = reflector::store::<CSINode>();
-    let stream = watcher(
-        Api::<CSINode>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff();
-    let mut stream = Box::pin(reflector::reflector(writer, stream));
-    tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(resource = "csinodes", error = %e, "watch failed; retrying with backoff");
-            }
-        }
-    });
+    let (_tx, leader) = watch::channel(true);
+    let evictions = client.clone();
+    run_while_leader(client, evictions, config, actions, leader, shutdown).await
+}
+
+/// Runs the controller with `client` until `shutdown`, acting on ticks while `leader` is true;
+/// evictions go through `evictions`, a client that does not retry a 429 itself.
+pub async fn run_while_leader(
+    client: kube::Client,
+    evictions: kube::Client,
+    config: ControllerConfig,
+    actions: Family<ActionLabels, Counter>,
+    leader: watch::Receiver<bool>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let caches = Caches::start(&client);
     let sink = KubeEventSink::new(
         client.clone(),
         "volhealth-remediate",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "volhealth-remediate".into()),
         None,
     );
-    let nodes: Api<Node> = Api::all(client);
-    let mut planner = Planner::default();
+    let (percent, window) = config.policy.budget();
+    let webhooks = match webhook::Sender::new() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the webhook client; webhooks fail");
+            None
+        }
+    };
+    // Startup: each distinct reason is leaked once, so Events can carry it as `&'static str`.
+    let reasons = config
+        .policy
+        .rules
+        .iter()
+        .flat_map(|r| r.actions.iter())
+        .filter_map(|a| match a {
+            Action::Event { reason: Some(r) } => Some(r.clone()),
+            _ => None,
+        })
+        .map(|r| {
+            let leaked: &'static str = Box::leak(r.clone().into_boxed_str());
+            (r, leaked)
+        })
+        .collect();
+    let mut c = Controller {
+        nodes: Api::all(client.clone()),
+        client,
+        evictions,
+        caches,
+        sink,
+        budget: EvictionBudget::new(percent, window),
+        limits: RateLimits::new(&config.policy),
+        config,
+        actions,
+        planner: Planner::default(),
+        webhooks,
+        reasons,
+        adopted: false,
+    };
     tokio::pin!(shutdown);
-    if store.wait_until_ready().await.is_err() {
-        tracing::error!("the CSINode cache never became ready");
-        return;
+    tokio::select! {
+        _ = &mut shutdown => return,
+        ready = c.caches.ready() => if !ready {
+            tracing::error!("the caches never became ready");
+            return;
+        }
     }
     loop {
-        tick(&store, &nodes, &sink, &config, &actions, &mut planner).await;
+        if *leader.borrow() {
+            c.tick(Timestamp::now()).await;
+        }
         tokio::select! {
             _ = &mut shutdown => return,
-            _ = tokio::time::sleep(config.tick) => {}
+            _ = tokio::time::sleep(c.config.tick) => {}
         }
     }
 }
 
-async fn tick(
-    store: &Store<CSINode>,
-    nodes: &Api<Node>,
-    sink: &KubeEventSink,
-    config: &ControllerConfig,
-    actions: &Family<ActionLabels, Counter>,
-    planner: &mut Planner,
-) {
-    let findings: Vec<_> = store.state().iter().flat_map(|n| of_csinode(n)).collect();
-    let now = jiff::Timestamp::now();
-    let count = |action: &str, result: &str| {
-        actions
-            .get_or_create(&ActionLabels {
-                action: action.into(),
-                result: result.into(),
-            })
-            .inc();
-    };
-    for planned in planner.plan(&config.policy, &findings, now) {
-        let name = action_name(&planned.action);
-        let what = planned.describe();
-        if config.dry_run {
-            tracing::info!(rule = %planned.rule, "dry run: would {what}");
-            event(sink, &planned, format!("dry run: would {what}")).await;
-            count(name, "dry_run");
-            continue;
+impl Controller {
+    async fn tick(&mut self, now: Timestamp) {
+        let findings = self.caches.findings();
+        let policy = self.config.policy.clone();
+        if !self.adopted && !self.config.dry_run {
+            self.adopt_taints();
         }
-        let result = match &planned.action {
-            Action::Taint { .. } | Action::Cordon => node_action(nodes, &planned).await,
-            Action::Event { .. } => {
-                event(sink, &planned, what.clone()).await;
-                Ok(())
+        self.adopted = true;
+        // Transitions acted on before a restart, as the objects' annotations record.
+        for rule in &policy.rules {
+            for f in findings.iter().filter(|f| due(rule, f, now)) {
+                if act::recorded(self.caches.annotations_of(f).as_ref(), &rule.name, f) {
+                    self.planner.already_acted(rule, f);
+                }
             }
-            _ => {
-                tracing::warn!(rule = %planned.rule, "not carried out yet: {what}");
-                count(name, "unsupported");
+        }
+        let planned = self.planner.plan(&policy, &findings, now);
+        let mut touched: Vec<(String, crate::findings::Finding)> = Vec::new();
+        for p in planned {
+            match self.carry_out(&p, now).await {
+                Outcome::Done => self.planner.done(&policy, &p),
+                Outcome::Retry => self.planner.retry(&policy, &p),
+            }
+            if !touched.iter().any(|(r, f)| *r == p.rule && *f == p.finding) {
+                touched.push((p.rule.clone(), p.finding.clone()));
+            }
+        }
+        if !self.config.dry_run {
+            for (rule_name, f) in &touched {
+                let Some(rule) = policy.rules.iter().find(|r| &r.name == rule_name) else {
+                    continue;
+                };
+                if !self.planner.complete(rule, f) {
+                    continue;
+                }
+                let live = self.live_markers(rule_name, f, &findings);
+                if let Err(e) = act::record(&self.client, rule_name, f, &live).await {
+                    tracing::debug!(rule = %rule_name, error = %e, "could not record the transition on {}", f.name);
+                }
+            }
+        }
+        for u in self.planner.cleared(&policy, &findings) {
+            if self.config.dry_run {
+                tracing::info!(rule = %u.rule, "dry run: would remove taint {} from node {}", u.key, u.node);
+                count(&self.actions, "untaint", "dry_run");
                 continue;
             }
+            match act::untaint(&self.nodes, &u).await {
+                Ok(()) => {
+                    tracing::info!(rule = %u.rule, "removed taint {} from node {}", u.key, u.node);
+                    count(&self.actions, "untaint", "success");
+                }
+                Err(e) => {
+                    tracing::warn!(rule = %u.rule, error = %e, "could not remove taint {} from node {}", u.key, u.node);
+                    count(&self.actions, "untaint", "error");
+                }
+            }
+        }
+    }
+
+    /// Taints of the policy's taint actions already on nodes (set before a restart) come off
+    /// when their condition has cleared, as if this process had set them.
+    fn adopt_taints(&mut self) {
+        for node in self.caches.nodes.state() {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            for rule in &self.config.policy.rules {
+                for a in &rule.actions {
+                    if let Action::Taint { key, effect, .. } = a
+                        && taints.iter().any(|t| &t.key == key && &t.effect == effect)
+                    {
+                        self.planner.adopt_taint(&rule.name, &name, key, effect);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The markers of `f`'s object for `rule` that are still live (other volumes of a pod).
+    fn live_markers(
+        &self,
+        rule: &str,
+        f: &crate::findings::Finding,
+        findings: &[crate::findings::Finding],
+    ) -> Vec<String> {
+        let current = self.caches.annotations_of(f).unwrap_or_default();
+        let key = format!("{}{rule}", act::RECORD_PREFIX);
+        let live: Vec<String> = findings
+            .iter()
+            .filter(|o| o.kind == f.kind && o.namespace == f.namespace && o.name == f.name)
+            .map(act::marker)
+            .collect();
+        current
+            .get(&key)
+            .map(|v| {
+                v.split(',')
+                    .filter(|m| live.iter().any(|l| l == m))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    async fn carry_out(&mut self, p: &Planned, now: Timestamp) -> Outcome {
+        let name = action_name(&p.action);
+        let what = p.describe();
+        if self.config.dry_run {
+            let what = match &p.action {
+                Action::Evict => format!("{what}: {}", self.eviction_targets(p).join(", ")),
+                _ => what,
+            };
+            tracing::info!(rule = %p.rule, "dry run: would {what}");
+            act::event(
+                &self.sink,
+                p,
+                "Remediation",
+                format!("dry run: would {what}"),
+            )
+            .await;
+            count(&self.actions, name, "dry_run");
+            return Outcome::Done;
+        }
+        if !self.limits.take(name, now) {
+            tracing::info!(rule = %p.rule, "rate limited, later: {what}");
+            count(&self.actions, name, "rate_limited");
+            return Outcome::Retry;
+        }
+        let result = match &p.action {
+            Action::Taint { .. } | Action::Cordon => act::node_action(&self.nodes, p).await,
+            Action::Event { reason } => {
+                let reason = reason
+                    .as_ref()
+                    .and_then(|r| self.reasons.get(r).copied())
+                    .unwrap_or("Remediation");
+                act::event(&self.sink, p, reason, what.clone()).await;
+                Ok(())
+            }
+            Action::Annotate { key, value } => {
+                act::annotate(&self.client, &p.finding, serde_json::json!({ key: value })).await
+            }
+            Action::Webhook { url } => {
+                self.webhook(p, url, now);
+                return Outcome::Done;
+            }
+            Action::Evict => return self.evict(p, now).await,
         };
         match result {
             Ok(()) => {
-                tracing::info!(rule = %planned.rule, "{what}");
-                count(name, "success");
+                tracing::info!(rule = %p.rule, "{what}");
+                count(&self.actions, name, "success");
+                Outcome::Done
             }
             Err(e) => {
-                tracing::warn!(rule = %planned.rule, error = %e, "could not {what}");
-                count(name, "error");
+                tracing::warn!(rule = %p.rule, error = %e, "could not {what}; retrying");
+                count(&self.actions, name, "error");
+                Outcome::Retry
             }
         }
     }
-    for u in planner.cleared(&config.policy, &findings) {
-        if config.dry_run {
-            tracing::info!(rule = %u.rule, "dry run: would remove taint {} from node {}", u.key, u.node);
-            count("untaint", "dry_run");
-            continue;
-        }
-        match untaint(nodes, &u).await {
-            Ok(()) => {
-                tracing::info!(rule = %u.rule, "removed taint {} from node {}", u.key, u.node);
-                count("untaint", "success");
-            }
-            Err(e) => {
-                tracing::warn!(rule = %u.rule, error = %e, "could not remove taint {} from node {}", u.key, u.node);
-                count("untaint", "error");
-            }
+
+    fn webhook(&self, p: &Planned, url: &str, now: Timestamp) {
+        let Some(sender) = &self.webhooks else {
+            count(&self.actions, "webhook", "error");
+            return;
+        };
+        let actions = self.actions.clone();
+        sender.send(
+            url.to_string(),
+            webhook::document(p, now),
+            move |o| match o {
+                webhook::Outcome::Delivered => count(&actions, "webhook", "success"),
+                webhook::Outcome::Failed => count(&actions, "webhook", "retry"),
+                webhook::Outcome::GaveUp => count(&actions, "webhook", "gave_up"),
+            },
+        );
+    }
+
+    /// The pods an `evict` of `p` is about: the matched pod, or a claim's pods.
+    fn eviction_targets(&self, p: &Planned) -> Vec<String> {
+        let f = &p.finding;
+        let ns = f.namespace.as_deref().unwrap_or_default();
+        match f.kind {
+            crate::ObjectKind::Pod => vec![format!("pod {ns}/{}", f.name)],
+            crate::ObjectKind::PersistentVolumeClaim => self
+                .caches
+                .pods_of_claim(ns, &f.name)
+                .into_iter()
+                .map(|pod| format!("pod {ns}/{pod}"))
+                .collect(),
+            crate::ObjectKind::CSINode => Vec::new(),
         }
     }
-}
 
-async fn event(sink: &KubeEventSink, planned: &Planned, message: String) {
-    let f = &planned.finding;
-    let (api_version, kind) = match f.kind {
-        crate::ObjectKind::CSINode => ("storage.k8s.io/v1", "CSINode"),
-        crate::ObjectKind::Pod => ("v1", "Pod"),
-        crate::ObjectKind::PersistentVolumeClaim => ("v1", "PersistentVolumeClaim"),
-    };
-    let e = HealthEvent {
-        object: ObjectRef {
-            api_version,
-            kind,
-            namespace: f.namespace.clone(),
-            name: f.name.clone(),
-            uid: None,
-        },
-        event_type: EventType::Normal,
-        reason: "Remediation",
-        message,
-    };
-    if let Err(err) = sink.create(&e, 1).await {
-        tracing::warn!(object = %f.name, error = %err, "could not record the remediation Event");
-    }
-}
-
-async fn node_action(nodes: &Api<Node>, planned: &Planned) -> Result<(), kube::Error> {
-    let Some(node) = planned.finding.node.as_deref() else {
-        return Ok(());
-    };
-    let patch = match &planned.action {
-        Action::Cordon => serde_json::json!({"spec": {"unschedulable": true}}),
-        Action::Taint { key, value, effect } => {
-            let current = nodes.get(node).await?;
-            let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
-            if taints.iter().any(|t| &t.key == key && &t.effect == effect) {
-                return Ok(());
+    async fn evict(&mut self, p: &Planned, now: Timestamp) -> Outcome {
+        let f = &p.finding;
+        let ns = f.namespace.clone().unwrap_or_default();
+        let pods = match f.kind {
+            crate::ObjectKind::Pod => vec![f.name.clone()],
+            crate::ObjectKind::PersistentVolumeClaim => self.caches.pods_of_claim(&ns, &f.name),
+            crate::ObjectKind::CSINode => Vec::new(),
+        };
+        let mut outcome = Outcome::Done;
+        for pod in pods {
+            let total = self.caches.pods_in(&ns);
+            if !self.budget.take(&ns, total, now) {
+                tracing::warn!(rule = %p.rule, "not evicting pod {ns}/{pod}: the eviction budget of namespace {ns} is spent");
+                count(&self.actions, "evict", "over_budget");
+                outcome = Outcome::Retry;
+                continue;
             }
-            taints.push(k8s_openapi::api::core::v1::Taint {
-                key: key.clone(),
-                value: value.clone(),
-                effect: effect.clone(),
-                time_added: None,
-            });
-            serde_json::json!({"spec": {"taints": taints}})
+            match act::evict(&self.evictions, &ns, &pod).await {
+                Ok(Eviction::Evicted) => {
+                    let what = format!(
+                        "evicted pod {ns}/{pod} (rule {}: {:?} {} is {} ({}))",
+                        p.rule, f.kind, f.name, f.status, f.reason
+                    );
+                    tracing::info!(rule = %p.rule, "{what}");
+                    act::event(&self.sink, p, "Remediation", what).await;
+                    count(&self.actions, "evict", "success");
+                }
+                Ok(Eviction::Gone) => self.budget.refund(&ns),
+                Ok(Eviction::Blocked(why)) => {
+                    self.budget.refund(&ns);
+                    tracing::info!(rule = %p.rule, "eviction of pod {ns}/{pod} blocked by a PodDisruptionBudget ({why}); retrying later");
+                    count(&self.actions, "evict", "blocked");
+                    outcome = Outcome::Retry;
+                }
+                Err(e) => {
+                    self.budget.refund(&ns);
+                    tracing::warn!(rule = %p.rule, error = %e, "could not evict pod {ns}/{pod}; retrying");
+                    count(&self.actions, "evict", "error");
+                    outcome = Outcome::Retry;
+                }
+            }
         }
-        _ => return Ok(()),
-    };
-    nodes
-        .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
-}
-
-async fn untaint(nodes: &Api<Node>, u: &Untaint) -> Result<(), kube::Error> {
-    let current = nodes.get(&u.node).await?;
-    let taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
-    let kept: Vec<_> = taints
-        .into_iter()
-        .filter(|t| !(t.key == u.key && t.effect == u.effect))
-        .collect();
-    let patch = serde_json::json!({"spec": {"taints": kept}});
-    nodes
-        .patch(&u.node, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+        outcome
+    }
 }
 
 /// Why [`serve`] stopped.
@@ -248,17 +437,24 @@ pub enum Error {
     /// The metrics endpoint could not be bound.
     #[error("binding the metrics endpoint: {0}")]
     Metrics(#[from] volhealth_daemon::Error),
+    /// Leader election could not start.
+    #[error("starting leader election: {0}")]
+    Leader(#[from] kube_lease_manager::LeaseManagerError),
 }
 
-/// Loads the client from `kubeconfig`, serves `/metrics` on `http_endpoint` (if any), and runs
-/// the controller until `shutdown`.
+/// Loads the client from `kubeconfig`, serves `/metrics` on `http_endpoint` (if any), elects a
+/// leader (if `leader_election`), and runs the controller until `shutdown`.
 pub async fn serve(
     kubeconfig: Option<&std::path::Path>,
     config: ControllerConfig,
     http_endpoint: Option<std::net::SocketAddr>,
+    leader_election: Option<LeaderElection>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
     let client = volhealth_writer::kube_client::load(kubeconfig)
+        .await?
+        .client;
+    let evictions = volhealth_writer::kube_client::load_with_retry(kubeconfig, false)
         .await?
         .client;
     let mut registry = Registry::default();
@@ -277,7 +473,30 @@ pub async fn serve(
         dry_run = config.dry_run,
         "remediation controller started"
     );
-    run(client, config, actions, shutdown).await;
+    let election = match &leader_election {
+        Some(le) => Some(crate::leader::start(client.clone(), le).await?),
+        None => None,
+    };
+    match &election {
+        Some(e) => {
+            run_while_leader(
+                client,
+                evictions,
+                config,
+                actions,
+                e.leader.clone(),
+                shutdown,
+            )
+            .await;
+        }
+        None => {
+            let (_tx, leader) = watch::channel(true);
+            run_while_leader(client, evictions, config, actions, leader, shutdown).await
+        }
+    }
+    if let Some(e) = election {
+        e.release().await;
+    }
     let _ = stop_tx.send(true);
     drop(stop_rx);
     Ok(())

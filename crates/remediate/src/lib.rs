@@ -5,12 +5,22 @@
 //!
 //! - [`policy`]: the policy file, validated with line-numbered errors, and [`policy::glob`].
 //! - [`findings`]: the conditions of each object, and which rules are due for them.
-//! - [`controller`]: the loop: CSINode watch, node actions and Events, dry-run by default.
 //! - [`plan`]: the actions due now, once per transition, the taints to remove, the eviction budget.
+//! - [`cache`]: the watch-fed caches the findings come from.
+//! - [`act`]: carrying actions out against the API server.
+//! - [`limits`]: per-action rate limits.
+//! - [`webhook`]: the webhook action's deliveries, retried with backoff.
+//! - [`leader`]: leader election on a Lease.
+//! - [`controller`]: the loop, dry-run by default.
 
+pub mod act;
+pub mod cache;
 pub mod controller;
 pub mod findings;
+pub mod leader;
+pub mod limits;
 pub mod plan;
 pub mod policy;
+pub mod webhook;
 
 pub use policy::{Action, ObjectKind, Policy, PolicyError, Rule};

@@ -16,6 +16,8 @@ pub struct Planned {
     pub action: Action,
     /// The finding that made the rule due.
     pub finding: Finding,
+    /// The action's place in the rule's `actions`.
+    pub index: usize,
 }
 
 /// A taint to remove: its condition is gone.
@@ -64,18 +66,28 @@ pub struct Planner {
     acted: HashSet<String>,
     /// (rule, node) → (key, effect) of taints this controller set.
     taints: BTreeMap<(String, String), (String, String)>,
+    /// (transition, action index) planned and not yet done.
+    pending: HashSet<(String, usize)>,
+    /// (transition, action index) to offer again.
+    retry: HashSet<(String, usize)>,
 }
 
 impl Planner {
-    /// The actions due at `now` for `findings` that were not planned before for the same transition.
+    /// The actions due at `now` for `findings` that were not planned before for the same
+    /// transition, and those put back with [`Planner::retry`].
     pub fn plan(&mut self, policy: &Policy, findings: &[Finding], now: Timestamp) -> Vec<Planned> {
         let mut out = Vec::new();
         for rule in &policy.rules {
             for f in findings.iter().filter(|f| due(rule, f, now)) {
-                if !self.acted.insert(f.transition_key(rule)) {
-                    continue;
-                }
-                for action in &rule.actions {
+                let key = f.transition_key(rule);
+                let first = self.acted.insert(key.clone());
+                for (index, action) in rule.actions.iter().enumerate() {
+                    let slot = (key.clone(), index);
+                    if first {
+                        self.pending.insert(slot);
+                    } else if !self.retry.remove(&slot) {
+                        continue;
+                    }
                     if let (Action::Taint { key, effect, .. }, Some(node)) = (action, &f.node) {
                         self.taints.insert(
                             (rule.name.clone(), node.clone()),
@@ -86,11 +98,48 @@ impl Planner {
                         rule: rule.name.clone(),
                         action: action.clone(),
                         finding: f.clone(),
+                        index,
                     });
                 }
             }
         }
         out
+    }
+
+    /// Marks `p` as done: it is not planned again for its transition.
+    pub fn done(&mut self, policy: &Policy, p: &Planned) {
+        if let Some(rule) = policy.rules.iter().find(|r| r.name == p.rule) {
+            self.pending
+                .remove(&(p.finding.transition_key(rule), p.index));
+        }
+    }
+
+    /// Puts `p` back: the next [`Planner::plan`] offers it again (blocked, rate limited, failed).
+    pub fn retry(&mut self, policy: &Policy, p: &Planned) {
+        if let Some(rule) = policy.rules.iter().find(|r| r.name == p.rule) {
+            self.retry.insert((p.finding.transition_key(rule), p.index));
+        }
+    }
+
+    /// Whether every action of `rule` for `finding` is done.
+    pub fn complete(&self, rule: &crate::Rule, finding: &Finding) -> bool {
+        let key = finding.transition_key(rule);
+        self.acted.contains(&key)
+            && (0..rule.actions.len()).all(|i| !self.pending.contains(&(key.clone(), i)))
+    }
+
+    /// Records that `rule` already acted on `finding`'s transition (before a restart, as an
+    /// annotation on the object says): nothing is planned for it.
+    pub fn already_acted(&mut self, rule: &crate::Rule, finding: &Finding) {
+        self.acted.insert(finding.transition_key(rule));
+    }
+
+    /// Takes over a taint found on a node (set before a restart): it comes off once its
+    /// condition clears.
+    pub fn adopt_taint(&mut self, rule: &str, node: &str, key: &str, effect: &str) {
+        self.taints
+            .entry((rule.to_string(), node.to_string()))
+            .or_insert_with(|| (key.to_string(), effect.to_string()));
     }
 
     /// The taints whose rule no longer matches any finding on their node.
@@ -123,6 +172,8 @@ impl Planner {
             .flat_map(|r| findings.iter().map(move |f| f.transition_key(r)))
             .collect();
         self.acted.retain(|k| live.contains(k));
+        self.pending.retain(|(k, _)| live.contains(k));
+        self.retry.retain(|(k, _)| live.contains(k));
         out
     }
 }
@@ -164,6 +215,13 @@ impl EvictionBudget {
             true
         } else {
             false
+        }
+    }
+
+    /// Gives back the last eviction taken in `namespace` (it did not happen).
+    pub fn refund(&mut self, namespace: &str) {
+        if let Some(recent) = self.evicted.get_mut(namespace) {
+            recent.pop_back();
         }
     }
 }

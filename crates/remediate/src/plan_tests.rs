@@ -90,3 +90,40 @@ fn the_eviction_budget_is_per_namespace_and_window() {
         "the window has passed"
     );
 }
+
+#[test]
+fn a_retried_action_comes_back_alone_and_the_transition_completes_when_all_are_done() {
+    let policy = Policy::parse(POLICY).unwrap();
+    let rule = &policy.rules[0];
+    let mut p = Planner::default();
+    let held = node("node-2", Some("2026-01-01T00:00:00Z"));
+    let now = t("2026-01-01T00:01:00Z");
+    let first = p.plan(&policy, &held, now);
+    assert_eq!(first.len(), 2);
+    p.done(&policy, &first[0]);
+    p.retry(&policy, &first[1]);
+    assert!(!p.complete(rule, &held[0]));
+    let again = p.plan(&policy, &held, now);
+    assert_eq!(again.len(), 1, "only the cordon, the taint is done");
+    assert_eq!(again[0].action, Action::Cordon);
+    assert!(p.plan(&policy, &held, now).is_empty(), "not offered twice");
+    p.done(&policy, &again[0]);
+    assert!(p.complete(rule, &held[0]));
+}
+
+#[test]
+fn a_transition_recorded_before_a_restart_is_not_acted_on() {
+    let policy = Policy::parse(POLICY).unwrap();
+    let mut p = Planner::default();
+    let held = node("node-2", Some("2026-01-01T00:00:00Z"));
+    p.already_acted(&policy.rules[0], &held[0]);
+    assert!(p.plan(&policy, &held, t("2026-01-01T01:00:00Z")).is_empty());
+    // A taint found on the node at start comes off when the condition clears.
+    p.adopt_taint(
+        "backend-unreachable",
+        "node-2",
+        "volhealth.io/storage-unreachable",
+        "NoSchedule",
+    );
+    assert_eq!(p.cleared(&policy, &node("node-2", None)).len(), 1);
+}

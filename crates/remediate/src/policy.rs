@@ -13,7 +13,25 @@ pub struct Policy {
     /// Never evict more than this share of a namespace's pods per window.
     #[serde(default)]
     pub eviction_budget: Option<EvictionBudget>,
+    /// Most actions of one kind per window, by action name (`taint`, `evict`, ...).
+    #[serde(default)]
+    pub rate_limits: std::collections::BTreeMap<String, RateLimit>,
 }
+
+/// A rate limit: at most `max` actions of one kind per `per`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateLimit {
+    /// Largest number of actions per window.
+    pub max: u32,
+    /// The window (Go duration, e.g. `1m`).
+    pub per: String,
+}
+
+/// The action names, as `rateLimits` keys and in metrics.
+pub const ACTION_NAMES: [&str; 7] = [
+    "taint", "untaint", "cordon", "annotate", "event", "evict", "webhook",
+];
 
 /// The eviction budget.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -119,7 +137,7 @@ pub enum Action {
     Evict,
     /// POST a JSON description of the match.
     Webhook {
-        /// `http://` or `https://` URL.
+        /// `http://` URL.
         url: String,
     },
 }
@@ -157,6 +175,8 @@ impl Policy {
             let mut bad = |what: String| problems.push(format!("{at}: {what}"));
             if rule.name.trim().is_empty() {
                 bad("name is empty".into());
+            } else if !annotation_name(&rule.name) {
+                bad("name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (it names an annotation)".into());
             } else if !names.insert(rule.name.as_str()) {
                 bad("name is used by an earlier rule".into());
             }
@@ -202,10 +222,11 @@ impl Policy {
                     Action::Annotate { key, .. } if key.is_empty() => {
                         bad("annotate.key is empty".into())
                     }
-                    Action::Webhook { url }
-                        if !(url.starts_with("http://") || url.starts_with("https://")) =>
-                    {
-                        bad(format!("webhook.url {url:?} is not an http(s) URL"))
+                    Action::Webhook { url } if url.starts_with("https://") => bad(format!(
+                        "webhook.url {url:?}: https is not supported yet; use http:// (e.g. to a local relay)"
+                    )),
+                    Action::Webhook { url } if !url.starts_with("http://") => {
+                        bad(format!("webhook.url {url:?} is not an http URL"))
                     }
                     _ => {}
                 }
@@ -220,6 +241,24 @@ impl Policy {
             }
             if let Err(e) = volhealth_daemon::duration::parse(&b.window) {
                 problems.push(format!("evictionBudget.window {:?}: {e}", b.window));
+            }
+        }
+        for (action, limit) in &policy.rate_limits {
+            if !ACTION_NAMES.contains(&action.as_str()) {
+                problems.push(format!(
+                    "rateLimits.{action}: not an action (one of {})",
+                    ACTION_NAMES.join(", ")
+                ));
+            }
+            if limit.max == 0 {
+                problems.push(format!("rateLimits.{action}.max must be at least 1"));
+            }
+            match volhealth_daemon::duration::parse(&limit.per) {
+                Ok(d) if d.is_zero() => {
+                    problems.push(format!("rateLimits.{action}.per must be longer than 0"))
+                }
+                Ok(_) => {}
+                Err(e) => problems.push(format!("rateLimits.{action}.per {:?}: {e}", limit.per)),
             }
         }
         if problems.is_empty() {
@@ -239,6 +278,41 @@ impl Rule {
             .unwrap_or_default()
     }
 }
+
+/// Whether `name` is valid as the name part of an annotation key.
+fn annotation_name(name: &str) -> bool {
+    let ok_end = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    name.len() <= 63
+        && ok_end(name.chars().next())
+        && ok_end(name.chars().last())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+impl Policy {
+    /// The eviction budget: the policy's, else at most 10% of a namespace's pods per hour.
+    pub fn budget(&self) -> (f64, Duration) {
+        match &self.eviction_budget {
+            Some(b) => (
+                b.max_percent,
+                volhealth_daemon::duration::parse(&b.window).unwrap_or(DEFAULT_BUDGET_WINDOW),
+            ),
+            None => (DEFAULT_BUDGET_PERCENT, DEFAULT_BUDGET_WINDOW),
+        }
+    }
+
+    /// The rate limit of `action` as (max, window), if the policy sets one.
+    pub fn rate_limit(&self, action: &str) -> Option<(u32, Duration)> {
+        let l = self.rate_limits.get(action)?;
+        Some((l.max, volhealth_daemon::duration::parse(&l.per).ok()?))
+    }
+}
+
+/// The eviction budget's share when the policy sets none, in percent.
+pub const DEFAULT_BUDGET_PERCENT: f64 = 10.0;
+/// The eviction budget's window when the policy sets none.
+pub const DEFAULT_BUDGET_WINDOW: Duration = Duration::from_secs(3600);
 
 /// The 1-based line of each item of the top-level `rules:` list, in order.
 fn rule_lines(text: &str) -> Vec<usize> {

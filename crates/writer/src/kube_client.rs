@@ -25,7 +25,13 @@ pub struct LoadedClient {
 
 /// Loads the configuration from `kubeconfig`, or infers it, and builds a client.
 pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
-    let (config, user) = match kubeconfig {
+    load_with_retry(kubeconfig, true).await
+}
+
+/// [`load`], choosing whether kube retries 429, 503 and 504 answers itself (`retry`); a caller
+/// that must see a 429 (an eviction a PodDisruptionBudget refuses) turns it off.
+pub async fn load_with_retry(kubeconfig: Option<&Path>, retry: bool) -> Result<LoadedClient> {
+    let (mut config, user) = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| Error::KubeConfig(format!("reading {}: {e}", path.display())))?;
@@ -39,7 +45,8 @@ pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
             (config, user)
         }
         None if std::env::var_os("KUBECONFIG").is_none() && in_cluster::detected() => {
-            let (config, token) = in_cluster::config()?;
+            let (mut config, token) = in_cluster::config()?;
+            config.default_retry = retry;
             let default_namespace = config.default_namespace.clone();
             return Ok(LoadedClient {
                 client: in_cluster::client(config, token)?,
@@ -54,6 +61,7 @@ pub async fn load(kubeconfig: Option<&Path>) -> Result<LoadedClient> {
             None,
         ),
     };
+    config.default_retry = retry;
     let default_namespace = config.default_namespace.clone();
     let client = kube::Client::try_from(config)
         .map_err(|e| Error::KubeConfig(format!("building the Kubernetes client: {e}")))?;

@@ -289,6 +289,13 @@ pub fn cells(p: Printer, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             created,
         ],
         Printer::Lease => vec![name, json!(s(o, "/spec/holderIdentity")), created],
+        Printer::Pdb => vec![
+            name,
+            json!(s(o, "/spec/minAvailable")),
+            json!(s(o, "/spec/maxUnavailable")),
+            json!(s(o, "/status/disruptionsAllowed")),
+            created,
+        ],
         // The key count only: cells never carry secret data.
         Printer::Secret => vec![
             name,

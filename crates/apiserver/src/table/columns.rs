@@ -251,6 +251,28 @@ pub fn columns(p: Printer) -> Vec<Value> {
             col("Attached", "boolean", 0, "Whether the volume is attached."),
             age,
         ],
+        Printer::Pdb => vec![
+            name,
+            col(
+                "Min Available",
+                "string",
+                0,
+                "The minimum number of pods that must be available.",
+            ),
+            col(
+                "Max Unavailable",
+                "string",
+                0,
+                "The maximum number of pods that may be unavailable.",
+            ),
+            col(
+                "Allowed Disruptions",
+                "string",
+                0,
+                "How many pods may be disrupted now.",
+            ),
+            age,
+        ],
         Printer::Lease => vec![
             name,
             col("Holder", "string", 0, "Holder of the lease."),

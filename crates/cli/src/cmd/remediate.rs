@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 use volhealth_remediate::Policy;
-use volhealth_remediate::controller::{ControllerConfig, serve};
+use volhealth_remediate::controller::{ControllerConfig, LeaderElection, serve};
 
 /// Flags of `volhealth remediate`.
 #[derive(Debug, clap::Args)]
@@ -25,6 +25,15 @@ pub struct Args {
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
     #[arg(long, default_value = ":8082")]
     pub http_endpoint: String,
+    /// Elect a leader on the Lease `volhealth-remediate` so only one replica acts.
+    #[arg(long)]
+    pub leader_election: bool,
+    /// Namespace of the leader Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_election_namespace: String,
+    /// How long a leader's claim lasts without renewal.
+    #[arg(long, default_value = "15s")]
+    pub leader_election_lease_duration: String,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -42,10 +51,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         tick: duration::parse(&args.interval).context("--interval")?,
     };
     let http = http_endpoint::parse_optional(&args.http_endpoint).context("--http-endpoint")?;
+    let leader = if args.leader_election {
+        Some(LeaderElection {
+            namespace: args.leader_election_namespace.clone(),
+            identity: volhealth_remediate::leader::default_identity(),
+            lease_duration: duration::parse(&args.leader_election_lease_duration)
+                .context("--leader-election-lease-duration")?,
+        })
+    } else {
+        None
+    };
     serve(
         args.kubeconfig.as_deref(),
         config,
         http,
+        leader,
         shutdown_signal::sigint_or_sigterm(),
     )
     .await

@@ -57,6 +57,15 @@ pub struct Args {
     /// Also run the CSIStorageHealth scheduler extender (`volhealth scheduler-extender`).
     #[arg(long)]
     pub with_extender: bool,
+    /// Also run the remediation controller (`volhealth remediate`) as its own service account.
+    #[arg(long)]
+    pub with_remediation: bool,
+    /// With --with-remediation: the policy file (default: deploy/kubernetes/remediate/policy.yaml).
+    #[arg(long, value_name = "FILE", requires = "with_remediation")]
+    pub remediation_policy: Option<PathBuf>,
+    /// With --with-remediation: only say what would be done (--remediation-dry-run=false acts).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub remediation_dry_run: bool,
     /// Where the extender serves POST /filter and its metrics, with --with-extender.
     #[arg(long, default_value = "127.0.0.1:8888", value_name = "HOST:PORT")]
     pub extender_listen: String,
@@ -219,7 +228,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let base = args
         .metrics_port
         .unwrap_or_else(|| endpoints::default_base(&args.listen));
-    let metrics = endpoints::MetricsPorts::plan(base, &nodes)?;
+    let extra: &[&str] = if args.with_remediation {
+        &["remediate"]
+    } else {
+        &[]
+    };
+    let metrics = endpoints::MetricsPorts::plan_with(base, &nodes, extra)?;
 
     // Listeners made once: a signal that arrives between two loop turns is kept, not lost.
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -440,6 +454,9 @@ async fn start(
         )?;
     }
     if args.with_extender {
+        p.step("granting the scheduler extender the RBAC deploy/kubernetes ships");
+        let applied = rbac::apply_all(&client, rbac::EXTENDER_RBAC).await?;
+        p.done(&format!("ok ({applied} objects)"));
         p.step("starting the scheduler extender");
         running.start(
             "scheduler-extender",
@@ -447,7 +464,7 @@ async fn start(
             vec![
                 "scheduler-extender".into(),
                 "--kubeconfig".into(),
-                dir(layout.kubeconfig()),
+                dir(layout.extender_kubeconfig()),
                 "--listen".into(),
                 args.extender_listen.clone(),
             ],
@@ -458,6 +475,45 @@ async fn start(
         })
         .await?;
         p.done(&format!("ok (http://{}/filter)", args.extender_listen));
+    }
+    if args.with_remediation {
+        p.step("granting the remediation controller the RBAC deploy/kubernetes ships");
+        let applied = rbac::apply_all(&client, rbac::REMEDIATE_RBAC).await?;
+        p.done(&format!("ok ({applied} objects)"));
+        let policy = match &args.remediation_policy {
+            Some(file) => file.clone(),
+            None => {
+                let file = layout.root().join("remediate").join("policy.yaml");
+                std::fs::write(&file, rbac::DEFAULT_REMEDIATION_POLICY)
+                    .with_context(|| format!("writing {}", file.display()))?;
+                file
+            }
+        };
+        p.step(&format!(
+            "starting the remediation controller ({})",
+            if args.remediation_dry_run {
+                "dry run"
+            } else {
+                "acting"
+            }
+        ));
+        running.start(
+            "remediate",
+            layout,
+            vec![
+                "remediate".into(),
+                "--kubeconfig".into(),
+                dir(layout.remediate_kubeconfig()),
+                "--policy".into(),
+                dir(policy),
+                format!("--dry-run={}", args.remediation_dry_run),
+                "--interval".into(),
+                "1s".into(),
+                "--http-endpoint".into(),
+                metrics.http_endpoint("remediate")?,
+            ],
+        )?;
+        p.done("ok");
     }
     // A component that cannot start (bad flag, refused credentials) usually exits at once.
     tokio::time::sleep(Duration::from_millis(300)).await;

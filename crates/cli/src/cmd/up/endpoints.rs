@@ -41,8 +41,14 @@ fn free_port() -> anyhow::Result<(u16, TcpListener)> {
 impl MetricsPorts {
     /// Assigns ports from `base` (0: free ports) and refuses a port that is taken, naming it.
     pub fn plan(base: u16, nodes: &[String]) -> anyhow::Result<MetricsPorts> {
+        MetricsPorts::plan_with(base, nodes, &[])
+    }
+
+    /// [`MetricsPorts::plan`] with more components after the agents (`remediate`).
+    pub fn plan_with(base: u16, nodes: &[String], extra: &[&str]) -> anyhow::Result<MetricsPorts> {
         let names = std::iter::once("monitor".to_string())
-            .chain(nodes.iter().map(|n| format!("agent-{n}")));
+            .chain(nodes.iter().map(|n| format!("agent-{n}")))
+            .chain(extra.iter().map(|e| e.to_string()));
         let mut entries = Vec::new();
         let mut held = BTreeMap::new();
         for (offset, name) in names.enumerate() {

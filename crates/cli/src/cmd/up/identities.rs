@@ -34,6 +34,16 @@ pub fn write_kubeconfigs(layout: &Layout, server: &str, tokens: &Tokens) -> anyh
         &Kubeconfig::with_token(server, Some(&ca), &tokens.monitor),
     )
     .context("writing the monitor's kubeconfig")?;
+    kubeconfig::write(
+        &layout.remediate_kubeconfig(),
+        &Kubeconfig::with_token(server, Some(&ca), &tokens.remediate),
+    )
+    .context("writing the remediation controller's kubeconfig")?;
+    kubeconfig::write(
+        &layout.extender_kubeconfig(),
+        &Kubeconfig::with_token(server, Some(&ca), &tokens.extender),
+    )
+    .context("writing the scheduler extender's kubeconfig")?;
     for (node, _) in &tokens.nodes {
         let user = volhealth_model::identity::node_user(node);
         let cert = issue(&user, &[volhealth_model::identity::NODES_GROUP])?;

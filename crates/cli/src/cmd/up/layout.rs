@@ -125,6 +125,14 @@ impl Layout {
     pub fn driver_state(&self) -> PathBuf {
         self.root.join("driver")
     }
+    /// The scheduler extender's kubeconfig.
+    pub fn extender_kubeconfig(&self) -> PathBuf {
+        self.root.join("scheduler-extender").join("kubeconfig")
+    }
+    /// The remediation controller's kubeconfig.
+    pub fn remediate_kubeconfig(&self) -> PathBuf {
+        self.root.join("remediate").join("kubeconfig")
+    }
     /// The monitor's kubeconfig.
     pub fn monitor_kubeconfig(&self) -> PathBuf {
         self.root.join("monitor").join("kubeconfig")
@@ -275,6 +283,12 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
 /// The monitor's identity: the service account `deploy/kubernetes/monitor` ships.
 pub const MONITOR_USER: &str = "system:serviceaccount:kube-system:csi-external-health-monitor";
 
+/// The remediation controller's identity: the service account `deploy/kubernetes/remediate` ships.
+pub const REMEDIATE_USER: &str = "system:serviceaccount:kube-system:volhealth-remediate";
+
+/// The scheduler extender's identity: the service account `deploy/kubernetes/scheduler-extender` ships.
+pub const EXTENDER_USER: &str = "system:serviceaccount:kube-system:volhealth-scheduler-extender";
+
 /// A random bearer token.
 pub fn new_token() -> String {
     use rand::Rng;
@@ -290,6 +304,10 @@ pub struct Tokens {
     pub admin: String,
     /// The monitor's token.
     pub monitor: String,
+    /// The remediation controller's token.
+    pub remediate: String,
+    /// The scheduler extender's token.
+    pub extender: String,
     /// Node name → token.
     pub nodes: Vec<(String, String)>,
 }
@@ -318,6 +336,8 @@ impl Tokens {
         let tokens = Tokens {
             admin: take("volhealth-admin"),
             monitor: take(MONITOR_USER),
+            remediate: take(REMEDIATE_USER),
+            extender: take(EXTENDER_USER),
             nodes: nodes
                 .iter()
                 .map(|n| (n.clone(), take(&volhealth_model::identity::node_user(n))))
@@ -327,6 +347,14 @@ impl Tokens {
             "{},volhealth-admin,volhealth-admin,\"system:masters\"\n{},{MONITOR_USER},csi-external-health-monitor,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
             tokens.admin, tokens.monitor
         );
+        text.push_str(&format!(
+            "{},{REMEDIATE_USER},volhealth-remediate,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
+            tokens.remediate
+        ));
+        text.push_str(&format!(
+            "{},{EXTENDER_USER},volhealth-scheduler-extender,\"system:serviceaccounts,system:serviceaccounts:kube-system\"\n",
+            tokens.extender
+        ));
         for (node, token) in &tokens.nodes {
             text.push_str(&format!(
                 "{token},{},{node},\"{}\"\n",
