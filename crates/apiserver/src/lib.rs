@@ -20,6 +20,7 @@ mod metrics;
 mod names;
 mod objects;
 pub mod patch;
+mod protobuf;
 mod quantity;
 mod query;
 mod rbac_objects;

@@ -178,6 +178,10 @@ fn parse_body(c: &Call) -> Result<Value, ApiError> {
     match ct.as_str() {
         "" | "application/json" | "*/*" => patch::parse_json(&c.body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => patch::parse_yaml(&c.body),
+        _ if crate::protobuf::is_protobuf(&ct) => {
+            let def = c.target.def;
+            crate::protobuf::decode(def.group, def.kind, &c.body)
+        }
         _ => Err(ApiError::unsupported_media(&c.content_type)),
     }
 }

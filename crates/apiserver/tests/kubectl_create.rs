@@ -1,0 +1,162 @@
+//! kubectl's typed generators send protobuf bodies (`kubectl create namespace|secret|
+//! serviceaccount|role|rolebinding|clusterrole|clusterrolebinding`): the server reads them and
+//! stores the same JSON a JSON body would give. Skipped when kubectl is missing (fails under
+//! VOLHEALTH_REQUIRE_TOOLS=1).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
+
+mod apiserver_http;
+mod support;
+
+use apiserver_http::*;
+use serde_json::json;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn kubectl(server: &support::ApiServer, dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("kubectl-cache"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_sends_protobuf_and_it_is_stored() {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    let k = |args: &[&str]| kubectl(&server, dir.path(), args);
+
+    k(&["create", "namespace", "team-a"]);
+    let ns = api.get("/api/v1/namespaces/team-a").await;
+    assert_eq!(ns.code, 200, "{}", ns.json);
+    assert_eq!(ns.json["metadata"]["name"], "team-a");
+
+    k(&[
+        "create",
+        "secret",
+        "generic",
+        "s",
+        "-n",
+        "team-a",
+        "--from-literal=a=b",
+        "--from-literal=c=d",
+    ]);
+    let s = api.get("/api/v1/namespaces/team-a/secrets/s").await.json;
+    assert_eq!(s["data"], json!({"a": "Yg==", "c": "ZA=="}), "{s}");
+    assert_eq!(s["type"], "Opaque");
+    let out = k(&[
+        "get",
+        "secret",
+        "s",
+        "-n",
+        "team-a",
+        "-o",
+        "jsonpath={.data.a}",
+    ]);
+    assert_eq!(out, "Yg==");
+
+    k(&["create", "serviceaccount", "robot", "-n", "team-a"]);
+    let sa = api
+        .get("/api/v1/namespaces/team-a/serviceaccounts/robot")
+        .await;
+    assert_eq!(sa.code, 200, "{}", sa.json);
+
+    k(&[
+        "create",
+        "role",
+        "reader",
+        "-n",
+        "team-a",
+        "--verb=get,list",
+        "--resource=persistentvolumeclaims",
+    ]);
+    let role = api
+        .get("/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles/reader")
+        .await
+        .json;
+    assert_eq!(role["rules"][0]["verbs"], json!(["get", "list"]), "{role}");
+    assert_eq!(
+        role["rules"][0]["resources"],
+        json!(["persistentvolumeclaims"]),
+        "{role}"
+    );
+
+    k(&[
+        "create",
+        "rolebinding",
+        "reader",
+        "-n",
+        "team-a",
+        "--role=reader",
+        "--user=alice",
+        "--serviceaccount=team-a:robot",
+    ]);
+    let rb = api
+        .get("/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings/reader")
+        .await
+        .json;
+    assert_eq!(rb["roleRef"]["name"], "reader", "{rb}");
+    assert_eq!(rb["subjects"].as_array().unwrap().len(), 2, "{rb}");
+
+    k(&[
+        "create",
+        "clusterrole",
+        "pv-reader",
+        "--verb=get",
+        "--resource=persistentvolumes",
+    ]);
+    k(&[
+        "create",
+        "clusterrolebinding",
+        "pv-reader",
+        "--clusterrole=pv-reader",
+        "--group=ops",
+    ]);
+    let crb = api
+        .get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pv-reader")
+        .await
+        .json;
+    assert_eq!(crb["subjects"][0]["name"], "ops", "{crb}");
+
+    // The normal path still runs: a second create is a conflict, and a bad name is refused.
+    let again = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args(["create", "namespace", "team-a"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("AlreadyExists"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let bad = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args(["create", "namespace", "Bad_Name"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("Invalid"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
