@@ -19,6 +19,7 @@ pub mod kubeconfig;
 mod metrics;
 mod names;
 mod objects;
+mod openapi;
 pub mod patch;
 mod protobuf;
 mod quantity;

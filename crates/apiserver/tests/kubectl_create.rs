@@ -1,6 +1,6 @@
 //! kubectl's typed generators send protobuf bodies (`kubectl create namespace|secret|
 //! serviceaccount|role|rolebinding|clusterrole|clusterrolebinding`): the server reads them and
-//! stores the same JSON a JSON body would give. Skipped when kubectl is missing (fails under
+//! stores the same JSON a JSON body would give; `kubectl explain` reads `/openapi/v3`. Skipped when kubectl is missing (fails under
 //! VOLHEALTH_REQUIRE_TOOLS=1).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
@@ -159,4 +159,35 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
+}
+
+/// `kubectl explain` reads `/openapi/v3` and the group-version documents, down to the health
+/// fields of KEP-1432.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_reaches_the_health_fields() {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let k = |args: &[&str]| kubectl(&server, dir.path(), args);
+    let out = k(&["explain", "pvc.status.healthStatus"]);
+    assert!(
+        out.contains("healthConditions") && out.contains("lastTransitionTime"),
+        "{out}"
+    );
+    let out = k(&["explain", "pvc.status.healthStatus.healthConditions.status"]);
+    assert!(out.contains("Inaccessible"), "{out}");
+    let out = k(&["explain", "pod.status.volumeHealth"]);
+    assert!(
+        out.contains("pod.spec.volumes") && out.contains("healthConditions"),
+        "{out}"
+    );
+    let out = k(&["explain", "csinode.status.storageHealth"]);
+    assert!(
+        out.contains("StorageHealth") || out.contains("CSI driver"),
+        "{out}"
+    );
+    let out = k(&["explain", "csinode.status.storageHealth.healthConditions"]);
+    assert!(out.contains("StorageUnreachable"), "{out}");
 }
