@@ -8,6 +8,7 @@
 
 pub mod authz;
 mod backlog;
+mod bare_refusal;
 mod call;
 mod connections;
 mod convert;
