@@ -15,6 +15,7 @@ mod convert;
 mod deletion;
 mod discovery;
 pub mod errors;
+mod field_validation;
 mod gate;
 pub mod kubeconfig;
 mod metrics;

@@ -191,3 +191,106 @@ async fn kubectl_explain_reaches_the_health_fields() {
     let out = k(&["explain", "csinode.status.storageHealth.healthConditions"]);
     assert!(out.contains("StorageUnreachable"), "{out}");
 }
+
+/// `fieldValidation`: Strict (kubectl's default) refuses unknown fields naming them, Warn keeps
+/// the request with a Warning header, Ignore says nothing; no mode stores them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    let client = reqwest::Client::new();
+    let mut body = pvc("strict");
+    body["spec"]["foo"] = json!("bar");
+    let url = format!("{}{PVCS}", server.url);
+    let r = client
+        .post(format!("{url}?fieldValidation=Strict"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field \"spec.foo\""),
+        "{v}"
+    );
+    assert_eq!(api.get(&format!("{PVCS}/strict")).await.code, 404);
+
+    let r = client.post(&url).json(&body).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let warning = r
+        .headers()
+        .get("warning")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(warning, "299 - \"unknown field \\\"spec.foo\\\"\"");
+    let stored = api.get(&format!("{PVCS}/strict")).await.json;
+    assert!(stored["spec"].get("foo").is_none(), "{stored}");
+
+    let mut put = stored.clone();
+    put["spec"]["bar"] = json!(1);
+    let r = client
+        .put(format!("{url}/strict?fieldValidation=Ignore"))
+        .json(&put)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.headers().get("warning").is_none());
+    assert!(
+        api.get(&format!("{PVCS}/strict")).await.json["spec"]
+            .get("bar")
+            .is_none()
+    );
+    let r = client
+        .put(format!("{url}/strict?fieldValidation=Loose"))
+        .json(&put)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let file = dir.path().join("pvc.yaml");
+    std::fs::write(&file, "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: applied\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  foo: bar\n  resources:\n    requests:\n      storage: 1Gi\n").unwrap();
+    let run = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .arg("--cache-dir")
+            .arg(dir.path().join("kubectl-cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap()
+    };
+    let f = file.to_str().unwrap();
+    // kubectl's default `--validate=true` asks for Strict, as `--validate=strict` does.
+    for validate in ["--validate=strict", "--validate=true"] {
+        let strict = run(&["apply", validate, "-f", f]);
+        assert!(!strict.status.success());
+        let err = String::from_utf8_lossy(&strict.stderr);
+        assert!(err.contains("unknown field \"spec.foo\""), "{err}");
+    }
+    let warn = run(&["apply", "--validate=warn", "-f", f]);
+    assert!(
+        warn.status.success(),
+        "{}",
+        String::from_utf8_lossy(&warn.stderr)
+    );
+    let err = String::from_utf8_lossy(&warn.stderr);
+    assert!(err.contains("unknown field \"spec.foo\""), "{err}");
+    assert!(
+        api.get(&format!("{PVCS}/applied")).await.json["spec"]
+            .get("foo")
+            .is_none()
+    );
+}
