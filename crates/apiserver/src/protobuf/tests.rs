@@ -179,7 +179,17 @@ fn hostile_bodies_are_400() {
     }
 }
 
+/// Cases: 256 in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000`.
+fn cases() -> u32 {
+    std::env::var("VOLHEALTH_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
 proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(cases()))]
+
     #[test]
     fn any_body_is_an_answer_not_a_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
         for (g, k) in [("", "Secret"), ("rbac.authorization.k8s.io", "ClusterRole")] {
