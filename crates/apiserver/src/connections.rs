@@ -19,7 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
 /// Largest request head hyper buffers; heads above the server's own limits but below this are
-/// answered with a Status body by the handler, larger ones with hyper's bare 431.
+/// answered with a Status body by the handler, larger ones by hyper, whose bodyless 431 gets
+/// its Status body from `bare_refusal`.
 const MAX_HEAD_BUFFER: usize = 512 * 1024;
 
 /// The highest `max_connections` honoured.
@@ -147,8 +148,10 @@ where
         .header_read_timeout(limits.header_read_timeout)
         .half_close(true)
         .max_buf_size(MAX_HEAD_BUFFER);
-    let conn =
-        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(app));
+    let conn = builder.serve_connection_with_upgrades(
+        TokioIo::new(crate::bare_refusal::StatusRefusals::new(io)),
+        TowerToHyperService::new(app),
+    );
     tokio::pin!(conn);
     tokio::select! {
         r = conn.as_mut() => {

@@ -8,6 +8,7 @@
 
 pub mod authz;
 mod backlog;
+mod bare_refusal;
 mod call;
 mod connections;
 mod convert;
@@ -15,12 +16,15 @@ mod deletion;
 mod discovery;
 pub mod errors;
 mod eviction;
+mod field_validation;
 mod gate;
 pub mod kubeconfig;
 mod metrics;
 mod names;
 mod objects;
+mod openapi;
 pub mod patch;
+mod protobuf;
 mod quantity;
 mod query;
 mod rbac_objects;

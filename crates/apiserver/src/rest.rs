@@ -5,6 +5,7 @@ use crate::authz::{self, Attributes, Binding, Request, User, review_wire, review
 use crate::call::{Call, Verb};
 use crate::convert;
 use crate::errors::ApiError;
+use crate::field_validation;
 use crate::objects;
 use crate::patch::{self, PatchType, apply};
 use crate::query::select;
@@ -189,6 +190,10 @@ fn parse_body(c: &Call) -> Result<Value, ApiError> {
     match ct.as_str() {
         "" | "application/json" | "*/*" => patch::parse_json(&c.body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => patch::parse_yaml(&c.body),
+        _ if crate::protobuf::is_protobuf(&ct) => {
+            let def = c.target.def;
+            crate::protobuf::decode(def.group, def.kind, &c.body)
+        }
         _ => Err(ApiError::unsupported_media(&c.content_type)),
     }
 }
@@ -242,9 +247,18 @@ fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<R
     Ok(render_one(api_def, c, &new, st.store.current_rv(), code))
 }
 
+/// Prunes the fields the kind lacks, as `fieldValidation` asks; the warnings to send.
+fn validate_fields(c: &Call, obj: &mut Value) -> Result<Vec<String>, ApiError> {
+    let mode = field_validation::Mode::parse(c.q("fieldValidation"))?;
+    field_validation::check(c.target.def, mode, obj)
+}
+
 fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
-    let obj = parse_body(c)?;
-    create_object(st, c, obj, 201)
+    let mut obj = parse_body(c)?;
+    let warnings = validate_fields(c, &mut obj)?;
+    let mut resp = create_object(st, c, obj, 201)?;
+    field_validation::add_warnings(&mut resp, &warnings);
+    Ok(resp)
 }
 
 fn check_name(c: &Call, obj: &Value) -> Result<(), ApiError> {
@@ -296,6 +310,7 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         )));
     }
     check_name(c, &proposed)?;
+    let warnings = validate_fields(c, &mut proposed)?;
     objects::check_type(api_def, &mut proposed)?;
     let proposed = convert::to_storage(api_def, proposed);
     let name = c.name().to_string();
@@ -313,7 +328,9 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         }
         save(st, old, new, def)
     });
-    finish(st, api_def, c, w, 200)
+    let mut resp = finish(st, api_def, c, w, 200)?;
+    field_validation::add_warnings(&mut resp, &warnings);
+    Ok(resp)
 }
 
 fn dry_run_answer(obj: Value) -> ApiError {

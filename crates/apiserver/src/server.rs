@@ -384,6 +384,15 @@ async fn dispatch(
                 "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             ));
         }
+        "/openapi/v3" | "/openapi/v3/" if is_get => {
+            return Ok(json_response(200, &crate::openapi::discovery()));
+        }
+        p if is_get && p.starts_with("/openapi/v3/") => {
+            let gv = p.trim_start_matches("/openapi/v3/");
+            return crate::openapi::group_version(gv)
+                .map(|d| json_response(200, &d))
+                .ok_or_else(ApiError::no_route);
+        }
         p if p.starts_with("/openapi/") => return Err(ApiError::no_route()),
         "/api" if is_get => {
             return Ok(if discovery::wants_aggregated(&accept) {

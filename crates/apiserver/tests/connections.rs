@@ -148,4 +148,25 @@ async fn over_long_targets_and_heads_get_a_status_body() {
         (Some("Status"), Some(431)),
         "{v}"
     );
+    // Past the 512 KiB hyper buffers, hyper refuses the head itself: still a Status body.
+    let r = client
+        .get(format!(
+            "{}/api/v1/namespaces/default/persistentvolumeclaims",
+            server.url
+        ))
+        .header("x-padding", "p".repeat(600 * 1024))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 431);
+    let v: Value = r.json().await.expect("a JSON body");
+    assert_eq!(
+        (v["kind"].as_str(), v["code"].as_u64(), v["reason"].as_str()),
+        (
+            Some("Status"),
+            Some(431),
+            Some("RequestHeaderFieldsTooLarge")
+        ),
+        "{v}"
+    );
 }

@@ -304,7 +304,14 @@ async fn discovery_version_openapi_tables_and_metrics() {
             ""
         )
     );
-    assert_eq!(api.get("/openapi/v3").await.code, 404);
+    let o3 = api.get("/openapi/v3").await;
+    assert_eq!(o3.code, 200);
+    assert!(
+        o3.json["paths"]["api/v1"]["serverRelativeURL"].is_string(),
+        "{}",
+        o3.json
+    );
+    assert_eq!(api.get("/openapi/v3/apis/nothing/v1").await.code, 404);
     for p in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(api.get(p).await.code, 200, "{p}");
     }

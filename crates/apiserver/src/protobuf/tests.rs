@@ -1,0 +1,203 @@
+use super::*;
+
+/// Builds protobuf bytes: a key and a payload per field.
+fn key(n: u64, wire: u64) -> Vec<u8> {
+    varint(n << 3 | wire)
+}
+fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
+}
+fn bytes(n: u64, b: &[u8]) -> Vec<u8> {
+    let mut out = key(n, 2);
+    out.extend(varint(b.len() as u64));
+    out.extend_from_slice(b);
+    out
+}
+fn int(n: u64, v: u64) -> Vec<u8> {
+    let mut out = key(n, 0);
+    out.extend(varint(v));
+    out
+}
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let tm = [bytes(1, api_version.as_bytes()), bytes(2, kind.as_bytes())].concat();
+    [
+        MAGIC.to_vec(),
+        bytes(1, &tm),
+        bytes(2, raw),
+        bytes(3, b""),
+        bytes(4, b""),
+    ]
+    .concat()
+}
+
+#[test]
+fn reads_a_secret_as_kubectl_sends_it() {
+    let entry = [bytes(1, b"a"), bytes(2, b"b\x00")].concat();
+    let label = [bytes(1, b"app"), bytes(2, b"x")].concat();
+    let time = [int(1, 0)].concat();
+    let meta = [
+        bytes(1, b"s"),
+        bytes(2, b""),
+        bytes(3, b"default"),
+        int(7, 0),
+        bytes(8, &time),
+        bytes(11, &label),
+    ]
+    .concat();
+    let raw = [
+        bytes(1, &meta),
+        bytes(2, &entry),
+        bytes(3, b"Opaque"),
+        int(5, 1),
+    ]
+    .concat();
+    let got = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap();
+    assert_eq!(
+        got,
+        json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default", "labels": {"app": "x"}},
+            "data": {"a": "YgA="}, "type": "Opaque", "immutable": true})
+    );
+}
+
+#[test]
+fn reads_a_role_binding_with_lists_and_nested_messages() {
+    let subject = [
+        bytes(1, b"User"),
+        bytes(2, b"rbac.authorization.k8s.io"),
+        bytes(3, b"alice"),
+    ]
+    .concat();
+    let role_ref = [
+        bytes(1, b"rbac.authorization.k8s.io"),
+        bytes(2, b"Role"),
+        bytes(3, b"r"),
+    ]
+    .concat();
+    let raw = [
+        bytes(1, &bytes(1, b"rb")),
+        bytes(2, &subject),
+        bytes(2, &subject),
+        bytes(3, &role_ref),
+    ]
+    .concat();
+    let got = decode(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        &envelope("rbac.authorization.k8s.io/v1", "RoleBinding", &raw),
+    )
+    .unwrap();
+    assert_eq!(got["subjects"].as_array().unwrap().len(), 2);
+    assert_eq!(got["subjects"][1]["name"], "alice");
+    assert_eq!(
+        got["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"})
+    );
+    let time = [int(1, 1_700_000_000)].concat();
+    let raw = [
+        bytes(1, &[bytes(1, b"ns"), bytes(8, &time)].concat()),
+        bytes(2, &bytes(1, b"kubernetes")),
+    ]
+    .concat();
+    let got = decode("", "Namespace", &envelope("v1", "Namespace", &raw)).unwrap();
+    assert_eq!(got["metadata"]["creationTimestamp"], "2023-11-14T22:13:20Z");
+    assert_eq!(got["spec"], json!({"finalizers": ["kubernetes"]}));
+}
+
+#[test]
+fn unknown_fields_are_refused_not_dropped() {
+    let raw = [bytes(1, &bytes(1, b"s")), bytes(99, b"x")].concat();
+    let e = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap_err();
+    assert_eq!(e.code, 400);
+    assert!(
+        e.message.contains("unknown field number 99 in Secret"),
+        "{}",
+        e.message
+    );
+    let raw = bytes(1, &int(16, 1));
+    let e = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap_err();
+    assert!(e.message.contains("in ObjectMeta"), "{}", e.message);
+    // A string field sent as a varint: the wrong wire type.
+    let raw = bytes(1, &int(1, 5));
+    assert_eq!(
+        decode("", "Secret", &envelope("v1", "Secret", &raw))
+            .unwrap_err()
+            .code,
+        400
+    );
+}
+
+#[test]
+fn kinds_without_tables_are_415() {
+    let e = decode("", "Pod", &envelope("v1", "Pod", b"")).unwrap_err();
+    assert_eq!(e.code, 415);
+}
+
+#[test]
+fn hostile_bodies_are_400() {
+    let good = envelope("v1", "Secret", &bytes(1, &bytes(1, b"s")));
+    // Every truncation of a good body.
+    for cut in MAGIC.len()..good.len() {
+        let e = decode("", "Secret", &good[..cut]);
+        if let Err(e) = e {
+            assert_eq!(e.code, 400, "cut at {cut}");
+        }
+    }
+    assert_eq!(decode("", "Secret", b"{}").unwrap_err().code, 400);
+    // A length far past the end.
+    let mut huge = MAGIC.to_vec();
+    huge.extend(key(2, 2));
+    huge.extend(varint(u64::MAX >> 1));
+    assert_eq!(decode("", "Secret", &huge).unwrap_err().code, 400);
+    // An endless varint.
+    let mut endless = MAGIC.to_vec();
+    endless.extend([0xff; 20]);
+    assert_eq!(decode("", "Secret", &endless).unwrap_err().code, 400);
+    // Deep nesting: the tables do not recurse, so ten thousand levels are read no deeper
+    // than the schema goes (a string at the bottom, or a refusal), never a stack overflow.
+    for (g, k, n) in [
+        ("", "Secret", 1),
+        ("rbac.authorization.k8s.io", "ClusterRole", 3),
+    ] {
+        let mut deep = bytes(n, b"x");
+        for _ in 0..10_000 {
+            deep = bytes(n, &deep);
+        }
+        let body = [MAGIC, &bytes(2, &deep)[..]].concat();
+        if let Err(e) = decode(g, k, &body) {
+            assert_eq!(e.code, 400, "{k}");
+        }
+    }
+}
+
+/// Cases: 256 in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000`.
+fn cases() -> u32 {
+    std::env::var("VOLHEALTH_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn any_body_is_an_answer_not_a_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+        for (g, k) in [("", "Secret"), ("rbac.authorization.k8s.io", "ClusterRole")] {
+            let mut body = MAGIC.to_vec();
+            body.extend(tail.iter().copied());
+            if let Err(e) = decode(g, k, &body) {
+                proptest::prop_assert!(e.code == 400 || e.code == 415);
+            }
+        }
+    }
+}
