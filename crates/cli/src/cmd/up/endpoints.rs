@@ -160,7 +160,14 @@ mod tests {
         let plan = MetricsPorts::plan(0, &nodes(40)).unwrap();
         let addrs: std::collections::BTreeSet<String> = std::iter::once("monitor".to_string())
             .chain(nodes(40).iter().map(|n| format!("agent-{n}")))
-            .map(|c| plan.entries.iter().find(|(n, _)| *n == c).unwrap().1.to_string())
+            .map(|c| {
+                plan.entries
+                    .iter()
+                    .find(|(n, _)| *n == c)
+                    .unwrap()
+                    .1
+                    .to_string()
+            })
             .collect();
         assert_eq!(addrs.len(), 41, "two components share a port: {addrs:?}");
 
