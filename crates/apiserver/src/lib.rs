@@ -8,6 +8,7 @@
 
 pub mod authz;
 mod backlog;
+mod binding;
 mod call;
 mod connections;
 mod convert;

@@ -102,6 +102,9 @@ pub fn route(path: &str) -> Result<Route, ApiError> {
     let sub = match rest.get(2) {
         None => None,
         Some(&"status") if def.has_status => Some("status".to_string()),
+        Some(&"binding") if def.plural == "pods" && def.group.is_empty() => {
+            Some("binding".to_string())
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     if rest.len() > 3 {

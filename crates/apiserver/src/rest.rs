@@ -39,7 +39,7 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
         resource: def.plural,
         subresource: c.target.sub.as_deref().unwrap_or(""),
         namespace: &c.target.ns,
-        name: if c.verb == Verb::Create {
+        name: if c.verb == Verb::Create && c.target.sub.is_none() {
             &body_name
         } else {
             c.name()
@@ -66,8 +66,8 @@ pub(crate) fn authorize_before_body(
     let Some(user) = user else { return Ok(()) };
     let node = user.node_name();
     let name = match (verb, node) {
-        (Verb::Create, Some(node)) => node,
-        (Verb::Create, None) => "",
+        (Verb::Create, Some(node)) if target.sub.is_none() => node,
+        (Verb::Create, None) if target.sub.is_none() => "",
         _ => target.name.as_deref().unwrap_or(""),
     };
     let attrs = Attributes {
@@ -233,6 +233,9 @@ fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<R
 
 fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let obj = parse_body(c)?;
+    if crate::binding::is_binding(c) {
+        return crate::binding::bind(st, c, &obj);
+    }
     create_object(st, c, obj, 201)
 }
 
