@@ -16,11 +16,12 @@ fn get(c: &Cluster, path: &str) -> Option<Value> {
 }
 
 fn send(c: &Cluster, method: &str, path: &str, body: &Value) {
-    let (status, _, text) = support::kube_request(
+    let (status, _, text) = support::kube_request_as(
         &c.kubeconfig,
         method,
         path,
         Some("application/json"),
+        "application/json",
         &body.to_string(),
     )
     .unwrap_or_else(|| panic!("{method} {path} failed"));
