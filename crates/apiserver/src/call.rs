@@ -75,6 +75,7 @@ pub fn verb(
         ("GET" | "HEAD", false) => Verb::List,
         ("POST", false) => Verb::Create,
         ("POST", true) if t.sub.as_deref() == Some("eviction") => Verb::Create,
+        ("POST", true) if t.sub.as_deref() == Some("binding") => Verb::Create,
         ("PUT", true) => Verb::Update,
         ("PATCH", true) => Verb::Patch(patch::patch_type(content_type)?),
         ("DELETE", true) => Verb::Delete,
@@ -86,6 +87,11 @@ pub fn verb(
             )));
         }
     };
+    if t.sub.as_deref() == Some("binding") && v != Verb::Create {
+        return Err(ApiError::method_not_allowed(
+            "the binding subresource only allows create",
+        ));
+    }
     if t.sub.as_deref() == Some("status") && !matches!(v, Verb::Get | Verb::Update | Verb::Patch(_))
     {
         return Err(ApiError::method_not_allowed(

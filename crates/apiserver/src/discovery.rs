@@ -63,6 +63,13 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "kind": "Eviction",
                 "verbs": ["create"],
             }));
+            resources.push(json!({
+                "name": "pods/binding",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Binding",
+                "verbs": ["create"],
+            }));
         }
     }
     let gv = if group.is_empty() {
@@ -135,6 +142,9 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
         subs.push(json!({"subresource": "eviction",
             "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
             "verbs": ["create"]}));
+        subs.push(json!({"subresource": "binding",
+            "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
+            "verbs": ["create"]}));
     }
     v
 }
@@ -197,6 +207,7 @@ mod tests {
             .collect();
         assert!(names.contains(&"persistentvolumeclaims/status"));
         assert!(names.contains(&"pods/eviction"));
+        assert!(names.contains(&"pods/binding"));
         assert!(
             resource_list("storage.k8s.io", "v1").unwrap()["resources"]
                 .as_array()

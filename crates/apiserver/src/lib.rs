@@ -9,6 +9,7 @@
 pub mod authz;
 mod backlog;
 mod bare_refusal;
+mod binding;
 mod call;
 mod connections;
 mod convert;

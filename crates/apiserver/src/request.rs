@@ -105,6 +105,9 @@ pub fn route(path: &str) -> Result<Route, ApiError> {
         Some(&"eviction") if def.plural == "pods" && def.group.is_empty() => {
             Some("eviction".to_string())
         }
+        Some(&"binding") if def.plural == "pods" && def.group.is_empty() => {
+            Some("binding".to_string())
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     if rest.len() > 3 {

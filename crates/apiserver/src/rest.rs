@@ -40,7 +40,7 @@ fn authorize(st: &AppState, c: &Call) -> Result<(), ApiError> {
         resource: def.plural,
         subresource: c.target.sub.as_deref().unwrap_or(""),
         namespace: &c.target.ns,
-        name: if c.verb == Verb::Create {
+        name: if c.verb == Verb::Create && c.target.sub.is_none() {
             &body_name
         } else {
             c.name()
@@ -67,8 +67,8 @@ pub(crate) fn authorize_before_body(
     let Some(user) = user else { return Ok(()) };
     let node = user.node_name();
     let name = match (verb, node) {
-        (Verb::Create, Some(node)) => node,
-        (Verb::Create, None) => "",
+        (Verb::Create, Some(node)) if target.sub.is_none() => node,
+        (Verb::Create, None) if target.sub.is_none() => "",
         _ => target.name.as_deref().unwrap_or(""),
     };
     let attrs = Attributes {
@@ -255,6 +255,10 @@ fn validate_fields(c: &Call, obj: &mut Value) -> Result<Vec<String>, ApiError> {
 
 fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let mut obj = parse_body(c)?;
+    if crate::binding::is_binding(c) {
+        // A Binding, not a Pod: the pod's field checks do not apply to it.
+        return crate::binding::bind(st, c, &obj);
+    }
     let warnings = validate_fields(c, &mut obj)?;
     let mut resp = create_object(st, c, obj, 201)?;
     field_validation::add_warnings(&mut resp, &warnings);

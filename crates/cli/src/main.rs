@@ -46,6 +46,9 @@ enum Command {
     KubectlPlugin(cmd::kubectl_plugin::Args),
     /// Check any CSI driver's health RPCs against CSI v1.13.0 and KEP-1432.
     Conformance(cmd::conformance::Args),
+    /// Run the minimal provisioner, PV controller, scheduler and kubelet volume role `up` uses.
+    #[command(hide = true)]
+    ClusterControllers(cmd::cluster_controllers::Args),
 }
 
 impl Command {
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => Some(&a.log),
         Command::SchedulerExtender(a) => Some(&a.log),
         Command::Remediate(a) => Some(&a.log),
+        Command::ClusterControllers(a) => Some(&a.log),
         Command::Inject(_) | Command::Up(_) | Command::Conformance(_) | Command::Bench(_) => {
             Some(&default_log)
         }
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Man(a) => cmd::man::run(a, Cli::command()),
         Command::KubectlPlugin(a) => cmd::kubectl_plugin::run(a),
         Command::Conformance(a) => cmd::block_on(cmd::conformance::run(a)),
+        Command::ClusterControllers(a) => cmd::block_on(cmd::cluster_controllers::run(a)),
     };
     match result {
         Ok(code) => code,

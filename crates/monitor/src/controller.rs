@@ -40,6 +40,7 @@ where
     Fut: Future<Output = std::result::Result<T, String>>,
 {
     let mut wait = Duration::from_secs(1);
+    let _busy = volhealth_daemon::shutdown_signal::in_progress(what);
     loop {
         match attempt().await {
             Ok(v) => return Some(v),

@@ -288,7 +288,12 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             // A Get cycle spans the whole interval: shutdown must not wait for it.
             tokio::select! {
                 _ = &mut shutdown => return,
-                _ = self.cycle(start) => {}
+                _ = async {
+                    let _busy = volhealth_daemon::shutdown_signal::in_progress(
+                        "a health probe cycle (CSI calls to the driver, writes to the API server)",
+                    );
+                    self.cycle(start).await
+                } => {}
             }
             ticker.cycle_done(start, "a probe cycle");
         }

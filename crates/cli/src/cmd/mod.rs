@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod apiserver;
 pub mod bench;
+pub mod cluster_controllers;
 pub mod completions;
 pub mod conformance;
 pub mod driver;

@@ -415,6 +415,27 @@ async fn start(
     }
     p.done("ok");
 
+    p.step("starting the provisioner, PV controller, scheduler and kubelet volume role");
+    let mut controllers: Vec<String> = vec![
+        "cluster-controllers".into(),
+        "--kubeconfig".into(),
+        dir(layout.kubeconfig()),
+        "--driver".into(),
+        driver.clone(),
+        "--controller-endpoint".into(),
+        controller.clone(),
+    ];
+    for node in nodes {
+        controllers.extend([
+            "--node".to_string(),
+            format!("{node}={}", node_endpoint(node)),
+            "--kubelet-root".to_string(),
+            format!("{node}={}", dir(layout.kubelet_root(node))),
+        ]);
+    }
+    running.start("cluster-controllers", layout, controllers)?;
+    p.done("ok");
+
     p.step("starting the monitor");
     running.start(
         "monitor",

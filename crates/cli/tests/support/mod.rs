@@ -324,12 +324,31 @@ fn kubeconfig_field(doc: &serde_yaml::Value, section: &str, field: &str) -> Opti
 
 /// One HTTP/1.0 request to the server of `kubeconfig` (first cluster and user) with its
 /// credentials: over TLS trusting its CA with its client certificate and token when it is an
-/// `https://` server. Returns (status, content type, body).
+/// `https://` server. The body is sent as a merge patch. Returns (status, content type, body).
 pub fn kube_request(
     kubeconfig: &Path,
     method: &str,
     path: &str,
     accept: Option<&str>,
+    body: &str,
+) -> Option<(u16, String, String)> {
+    kube_request_as(
+        kubeconfig,
+        method,
+        path,
+        accept,
+        "application/merge-patch+json",
+        body,
+    )
+}
+
+/// Like [`kube_request`], with the body's content type.
+pub fn kube_request_as(
+    kubeconfig: &Path,
+    method: &str,
+    path: &str,
+    accept: Option<&str>,
+    content_type: &str,
     body: &str,
 ) -> Option<(u16, String, String)> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject};
@@ -355,7 +374,7 @@ pub fn kube_request(
         .map(|a| format!("Accept: {a}\r\n"))
         .unwrap_or_default();
     let request = format!(
-        "{method} {path} HTTP/1.0\r\nHost: {host}\r\n{token}{accept}Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\n{token}{accept}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     let tcp = std::net::TcpStream::connect(&host).ok()?;

@@ -113,37 +113,52 @@ pub fn tail(path: &Path, n: usize) -> String {
 }
 
 /// Stops leftovers of an earlier `up` on this dir that was killed before it could clean up:
-/// only recorded pids whose command line is this binary running with a path inside `dir`.
+/// only recorded pids whose command line is this binary running with a path inside `dir`. All
+/// are sent SIGTERM at once and waited for together (SIGKILL after the grace period), so a
+/// dozen leftovers take one grace period, not twelve.
 pub async fn stop_leftovers(
     pids: &std::collections::BTreeMap<String, u32>,
     dir: &Path,
 ) -> Vec<String> {
-    let mut stopped = Vec::new();
     let marker = dir.as_os_str().as_encoded_bytes().to_vec();
-    for (name, pid) in pids {
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let ours = cmdline
-            .windows(marker.len())
-            .any(|w| w == marker.as_slice());
-        if !ours {
-            continue;
-        }
-        let target = Pid::from_raw(*pid as i32);
-        let _ = kill(target, Signal::SIGTERM);
-        let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        while std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = kill(target, Signal::SIGKILL);
-        }
-        stopped.push(format!("{name} (pid {pid})"));
+    let ours: Vec<(&String, u32)> = pids
+        .iter()
+        .filter(|(_, pid)| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|w| w == marker.as_slice())
+            })
+        })
+        .map(|(name, pid)| (name, *pid))
+        .collect();
+    if ours.is_empty() {
+        return Vec::new();
     }
-    stopped
+    let names: Vec<String> = ours
+        .iter()
+        .map(|(name, pid)| format!("{name} (pid {pid})"))
+        .collect();
+    println!(
+        "  an earlier run was killed; stopping its {} leftover component(s): {}",
+        names.len(),
+        names.join(", ")
+    );
+    for (_, pid) in &ours {
+        let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGTERM);
+    }
+    let alive = |pid: u32| Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while ours.iter().any(|(_, p)| alive(*p)) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (name, pid) in &ours {
+        if alive(*pid) {
+            println!("  {name} (pid {pid}) ignored SIGTERM for {STOP_GRACE:?}; killing it");
+            let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+        }
+    }
+    names
 }
 
 #[cfg(test)]

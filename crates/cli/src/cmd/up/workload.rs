@@ -151,29 +151,59 @@ pub async fn register_cluster(
 }
 
 fn mount_capability() -> v1::VolumeCapability {
+    capability(&["ReadWriteOnce".to_string()], false)
+}
+
+/// The CSI capability for a claim's access modes (the first one the CSI spec can express) and
+/// volume mode (`block` for `volumeMode: Block`).
+pub fn capability(access_modes: &[String], block: bool) -> v1::VolumeCapability {
+    use v1::volume_capability::access_mode::Mode;
+    let mode = match access_modes.first().map(String::as_str) {
+        Some("ReadOnlyMany") => Mode::MultiNodeReaderOnly,
+        Some("ReadWriteMany") => Mode::MultiNodeMultiWriter,
+        Some("ReadWriteOncePod") => Mode::SingleNodeSingleWriter,
+        _ => Mode::SingleNodeWriter,
+    };
+    let access_type = if block {
+        v1::volume_capability::AccessType::Block(v1::volume_capability::BlockVolume::default())
+    } else {
+        v1::volume_capability::AccessType::Mount(v1::volume_capability::MountVolume::default())
+    };
     v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(
-            v1::volume_capability::MountVolume::default(),
-        )),
-        access_mode: Some(v1::volume_capability::AccessMode {
-            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
+        access_type: Some(access_type),
+        access_mode: Some(v1::volume_capability::AccessMode { mode: mode as i32 }),
     }
+}
+
+async fn controller_client(
+    controller: &str,
+) -> anyhow::Result<v1::controller_client::ControllerClient<tonic::transport::Channel>> {
+    let channel = volhealth_csi::client::connect(controller, CSI_TIMEOUT)
+        .await
+        .with_context(|| format!("connecting to the controller plugin at {controller}"))?;
+    Ok(v1::controller_client::ControllerClient::new(channel))
 }
 
 /// Creates the volume through the controller's CreateVolume (idempotent by name); returns its id.
 pub async fn create_volume(controller: &str, name: &str) -> anyhow::Result<String> {
-    let channel = volhealth_csi::client::connect(controller, CSI_TIMEOUT)
-        .await
-        .with_context(|| format!("connecting to the controller plugin at {controller}"))?;
-    let mut client = v1::controller_client::ControllerClient::new(channel);
+    create_volume_with(controller, name, VOLUME_BYTES, mount_capability()).await
+}
+
+/// CreateVolume of `bytes` with `cap` (idempotent by name); returns the volume's id and capacity.
+pub async fn create_volume_with(
+    controller: &str,
+    name: &str,
+    bytes: i64,
+    cap: v1::VolumeCapability,
+) -> anyhow::Result<String> {
+    let mut client = controller_client(controller).await?;
     let mut req = tonic::Request::new(v1::CreateVolumeRequest {
         name: name.to_string(),
         capacity_range: Some(v1::CapacityRange {
-            required_bytes: VOLUME_BYTES,
+            required_bytes: bytes,
             limit_bytes: 0,
         }),
-        volume_capabilities: vec![mount_capability()],
+        volume_capabilities: vec![cap],
         ..Default::default()
     });
     req.set_timeout(CSI_TIMEOUT);
@@ -186,6 +216,80 @@ pub async fn create_volume(controller: &str, name: &str) -> anyhow::Result<Strin
         .volume
         .with_context(|| format!("CreateVolume {name} answered without a volume"))?;
     Ok(volume.volume_id)
+}
+
+/// DeleteVolume (a volume already gone counts as deleted, as the CSI spec says).
+pub async fn delete_volume(controller: &str, volume_id: &str) -> anyhow::Result<()> {
+    let mut client = controller_client(controller).await?;
+    let mut req = tonic::Request::new(v1::DeleteVolumeRequest {
+        volume_id: volume_id.to_string(),
+        ..Default::default()
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    client
+        .delete_volume(req)
+        .await
+        .with_context(|| format!("DeleteVolume {volume_id}"))?;
+    Ok(())
+}
+
+async fn node_client(
+    node_endpoint: &str,
+    node: &str,
+) -> anyhow::Result<v1::node_client::NodeClient<tonic::transport::Channel>> {
+    let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
+        .await
+        .with_context(|| format!("connecting to the node plugin of {node} at {node_endpoint}"))?;
+    Ok(v1::node_client::NodeClient::new(channel))
+}
+
+/// NodeUnpublishVolume of one pod's publish dir (see [`publish_dir`]), then removes the dir.
+pub async fn unpublish(
+    node_endpoint: &str,
+    node: &str,
+    pod_dir: &Path,
+    volume_id: &str,
+) -> anyhow::Result<()> {
+    let mut client = node_client(node_endpoint, node).await?;
+    let target = pod_dir.join("mount");
+    let mut req = tonic::Request::new(v1::NodeUnpublishVolumeRequest {
+        volume_id: volume_id.to_string(),
+        target_path: target.display().to_string(),
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    client
+        .node_unpublish_volume(req)
+        .await
+        .with_context(|| format!("NodeUnpublishVolume {volume_id} on {node}"))?;
+    remove_dir(pod_dir)
+}
+
+/// NodeUnstageVolume of a volume's staging dir (see [`staging_dir`]), then removes the dir.
+pub async fn unstage(
+    node_endpoint: &str,
+    node: &str,
+    stage_dir: &Path,
+    volume_id: &str,
+) -> anyhow::Result<()> {
+    let mut client = node_client(node_endpoint, node).await?;
+    let mut req = tonic::Request::new(v1::NodeUnstageVolumeRequest {
+        volume_id: volume_id.to_string(),
+        staging_target_path: stage_dir.join("globalmount").display().to_string(),
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    client
+        .node_unstage_volume(req)
+        .await
+        .with_context(|| format!("NodeUnstageVolume {volume_id} on {node}"))?;
+    remove_dir(stage_dir)
+}
+
+fn remove_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", dir.display())),
+    }
 }
 
 /// Ensures the PVC, PV and pod of one sample exist and are bound and running.
