@@ -59,8 +59,17 @@ fn sample() -> Vec<u8> {
     out
 }
 
+/// 1,500 cases in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000` (see
+/// docs/benchmarks.md).
+fn cases() -> u32 {
+    std::env::var("VOLHEALTH_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1500)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1500))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {

@@ -14,9 +14,14 @@ use volhealth_model::sanitize::{
 };
 use volhealth_model::*;
 
+/// 1,000 cases in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000` (see
+/// docs/benchmarks.md).
 fn cases() -> ProptestConfig {
     ProptestConfig {
-        cases: 1000,
+        cases: std::env::var("VOLHEALTH_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000),
         ..ProptestConfig::default()
     }
 }
