@@ -170,3 +170,105 @@ async fn dry_run_changes_nothing_and_says_what_it_would_do() {
     .await;
     assert_eq!(taints(&client, "node-2").await, (vec![], false));
 }
+
+/// A replica with leader election on, acting with `policy`; it stops (and releases the Lease)
+/// when the sender is used or dropped.
+fn replica(kubeconfig: &Path, identity: &str, policy: &str) -> tokio::sync::oneshot::Sender<()> {
+    use volhealth_remediate::controller::{LeaderElection, serve};
+    let config = ControllerConfig {
+        policy: Policy::parse(policy).unwrap(),
+        dry_run: false,
+        tick: Duration::from_millis(50),
+    };
+    let election = LeaderElection {
+        namespace: "default".into(),
+        identity: identity.into(),
+        lease_duration: Duration::from_secs(2),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let kubeconfig = kubeconfig.to_path_buf();
+    tokio::spawn(async move {
+        serve(
+            Some(&kubeconfig),
+            config,
+            None,
+            Some(election),
+            async move {
+                let _ = rx.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    tx
+}
+
+async fn lease_holder(client: &kube::Client) -> Option<String> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    leases
+        .get_opt(volhealth_remediate::leader::LEASE_NAME)
+        .await
+        .unwrap()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+}
+
+/// Of two replicas only the Lease holder acts; when it stops, the other takes the Lease and acts.
+/// The replicas carry different policies (one taints, one cordons), so what was done says who
+/// did it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_acts_and_a_successor_takes_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = apiserver(dir.path()).await;
+    let kubeconfig = dir.path().join("kubeconfig");
+    node(&client, "node-2").await;
+    let tainting = "\
+rules:
+- name: taint-unreachable
+  match: {object: CSINode, status: StorageUnreachable, reason: \"*\", driver: \"*\"}
+  for: 1m
+  actions: [{taint: {key: volhealth.io/storage-unreachable, effect: NoSchedule}}]
+";
+    let cordoning = "\
+rules:
+- name: cordon-unreachable
+  match: {object: CSINode, status: StorageUnreachable, reason: \"*\", driver: \"*\"}
+  for: 1m
+  actions: [cordon]
+";
+    let first = replica(&kubeconfig, "replica-a", tainting);
+    eventually("replica-a to hold the Lease", || async {
+        lease_holder(&client).await.as_deref() == Some("replica-a")
+    })
+    .await;
+    let second = replica(&kubeconfig, "replica-b", cordoning);
+
+    set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
+    eventually("the leader's taint", || async {
+        !taints(&client, "node-2").await.0.is_empty()
+    })
+    .await;
+    // Twenty of the follower's ticks: it must not act.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !taints(&client, "node-2").await.1,
+        "the follower cordoned the node"
+    );
+    assert_eq!(
+        lease_holder(&client).await.as_deref(),
+        Some("replica-a"),
+        "the leader kept the Lease"
+    );
+
+    first.send(()).unwrap();
+    eventually("replica-b to take the Lease", || async {
+        lease_holder(&client).await.as_deref() == Some("replica-b")
+    })
+    .await;
+    eventually("the new leader's cordon", || async {
+        taints(&client, "node-2").await.1
+    })
+    .await;
+    drop(second);
+}
