@@ -105,6 +105,9 @@ pub struct ProcStat {
     pub rss_mib: f64,
     /// Highest resident memory, MiB.
     pub hwm_mib: f64,
+    /// The part of the resident memory that is the process's own (`RssAnon`), MiB. The rest is
+    /// mostly the binary's pages, which every process started from it shares.
+    pub anon_mib: f64,
     /// User plus system CPU time since the process started, seconds.
     pub cpu_s: f64,
 }
@@ -134,6 +137,7 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
     Some(ProcStat {
         rss_mib: status_kib(&status, "VmRSS:") / 1024.0,
         hwm_mib: status_kib(&status, "VmHWM:") / 1024.0,
+        anon_mib: status_kib(&status, "RssAnon:") / 1024.0,
         cpu_s: ticks / hz,
     })
 }
@@ -157,6 +161,7 @@ mod tests {
     fn this_process_has_memory_and_cpu() {
         let me = proc_stat(std::process::id()).unwrap();
         assert!(me.rss_mib > 0.0 && me.hwm_mib >= me.rss_mib, "{me:?}");
+        assert!(me.anon_mib > 0.0 && me.anon_mib <= me.rss_mib, "{me:?}");
         assert!(proc_stat(u32::MAX).is_none());
     }
 }

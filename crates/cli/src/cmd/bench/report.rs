@@ -152,6 +152,8 @@ pub struct Group {
     pub max_rss_mib: f64,
     /// Largest high-water resident memory, MiB.
     pub max_hwm_mib: f64,
+    /// Largest private (anonymous) resident memory, MiB: what each process adds on its own.
+    pub max_anon_mib: f64,
     /// CPU time of the whole group over the run, seconds.
     pub cpu_s: f64,
 }
@@ -165,6 +167,7 @@ impl Group {
             mean_rss_mib: stats.iter().map(|s| s.rss_mib).sum::<f64>() / n,
             max_rss_mib: stats.iter().map(|s| s.rss_mib).fold(0.0, f64::max),
             max_hwm_mib: stats.iter().map(|s| s.hwm_mib).fold(0.0, f64::max),
+            max_anon_mib: stats.iter().map(|s| s.anon_mib).fold(0.0, f64::max),
             cpu_s: stats.iter().map(|s| s.cpu_s).sum(),
         }
     }
@@ -230,8 +233,8 @@ impl Report {
         };
         let group = |g: &Group| {
             format!(
-                "{:.1} MiB (max {:.1}, high-water {:.1}), CPU {:.1} s",
-                g.mean_rss_mib, g.max_rss_mib, g.max_hwm_mib, g.cpu_s
+                "{:.1} MiB (max {:.1}, high-water {:.1}, private {:.1}), CPU {:.1} s",
+                g.mean_rss_mib, g.max_rss_mib, g.max_hwm_mib, g.max_anon_mib, g.cpu_s
             )
         };
         vec![
