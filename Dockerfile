@@ -1,5 +1,7 @@
-# The one `volhealth` binary in a minimal, non-root image. The same image runs the monitor
-# (`volhealth monitor`) and the agent (`volhealth agent`); deploy/kubernetes/ uses it for both.
+# The `volhealth` binary in a minimal, non-root image, with the two sidecars' single-component
+# binaries beside it: `volhealth-monitor` and `volhealth-agent` take the flags of `volhealth monitor`
+# and `volhealth agent` and map far less code per process. deploy/kubernetes/ runs those two and
+# `volhealth remediate`.
 #
 #   docker build -t REGISTRY/volhealth:TAG .
 #
@@ -14,10 +16,12 @@ COPY proto proto
 # up compiles in the monitor's RBAC from deploy/kubernetes.
 COPY deploy/kubernetes deploy/kubernetes
 COPY crates crates
-RUN cargo build --release --locked -p volhealth --bin volhealth
+RUN cargo build --release --locked -p volhealth --bins
 
 # glibc and libgcc, CA certificates, no shell. The nonroot variant's user is 65532.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/target/release/volhealth /usr/local/bin/volhealth
+COPY --from=build /src/target/release/volhealth-monitor /usr/local/bin/volhealth-monitor
+COPY --from=build /src/target/release/volhealth-agent /usr/local/bin/volhealth-agent
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/volhealth"]

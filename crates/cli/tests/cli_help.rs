@@ -85,3 +85,31 @@ fn monitor_flags_follow_the_upstream_sidecar() {
         assert!(text.contains(flag), "monitor --help lacks {flag}");
     }
 }
+
+/// The options part of a help text: everything after its first line and usage line.
+fn options_of(help: &[u8]) -> String {
+    let text = String::from_utf8_lossy(help);
+    let start = text.find("Options:").expect("help has an Options section");
+    text[start..].to_string()
+}
+
+#[test]
+fn the_sidecar_binaries_take_exactly_their_subcommands_flags() {
+    for (sub, program) in [
+        ("agent", env!("CARGO_BIN_EXE_volhealth-agent")),
+        ("monitor", env!("CARGO_BIN_EXE_volhealth-monitor")),
+    ] {
+        let multi = volhealth().args([sub, "--help"]).assert().success();
+        let single = Command::new(program).arg("--help").assert().success();
+        let (multi, single) = (
+            options_of(&multi.get_output().stdout),
+            options_of(&single.get_output().stdout),
+        );
+        assert_eq!(
+            multi, single,
+            "{program} --help differs from volhealth {sub} --help"
+        );
+        // A flag the subcommand refuses is refused by the binary too, with clap's exit code.
+        Command::new(program).arg("--no-such-flag").assert().code(2);
+    }
+}

@@ -195,19 +195,34 @@ fn the_containers_pass_only_flags_the_binary_takes() {
                     );
                 }
             }
+            // A `command` names one of the image's single-component binaries, which takes the
+            // flags of that subcommand; without one, the image's `volhealth` gets the subcommand.
+            let (program, subcommand) = match c["command"].as_array() {
+                Some(command) => {
+                    assert_eq!(command.len(), 1, "{file}: {command:?}");
+                    let path = command[0].as_str().unwrap();
+                    let name = path.strip_prefix("/usr/local/bin/").unwrap_or_else(|| {
+                        panic!("{file}: {path} is not where the Dockerfile puts binaries")
+                    });
+                    let sub = name.strip_prefix("volhealth-").unwrap();
+                    (support::bin().with_file_name(name), sub.to_string())
+                }
+                None => (support::bin(), args[0].clone()),
+            };
             // clap refuses an unknown flag before it reaches --help.
-            let out = Command::new(support::bin())
+            let out = Command::new(&program)
                 .args(&args)
                 .arg("--help")
                 .output()
                 .unwrap();
             assert!(
                 out.status.success(),
-                "{file}: volhealth {}:\n{}",
+                "{file}: {} {}:\n{}",
+                program.display(),
                 args.join(" "),
                 String::from_utf8_lossy(&out.stderr)
             );
-            seen.push(args[0].clone());
+            seen.push(subcommand);
         }
     }
     seen.sort();

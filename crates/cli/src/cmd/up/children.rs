@@ -24,8 +24,17 @@ pub struct Component {
 impl Component {
     /// Starts `volhealth ARGS...` with output appended to `log`. The child gets its own process
     /// group, so a terminal's Ctrl-C reaches only `up`, which then stops everything in order.
+    /// The agent and the monitor run from their single-component binaries when those sit beside
+    /// this one (as `cargo build` and the image put them), so they are what gets run and measured.
     pub fn start(name: &str, log: &Path, args: &[String]) -> anyhow::Result<Component> {
-        let exe = own_executable()?;
+        let own = own_executable()?;
+        let (exe, args) = match args.split_first() {
+            Some((sub, rest)) => match single_binary(&own, sub) {
+                Some(single) => (single, rest),
+                None => (own, args),
+            },
+            None => (own, args),
+        };
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -89,6 +98,18 @@ impl Component {
 
 /// This binary's path. When it was replaced on disk while running (a rebuild), Linux reports the
 /// old file as `<path> (deleted)`; the components are then started from the new file at `<path>`.
+/// The subcommands built also as binaries of their own, `volhealth-SUBCOMMAND`.
+const SINGLE_BINARIES: [&str; 2] = ["agent", "monitor"];
+
+/// `volhealth-SUBCOMMAND` beside `own`, when `subcommand` has one and it was built.
+fn single_binary(own: &Path, subcommand: &str) -> Option<PathBuf> {
+    if !SINGLE_BINARIES.contains(&subcommand) {
+        return None;
+    }
+    let path = own.with_file_name(format!("volhealth-{subcommand}"));
+    path.is_file().then_some(path)
+}
+
 fn own_executable() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("finding the volhealth executable")?;
     if exe.exists() {
@@ -175,6 +196,27 @@ mod tests {
         ]);
         let stopped = stop_leftovers(&pids, Path::new("/nonexistent/volhealth-test-dir")).await;
         assert!(stopped.is_empty(), "{stopped:?}");
+    }
+
+    #[test]
+    fn only_the_sidecars_run_from_their_own_binaries_and_only_when_built() {
+        let tmp = tempfile::tempdir().unwrap();
+        let own = tmp.path().join("volhealth");
+        std::fs::write(&own, "").unwrap();
+        assert_eq!(single_binary(&own, "agent"), None, "not built yet");
+        for name in ["volhealth-agent", "volhealth-monitor", "volhealth-driver"] {
+            std::fs::write(tmp.path().join(name), "").unwrap();
+        }
+        assert_eq!(
+            single_binary(&own, "agent"),
+            Some(tmp.path().join("volhealth-agent"))
+        );
+        assert_eq!(
+            single_binary(&own, "monitor"),
+            Some(tmp.path().join("volhealth-monitor"))
+        );
+        assert_eq!(single_binary(&own, "driver"), None, "not a single binary");
+        assert_eq!(single_binary(&own, "--help"), None);
     }
 
     #[test]
