@@ -279,12 +279,59 @@ proptest::proptest! {
 
     #[test]
     fn any_body_is_an_answer_not_a_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
-        for (g, k) in [("", "Secret"), ("rbac.authorization.k8s.io", "ClusterRole")] {
+        for (g, k) in [
+            ("", "Secret"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("", "Pod"),
+            ("", "PersistentVolumeClaim"),
+            ("", "PersistentVolume"),
+            ("", "Node"),
+            ("", "Event"),
+            ("events.k8s.io", "Event"),
+            ("storage.k8s.io", "CSINode"),
+            ("storage.k8s.io", "CSIDriver"),
+            ("storage.k8s.io", "StorageClass"),
+            ("storage.k8s.io", "VolumeAttachment"),
+            ("coordination.k8s.io", "Lease"),
+            ("policy", "PodDisruptionBudget"),
+        ] {
             let mut body = MAGIC.to_vec();
             body.extend(tail.iter().copied());
             if let Err(e) = decode(g, k, &body) {
                 proptest::prop_assert!(e.code == 400 || e.code == 415);
             }
+        }
+    }
+
+    /// A valid pod body with bytes overwritten, cut or inserted: an answer, never a panic.
+    #[test]
+    fn mutated_pod_bodies_are_an_answer_not_a_panic(
+        edits in proptest::collection::vec((0usize..4096, proptest::num::u8::ANY, 0u8..3), 1..8)
+    ) {
+        let spec = [
+            bytes(2, &[bytes(1, b"c"), bytes(2, b"busybox"), bytes(8, &bytes(1, &[bytes(1, b"cpu"), bytes(2, &bytes(1, b"1"))].concat()))].concat()),
+            bytes(7, &[bytes(1, b"disk"), bytes(2, b"ssd")].concat()),
+            int(4, 30),
+        ]
+        .concat();
+        let raw = [bytes(1, &bytes(1, b"p")), bytes(2, &spec)].concat();
+        let mut body = envelope("v1", "Pod", &raw);
+        for (at, byte, op) in edits {
+            let at = MAGIC.len() + at % (body.len() - MAGIC.len()).max(1);
+            match op {
+                0 => {
+                    let i = at.min(body.len() - 1);
+                    body[i] = byte;
+                }
+                1 => body.truncate(at),
+                _ => body.insert(at.min(body.len()), byte),
+            }
+            if body.len() <= MAGIC.len() {
+                break;
+            }
+        }
+        if let Err(e) = decode("", "Pod", &body) {
+            proptest::prop_assert!(e.code == 400 || e.code == 415, "{}", e.message);
         }
     }
 }
