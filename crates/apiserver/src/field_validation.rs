@@ -1,4 +1,5 @@
-//! `fieldValidation`: fields of a create or update body that the kind does not have. Found by
+//! `fieldValidation`: fields of a create or update body, or of a patched object, that the kind
+//! does not have. Found by
 //! reading the body into the k8s-openapi type of the kind and comparing key sets. `Strict`
 //! refuses them (400; kubectl asks for it by default), `Warn` (the server's default) keeps the request with a `Warning` header per
 //! field, `Ignore` says nothing; in every mode they are pruned, never stored.

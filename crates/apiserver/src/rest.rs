@@ -179,7 +179,8 @@ fn write(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     }
 }
 
-fn parse_body(c: &Call) -> Result<Value, ApiError> {
+/// The request body as JSON, from JSON, YAML or protobuf (by its Content-Type).
+pub(crate) fn parse_body(c: &Call) -> Result<Value, ApiError> {
     let ct = c
         .content_type
         .split(';')
@@ -397,6 +398,9 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
     } else {
         None
     };
+    // Parsed before the store is locked: a bad directive is refused whatever the object.
+    let mode = field_validation::Mode::parse(c.q("fieldValidation"))?;
+    let mut warnings = Vec::new();
     let mut created = false;
     let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
         let Some(old) = old else {
@@ -423,7 +427,14 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
         let view = convert::from_storage(api_def, old);
         let patched = match &applied {
             Some(a) => apply::apply(api_def, &view, a, manager, sub)?,
-            None => patch::apply(api_def, pt, &view, &c.body)?,
+            None => {
+                // The patched result is what is checked: a JSON patch's paths, a merge patch's
+                // keys and a strategic patch's directives all end up in it, and only there are
+                // they fields of the kind or not.
+                let mut patched = patch::apply(api_def, pt, &view, &c.body)?;
+                warnings = field_validation::check(api_def, mode, &mut patched)?;
+                patched
+            }
         };
         let patched = convert::to_storage(api_def, patched);
         if let Some(rv) = objects::resource_version(&patched)
@@ -442,5 +453,7 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
         save(st, old, new, def)
     });
     let code = if created { 201 } else { 200 };
-    finish(st, api_def, c, w, code)
+    let mut resp = finish(st, api_def, c, w, code)?;
+    field_validation::add_warnings(&mut resp, &warnings);
+    Ok(resp)
 }

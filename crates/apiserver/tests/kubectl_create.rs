@@ -159,6 +159,42 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
+
+    // `kubectl run` builds a typed Pod (kubectl 1.32 sends it as JSON; the server reads it in
+    // either encoding).
+    let run = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args([
+            "run",
+            "web",
+            "-n",
+            "team-a",
+            "--image=busybox:1.36",
+            "--restart=Never",
+            "--labels=app=web",
+            "--env=MODE=fast",
+            "--port=8080",
+            "--",
+            "sleep",
+            "3600",
+        ])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{log}");
+    let pod = api.get("/api/v1/namespaces/team-a/pods/web").await.json;
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["image"], "busybox:1.36", "{pod}");
+    assert_eq!(c["args"], json!(["sleep", "3600"]), "{pod}");
+    assert_eq!(
+        c["env"],
+        json!([{"name": "MODE", "value": "fast"}]),
+        "{pod}"
+    );
+    assert_eq!(c["ports"][0]["containerPort"], 8080, "{pod}");
+    assert_eq!(pod["spec"]["restartPolicy"], "Never", "{pod}");
+    assert_eq!(pod["metadata"]["labels"], json!({"app": "web"}), "{pod}");
 }
 
 /// `kubectl explain` reads `/openapi/v3` and the group-version documents, down to the health
@@ -293,4 +329,163 @@ async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
             .get("foo")
             .is_none()
     );
+}
+
+/// Sends a patch of `content_type` to `url`: the status and the Warning headers.
+async fn send_patch(
+    url: &str,
+    content_type: &str,
+    body: &serde_json::Value,
+) -> (u16, Vec<String>, serde_json::Value) {
+    let r = reqwest::Client::new()
+        .patch(url)
+        .header("content-type", content_type)
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .unwrap();
+    let code = r.status().as_u16();
+    let warnings = r
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    (code, warnings, r.json().await.unwrap_or_default())
+}
+
+/// `fieldValidation` on PATCH: a merge, strategic or JSON patch is applied and the patched object
+/// is checked as a create body is, on the object and on its status subresource: Strict refuses
+/// naming every unknown field, Warn answers a Warning per field, Ignore says nothing, and no mode
+/// stores them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_are_field_validated_and_unknown_fields_never_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    assert_eq!(api.post(PVCS, &pvc("p")).await.code, 201);
+    let url = format!("{}{PVCS}/p", server.url);
+    let stored = || async { api.get(&format!("{PVCS}/p")).await.json };
+
+    let merge = json!({"metadata": {"labels": {"a": "1"}, "bogus": 1}, "spec": {"foo": "x"}});
+    let strategic = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"foo": "x", "bar": 2}});
+    let jsonpatch = json!([
+        {"op": "add", "path": "/metadata/labels", "value": {"a": "1"}},
+        {"op": "add", "path": "/spec/foo", "value": "x"},
+        {"op": "add", "path": "/spec/bar", "value": 2}
+    ]);
+    for (ct, body, unknown) in [
+        (MERGE, &merge, &["metadata.bogus", "spec.foo"][..]),
+        (STRATEGIC, &strategic, &["spec.bar", "spec.foo"][..]),
+        (JSONPATCH, &jsonpatch, &["spec.bar", "spec.foo"][..]),
+    ] {
+        let (code, _, status) =
+            send_patch(&format!("{url}?fieldValidation=Strict"), ct, body).await;
+        assert_eq!(code, 400, "{ct}: {status}");
+        let msg = status["message"].as_str().unwrap();
+        for f in unknown {
+            assert!(
+                msg.contains(&format!("unknown field \"{f}\"")),
+                "{ct}: {msg}"
+            );
+        }
+        // Refused whole: not even the known label is kept.
+        assert!(stored().await["metadata"].get("labels").is_none(), "{ct}");
+
+        let (code, warnings, obj) = send_patch(&url, ct, body).await;
+        assert_eq!(code, 200, "{ct}: {obj}");
+        let mut want: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\""))
+            .collect();
+        let mut got = warnings.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{ct}");
+        assert!(obj["spec"].get("foo").is_none(), "{ct}: {obj}");
+        let s = stored().await;
+        assert_eq!(s["metadata"]["labels"]["a"], "1", "{ct}: {s}");
+        assert!(
+            s["spec"].get("foo").is_none() && s["spec"].get("bar").is_none(),
+            "{ct}: {s}"
+        );
+        assert!(s["metadata"].get("bogus").is_none(), "{ct}: {s}");
+
+        let (code, warnings, _) =
+            send_patch(&format!("{url}?fieldValidation=Ignore"), ct, body).await;
+        assert_eq!(code, 200, "{ct}");
+        assert!(warnings.is_empty(), "{ct}: {warnings:?}");
+        assert!(stored().await["spec"].get("foo").is_none(), "{ct}");
+        // Back to no labels for the next patch type.
+        let (code, _, _) = send_patch(
+            &url,
+            JSONPATCH,
+            &json!([{"op": "remove", "path": "/metadata/labels"}]),
+        )
+        .await;
+        assert_eq!(code, 200);
+    }
+
+    // The status subresource: the same checks on the patched status.
+    let status = json!({"status": {"phase": "Bound", "healthStatus": {"healthConditions": [
+        {"status": "Degraded", "reason": "Slow", "extra": true}]}}});
+    let surl = format!("{url}/status");
+    let (code, _, answer) =
+        send_patch(&format!("{surl}?fieldValidation=Strict"), MERGE, &status).await;
+    assert_eq!(code, 400, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field \"status.healthStatus.healthConditions[0].extra\""),
+        "{answer}"
+    );
+    let s = stored().await;
+    assert_ne!(s["status"]["phase"], "Bound", "{s}");
+    assert!(s["status"].get("healthStatus").is_none(), "{s}");
+    let (code, warnings, _) = send_patch(&surl, MERGE, &status).await;
+    assert_eq!(code, 200);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let s = stored().await;
+    assert_eq!(s["status"]["phase"], "Bound", "{s}");
+    assert_eq!(
+        s["status"]["healthStatus"]["healthConditions"][0]["reason"], "Slow",
+        "{s}"
+    );
+    assert!(
+        s["status"]["healthStatus"]["healthConditions"][0]
+            .get("extra")
+            .is_none(),
+        "{s}"
+    );
+    let (code, _, _) = send_patch(&format!("{url}?fieldValidation=Loose"), MERGE, &merge).await;
+    assert_eq!(code, 400);
+
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let run = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .arg("--cache-dir")
+            .arg(dir.path().join("kubectl-cache"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap()
+    };
+    // kubectl 1.32's `patch` has no --validate and sends no fieldValidation: the server's
+    // default, Warn, which kubectl prints.
+    let patch = r#"{"spec":{"foo":"x"}}"#;
+    for ty in ["merge", "strategic"] {
+        let out = run(&["patch", "pvc", "p", "--type", ty, "-p", patch]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{ty}: {err}");
+        assert!(
+            err.contains("Warning: unknown field \"spec.foo\""),
+            "{ty}: {err}"
+        );
+    }
+    assert!(stored().await["spec"].get("foo").is_none());
 }

@@ -1,78 +1,20 @@
 //! The protobuf form of the review requests: kubectl's typed clients send SelfSubjectReview,
 //! SelfSubjectAccessReview and SelfSubjectRulesReview as `application/vnd.kubernetes.protobuf`
 //! (and take a JSON answer). This reads the `k8s\0` envelope (`runtime.Unknown`) and the few
-//! spec fields a review has, into the JSON the handlers take.
+//! spec fields a review has, into the JSON the handlers take; the wire format is read by
+//! `protobuf::wire`, as every other protobuf body is.
 
 use crate::errors::ApiError;
+use crate::protobuf::wire::{Field, fields};
 use serde_json::{Map, Value, json};
 
 /// The Content-Type of Kubernetes protobuf bodies.
-pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+pub const CONTENT_TYPE: &str = crate::protobuf::CONTENT_TYPE;
 
-const MAGIC: &[u8] = b"k8s\0";
+const MAGIC: &[u8] = crate::protobuf::MAGIC;
 
 fn malformed(what: &str) -> ApiError {
     ApiError::bad_request(format!("malformed protobuf body: {what}"))
-}
-
-/// One field: length-delimited bytes, or a scalar (never read by the reviews).
-enum Field<'a> {
-    Scalar,
-    Bytes(&'a [u8]),
-}
-
-fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, ApiError> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos).ok_or_else(|| malformed("truncated varint"))?;
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(malformed("varint too long"))
-}
-
-/// The fields of one message, in order.
-fn fields(buf: &[u8]) -> Result<Vec<(u64, Field<'_>)>, ApiError> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < buf.len() {
-        let key = varint(buf, &mut pos)?;
-        let (number, wire) = (key >> 3, key & 7);
-        let field = match wire {
-            0 => {
-                varint(buf, &mut pos)?;
-                Field::Scalar
-            }
-            2 => {
-                let len = usize::try_from(varint(buf, &mut pos)?)
-                    .map_err(|_| malformed("length too large"))?;
-                let end = pos
-                    .checked_add(len)
-                    .filter(|e| *e <= buf.len())
-                    .ok_or_else(|| malformed("truncated field"))?;
-                let bytes = &buf[pos..end];
-                pos = end;
-                Field::Bytes(bytes)
-            }
-            1 => {
-                pos += 8;
-                Field::Scalar
-            }
-            5 => {
-                pos += 4;
-                Field::Scalar
-            }
-            _ => return Err(malformed("unsupported wire type")),
-        };
-        if pos > buf.len() {
-            return Err(malformed("truncated field"));
-        }
-        out.push((number, field));
-    }
-    Ok(out)
 }
 
 fn message(buf: &[u8], number: u64) -> Result<Option<&[u8]>, ApiError> {

@@ -4,7 +4,7 @@
 //! never dropped.
 
 mod schema;
-mod wire;
+pub(crate) mod wire;
 
 use crate::errors::ApiError;
 use base64::Engine as _;
@@ -14,7 +14,8 @@ use wire::{Field, fields};
 /// The Content-Type of Kubernetes protobuf bodies.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
-const MAGIC: &[u8] = b"k8s\0";
+/// The bytes every protobuf body starts with.
+pub(crate) const MAGIC: &[u8] = b"k8s\0";
 
 /// How deep messages may nest; the tables nest far less, so deeper input is hostile.
 const MAX_DEPTH: usize = 32;
@@ -65,6 +66,11 @@ pub fn decode(group: &str, kind: &str, body: &[u8]) -> Result<Value, ApiError> {
         }
     }
     let sent_kind = obj.get("kind").and_then(Value::as_str).unwrap_or(kind);
+    // A subresource's body names its own group (an Eviction is policy/v1 on a core pod).
+    let group = match obj.get("apiVersion").and_then(Value::as_str) {
+        Some(av) => av.rsplit_once('/').map_or("", |(g, _)| g),
+        None => group,
+    };
     let root = schema::root(group, sent_kind).ok_or_else(|| {
         ApiError::unsupported_media(&format!(
             "{CONTENT_TYPE} (the protobuf form of {sent_kind} is not read; send JSON)"
@@ -100,6 +106,20 @@ fn message(buf: &[u8], msg: &schema::Msg, depth: usize) -> Result<Map<String, Va
                     msg.name
                 ))
             })?;
+        if let (schema::Card::Repeated, schema::Ty::Int | schema::Ty::Bool, Field::Bytes(b)) =
+            (def.card, def.ty, &f)
+        {
+            // A packed list of scalars: one field with every element.
+            let list = out
+                .entry(def.name)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            for v in wire::packed(b)? {
+                if let Value::Array(a) = list {
+                    a.push(scalar(def.ty, v));
+                }
+            }
+            continue;
+        }
         let value = value(n, f, def.ty, depth)?;
         match def.card {
             schema::Card::Repeated => {
@@ -118,6 +138,11 @@ fn message(buf: &[u8], msg: &schema::Msg, depth: usize) -> Result<Map<String, Va
                 let entry = out.entry(def.name).or_insert_with(|| json!({}));
                 if let (Value::Object(m), [Value::String(k), v]) = (entry, kv.as_slice()) {
                     m.insert(k.clone(), v.clone());
+                }
+            }
+            schema::Card::Inline => {
+                if let Some(Value::Object(fields)) = value {
+                    out.extend(fields);
                 }
             }
             schema::Card::One => match value {
@@ -144,11 +169,26 @@ fn value(n: u64, f: Field<'_>, ty: schema::Ty, depth: usize) -> Result<Option<Va
         (Ty::Bytes, Field::Bytes(b)) => {
             Some(json!(base64::engine::general_purpose::STANDARD.encode(b)))
         }
-        (Ty::Bool, Field::Varint(v)) => Some(json!(v != 0)),
-        (Ty::Int, Field::Varint(v)) => Some(json!(v as i64)),
+        (Ty::StrKeep, f) => Some(json!(string(n, f)?)),
+        (Ty::Bool | Ty::Int, Field::Varint(v)) => Some(scalar(ty, v)),
         (Ty::IntOmitZero, Field::Varint(v)) => (v != 0).then(|| json!(v as i64)),
         (Ty::Msg(m), Field::Bytes(b)) => Some(Value::Object(message(b, m, depth + 1)?)),
-        (Ty::Time, Field::Bytes(b)) => time(b)?,
+        (Ty::Time, Field::Bytes(b)) => time(b, false)?,
+        (Ty::MicroTime, Field::Bytes(b)) => time(b, true)?,
+        (Ty::Quantity, Field::Bytes(b)) => {
+            let mut q = None;
+            for (qn, qf) in fields(b)? {
+                match qn {
+                    1 => q = Some(string(qn, qf)?),
+                    _ => return Err(malformed(format!("bad Quantity field {qn}"))),
+                }
+            }
+            // Go's JSON writes the zero Quantity as "0".
+            Some(json!(
+                q.filter(|s| !s.is_empty()).unwrap_or_else(|| "0".into())
+            ))
+        }
+        (Ty::IntOrString, Field::Bytes(b)) => int_or_string(b)?,
         (Ty::RawJson, Field::Bytes(b)) => {
             let raw = message(b, &schema::RAW, depth + 1)?;
             match raw.get("raw").and_then(Value::as_str) {
@@ -184,8 +224,35 @@ fn value(n: u64, f: Field<'_>, ty: schema::Ty, depth: usize) -> Result<Option<Va
     })
 }
 
-/// A `metav1.Time` message as RFC 3339; the zero time is left out, as Go's JSON does.
-fn time(b: &[u8]) -> Result<Option<Value>, ApiError> {
+/// A varint as the JSON of a bool or an int (int32 negatives are sign-extended on the wire).
+fn scalar(ty: schema::Ty, v: u64) -> Value {
+    match ty {
+        schema::Ty::Bool => json!(v != 0),
+        _ => json!(v as i64),
+    }
+}
+
+/// An `intstr.IntOrString`: type 0 is the int (field 2), type 1 the string (field 3).
+fn int_or_string(b: &[u8]) -> Result<Option<Value>, ApiError> {
+    let (mut kind, mut int, mut text) = (0u64, 0i64, String::new());
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Varint(v)) => kind = v,
+            (2, Field::Varint(v)) => int = i64::from(v as i64 as i32),
+            (3, f) => text = string(n, f)?,
+            _ => return Err(malformed(format!("bad IntOrString field {n}"))),
+        }
+    }
+    match kind {
+        0 => Ok(Some(json!(int))),
+        1 => Ok(Some(json!(text))),
+        other => Err(malformed(format!("IntOrString type {other}"))),
+    }
+}
+
+/// A `metav1.Time` (whole seconds) or `metav1.MicroTime` (microseconds) as RFC 3339; the zero
+/// time is left out, as Go's JSON does.
+fn time(b: &[u8], micro: bool) -> Result<Option<Value>, ApiError> {
     let (mut secs, mut nanos) = (0i64, 0i64);
     for (n, f) in fields(b)? {
         match (n, f) {
@@ -199,7 +266,12 @@ fn time(b: &[u8]) -> Result<Option<Value>, ApiError> {
     }
     let ts = jiff::Timestamp::new(secs, i32::try_from(nanos).unwrap_or(0))
         .map_err(|e| malformed(format!("time out of range: {e}")))?;
-    Ok(Some(json!(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())))
+    let format = if micro {
+        "%Y-%m-%dT%H:%M:%S%.6fZ"
+    } else {
+        "%Y-%m-%dT%H:%M:%SZ"
+    };
+    Ok(Some(json!(ts.strftime(format).to_string())))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use super::malformed;
 use crate::errors::ApiError;
 
 /// One field's payload.
-pub(super) enum Field<'a> {
+pub(crate) enum Field<'a> {
     /// Wire type 0.
     Varint(u64),
     /// Wire type 2.
@@ -37,7 +37,7 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, len: usize) -> Result<&'a [u8], ApiE
 }
 
 /// The fields of one message, in order.
-pub(super) fn fields(buf: &[u8]) -> Result<Vec<(u64, Field<'_>)>, ApiError> {
+pub(crate) fn fields(buf: &[u8]) -> Result<Vec<(u64, Field<'_>)>, ApiError> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
@@ -64,6 +64,16 @@ pub(super) fn fields(buf: &[u8]) -> Result<Vec<(u64, Field<'_>)>, ApiError> {
             _ => return Err(malformed("unsupported wire type")),
         };
         out.push((number, field));
+    }
+    Ok(out)
+}
+
+/// The varints of a packed repeated scalar field.
+pub(super) fn packed(buf: &[u8]) -> Result<Vec<u64>, ApiError> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        out.push(varint(buf, &mut pos)?);
     }
     Ok(out)
 }
