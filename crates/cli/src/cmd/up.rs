@@ -77,6 +77,15 @@ impl Progress {
     }
 }
 
+/// Applies the RBAC deploy/kubernetes ships for `who` (`yaml`), with its progress line.
+async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> anyhow::Result<()> {
+    let p = Progress;
+    p.step(&format!("granting {who} the RBAC deploy/kubernetes ships"));
+    let applied = rbac::apply_all(client, yaml).await?;
+    p.done(&format!("ok ({applied} objects)"));
+    Ok(())
+}
+
 /// Everything `up` started, stopped in reverse start order.
 #[derive(Default)]
 struct Running {
@@ -356,9 +365,7 @@ async fn start(
     .await?;
     p.done(&format!("ok ({server})"));
 
-    p.step("granting the monitor the RBAC deploy/kubernetes ships");
-    let applied = rbac::apply_all(&client, rbac::MONITOR_RBAC).await?;
-    p.done(&format!("ok ({applied} objects)"));
+    grant_rbac(&client, "the monitor", rbac::MONITOR_RBAC).await?;
 
     let controller = match &args.driver_endpoint {
         Some(endpoint) => {

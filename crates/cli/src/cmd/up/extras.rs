@@ -2,7 +2,7 @@
 //! (`--with-extender`) and the remediation controller (`--with-remediation`), their flags,
 //! RBAC and child processes.
 
-use super::{Progress, Running, until_ready};
+use super::{Progress, Running, grant_rbac, until_ready};
 use crate::cmd::up::endpoints::MetricsPorts;
 use crate::cmd::up::layout::Layout;
 use crate::cmd::up::rbac;
@@ -63,10 +63,8 @@ impl ExtrasArgs {
         layout: &Layout,
         running: &mut Running,
     ) -> anyhow::Result<()> {
+        grant_rbac(client, "the scheduler extender", rbac::EXTENDER_RBAC).await?;
         let p = Progress;
-        p.step("granting the scheduler extender the RBAC deploy/kubernetes ships");
-        let applied = rbac::apply_all(client, rbac::EXTENDER_RBAC).await?;
-        p.done(&format!("ok ({applied} objects)"));
         p.step("starting the scheduler extender");
         running.start(
             "scheduler-extender",
@@ -95,10 +93,8 @@ impl ExtrasArgs {
         metrics: &MetricsPorts,
         running: &mut Running,
     ) -> anyhow::Result<()> {
+        grant_rbac(client, "the remediation controller", rbac::REMEDIATE_RBAC).await?;
         let p = Progress;
-        p.step("granting the remediation controller the RBAC deploy/kubernetes ships");
-        let applied = rbac::apply_all(client, rbac::REMEDIATE_RBAC).await?;
-        p.done(&format!("ok ({applied} objects)"));
         let policy = match &self.remediation_policy {
             Some(file) => file.clone(),
             None => {
