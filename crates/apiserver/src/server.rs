@@ -20,6 +20,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use volhealth_daemon::in_progress_layer::InProgressLayer;
 
 /// Largest accepted request body (as kube-apiserver: 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -156,7 +157,13 @@ pub async fn serve(
         },
         shutdown: stop_rx,
     });
-    let app = axum::Router::new().fallback(handle).with_state(state);
+    // Each request is named by a shutdown the watchdog has to cut off while it is answered.
+    let app = axum::Router::new()
+        .fallback(handle)
+        .with_state(state)
+        .layer(InProgressLayer::new(|method, uri| {
+            format!("the request {method} {}", uri.path())
+        }));
     let serving = match &config.tls {
         Some(t) => Some(tls::prepare(&config.data_dir, t)?),
         None => None,

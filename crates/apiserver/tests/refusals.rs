@@ -29,6 +29,35 @@ struct Refused {
     codes: &'static [u16],
 }
 
+impl Refused {
+    /// A refused request with a JSON body.
+    fn json(
+        method: &'static str,
+        path: impl Into<String>,
+        body: Value,
+        codes: &'static [u16],
+    ) -> Refused {
+        Refused {
+            method,
+            path: path.into(),
+            content_type: "application/json",
+            body,
+            codes,
+        }
+    }
+
+    /// A strategic merge patch of pod `app`, refused with 400 or 422.
+    fn strategic_patch(body: Value) -> Refused {
+        Refused {
+            method: "PATCH",
+            path: format!("{PODS}/app"),
+            content_type: STRATEGIC,
+            body,
+            codes: &[400, 422],
+        }
+    }
+}
+
 fn refused() -> impl Strategy<Value = Refused> {
     let word = "[a-z]{1,8}";
     prop_oneof![
@@ -37,100 +66,59 @@ fn refused() -> impl Strategy<Value = Refused> {
             w.as_str(),
             "delete" | "replace" | "merge"
         ))
-        .prop_map(|w| Refused {
-            method: "PATCH",
-            path: format!("{PODS}/app"),
-            content_type: STRATEGIC,
-            body: json!({"spec": {"containers": [{"name": "c", "$patch": w}]}}),
-            codes: &[400, 422]
-        }),
+        .prop_map(|w| Refused::strategic_patch(
+            json!({"spec": {"containers": [{"name": "c", "$patch": w}]}})
+        )),
         // A list entry without its merge key.
-        word.prop_map(|w| Refused {
-            method: "PATCH",
-            path: format!("{PODS}/app"),
-            content_type: STRATEGIC,
-            body: json!({"spec": {"containers": [{"image": w}]}}),
-            codes: &[400, 422]
-        }),
+        word.prop_map(|w| Refused::strategic_patch(
+            json!({"spec": {"containers": [{"image": w}]}})
+        )),
         // PUT without a name.
-        Just(Refused {
-            method: "PUT",
-            path: format!("{PVCS}/data"),
-            content_type: "application/json",
-            body: json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {}}),
-            codes: &[400]
-        }),
+        Just(Refused::json(
+            "PUT",
+            format!("{PVCS}/data"),
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {}}),
+            &[400]
+        )),
         // DeleteOptions with a propagation policy that does not exist.
         word.prop_filter("not a policy", |w| !matches!(
             w.as_str(),
             "Orphan" | "Background" | "Foreground"
         ))
-        .prop_map(|w| Refused {
-            method: "DELETE",
-            path: format!("{PVCS}/data"),
-            content_type: "application/json",
-            body: json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": w}),
-            codes: &[400, 422]
-        }),
+        .prop_map(|w| Refused::json(
+            "DELETE",
+            format!("{PVCS}/data"),
+            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": w}),
+            &[400, 422]
+        )),
         // A quantity that does not parse.
         "[a-z]{1,4}[!@#]{1,2}".prop_map(|q| {
             let mut b = pvc("q");
             b["spec"]["resources"]["requests"]["storage"] = json!(q);
-            Refused {
-                method: "POST",
-                path: PVCS.into(),
-                content_type: "application/json",
-                body: b,
-                codes: &[400, 422],
-            }
+            Refused::json("POST", PVCS, b, &[400, 422])
         }),
         // A name that is not a DNS subdomain.
-        "[A-Z_]{1,3}[a-z]{0,4}".prop_map(|n| Refused {
-            method: "POST",
-            path: PVCS.into(),
-            content_type: "application/json",
-            body: pvc(&n),
-            codes: &[422]
-        }),
+        "[A-Z_]{1,3}[a-z]{0,4}".prop_map(|n| Refused::json("POST", PVCS, pvc(&n), &[422])),
         // A label value with characters labels cannot hold.
         "[a-z]{1,4}[ /!]{1,2}[a-z]{1,4}".prop_map(|v| {
             let mut b = pvc("labelled");
             b["metadata"]["labels"] = json!({"app": v});
-            Refused {
-                method: "POST",
-                path: PVCS.into(),
-                content_type: "application/json",
-                body: b,
-                codes: &[422],
-            }
+            Refused::json("POST", PVCS, b, &[422])
         }),
         // Annotations over 256 KiB in all.
         (257usize..400).prop_map(|kib| {
             let mut b = pvc("annotated");
             b["metadata"]["annotations"] = json!({"big": "a".repeat(kib * 1024)});
-            Refused {
-                method: "POST",
-                path: PVCS.into(),
-                content_type: "application/json",
-                body: b,
-                codes: &[422],
-            }
+            Refused::json("POST", PVCS, b, &[422])
         }),
         // Query parameters with values that do not exist.
-        word.prop_map(|w| Refused {
-            method: "POST",
-            path: format!("{PVCS}?dryRun={w}"),
-            content_type: "application/json",
-            body: pvc("dry"),
-            codes: &[400]
-        }),
-        word.prop_map(|w| Refused {
-            method: "POST",
-            path: format!("{PVCS}?fieldValidation={w}"),
-            content_type: "application/json",
-            body: pvc("fv"),
-            codes: &[400]
-        }),
+        word.prop_map(|w| Refused::json("POST", format!("{PVCS}?dryRun={w}"), pvc("dry"), &[400])),
+        word.prop_map(|w| Refused::json(
+            "POST",
+            format!("{PVCS}?fieldValidation={w}"),
+            pvc("fv"),
+            &[400]
+        )),
     ]
 }
 

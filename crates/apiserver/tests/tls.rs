@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -261,26 +261,6 @@ async fn http2_and_http1_are_offered_over_alpn() {
         .unwrap();
 }
 
-/// Reads until the server closes the connection; None if it keeps it open for `limit`.
-fn read_to_close(s: &mut TcpStream, limit: Duration) -> Option<String> {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
-                return Some(String::from_utf8_lossy(&got).into_owned());
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return None;
-            }
-            Err(e) => panic!("reading: {e}"),
-        }
-    }
-}
-
 #[test]
 fn plain_http_and_missing_handshakes_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -294,7 +274,7 @@ fn plain_http_and_missing_handshakes_are_refused() {
     plain
         .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let answer = read_to_close(&mut plain, PATIENCE).expect("answered and closed");
+    let answer = support::read_to_close(&mut plain, PATIENCE).expect("answered and closed");
     assert!(
         answer.starts_with("HTTP/1.0 400") && answer.contains("HTTP request to an HTTPS server"),
         "{answer}"
@@ -302,14 +282,14 @@ fn plain_http_and_missing_handshakes_are_refused() {
 
     let mut silent = TcpStream::connect(&a).unwrap();
     assert!(
-        read_to_close(&mut silent, PATIENCE).is_some(),
+        support::read_to_close(&mut silent, PATIENCE).is_some(),
         "a connection that never sends must not be held"
     );
     // A handshake begun and never finished is dropped too.
     let mut stalled = TcpStream::connect(&a).unwrap();
     stalled.write_all(&[0x16, 0x03, 0x01, 0x02]).unwrap();
     assert!(
-        read_to_close(&mut stalled, PATIENCE).is_some(),
+        support::read_to_close(&mut stalled, PATIENCE).is_some(),
         "a handshake that never finishes must not hold its connection"
     );
 }

@@ -9,12 +9,6 @@ mod support;
 use e2e_cluster::Cluster;
 use serde_json::{Value, json};
 
-fn get(c: &Cluster, path: &str) -> Option<Value> {
-    let (status, _, body) =
-        support::kube_request(&c.kubeconfig, "GET", path, Some("application/json"), "")?;
-    (status == 200).then(|| serde_json::from_str(&body).unwrap())
-}
-
 fn send(c: &Cluster, method: &str, path: &str, body: &Value) {
     let (status, _, text) = support::kube_request_as(
         &c.kubeconfig,
@@ -88,13 +82,16 @@ fn a_users_claim_and_pod_are_provisioned_mounted_monitored_and_cleaned_up() {
     let claim_path = "/api/v1/namespaces/default/persistentvolumeclaims/my-data";
     let pod_path = "/api/v1/namespaces/default/pods/my-app";
     c.eventually("the claim to be Bound", || {
-        get(&c, claim_path).is_some_and(|v| v["status"]["phase"] == "Bound")
+        c.get_json(claim_path)
+            .is_some_and(|v| v["status"]["phase"] == "Bound")
     });
-    let claim = get(&c, claim_path).unwrap();
+    let claim = c.get_json(claim_path).unwrap();
     let pv_name = claim["spec"]["volumeName"].as_str().unwrap().to_string();
     let uid = claim["metadata"]["uid"].as_str().unwrap();
     assert_eq!(pv_name, format!("pvc-{uid}"));
-    let pv = get(&c, &format!("/api/v1/persistentvolumes/{pv_name}")).unwrap();
+    let pv = c
+        .get_json(&format!("/api/v1/persistentvolumes/{pv_name}"))
+        .unwrap();
     assert_eq!(pv["status"]["phase"], "Bound");
     assert_eq!(pv["spec"]["claimRef"]["uid"], uid);
     assert_eq!(
@@ -111,46 +108,37 @@ fn a_users_claim_and_pod_are_provisioned_mounted_monitored_and_cleaned_up() {
     );
 
     c.eventually("the pod to be Running", || {
-        get(&c, pod_path).is_some_and(|v| v["status"]["phase"] == "Running")
+        c.get_json(pod_path)
+            .is_some_and(|v| v["status"]["phase"] == "Running")
     });
-    let pod = get(&c, pod_path).unwrap();
+    let pod = c.get_json(pod_path).unwrap();
     let node = pod["spec"]["nodeName"].as_str().unwrap().to_string();
     assert!(["node-1", "node-2"].contains(&node.as_str()), "{node}");
     assert_eq!(pod["status"]["conditions"][0]["type"], "Ready");
     // Staged and published: the kubelet dirs of that node record the volume twice.
     assert_eq!(recorded_on(&c, &node, &handle), 2);
 
-    c.inject(&[
-        "pvc",
+    c.inject_pvc(
         "default/my-data",
-        "--side",
         "controller",
-        "--status",
         "Inaccessible",
-        "--reason",
         "VolumeNotFound",
-        "--message",
-        "gone",
-    ]);
-    c.inject(&[
-        "pvc",
+        &["--message", "gone"],
+    );
+    c.inject_pvc(
         "default/my-data",
-        "--side",
         "node",
-        "--status",
         "Degraded",
-        "--reason",
         "SlowIo",
-        "--message",
-        "slow",
-    ]);
+        &["--message", "slow"],
+    );
     c.eventually("the claim's healthStatus", || {
-        get(&c, claim_path).is_some_and(|v| {
+        c.get_json(claim_path).is_some_and(|v| {
             v["status"]["healthStatus"]["healthConditions"][0]["status"] == "Inaccessible"
         })
     });
     c.eventually("the pod's volumeHealth", || {
-        get(&c, pod_path).is_some_and(|v| {
+        c.get_json(pod_path).is_some_and(|v| {
             v["status"]["volumeHealth"][0]["healthConditions"][0]["status"] == "Degraded"
                 && v["status"]["volumeHealth"][0]["name"] == "data"
         })
@@ -162,7 +150,8 @@ fn a_users_claim_and_pod_are_provisioned_mounted_monitored_and_cleaned_up() {
         recorded_on(&c, &node, &handle) == 0
     });
     c.eventually("the PV to be gone", || {
-        get(&c, &format!("/api/v1/persistentvolumes/{pv_name}")).is_none()
+        c.get_json(&format!("/api/v1/persistentvolumes/{pv_name}"))
+            .is_none()
     });
     assert!(
         !c.dir.join("driver").join("volumes").join(&handle).exists(),

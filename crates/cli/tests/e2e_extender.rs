@@ -11,14 +11,6 @@ use serde_json::{Value, json};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 
-fn block_on<T>(f: impl Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
 /// Sets the driver's policy annotation, as the admin of `<dir>/kubeconfig`.
 fn set_policy(c: &Cluster, policy: &str) {
     let body =
@@ -43,7 +35,7 @@ fn rejected(url: &str) -> Option<Vec<String>> {
         "Nodes": null,
         "NodeNames": ["node-1", "node-2", "node-3"]
     });
-    let v: Value = block_on(async {
+    let v: Value = support::block_on(async {
         reqwest::Client::new()
             .post(format!("{url}/filter"))
             .json(&args)
@@ -81,20 +73,8 @@ fn the_extender_rejects_the_nodes_the_keps_rules_say() {
     assert!(up.contains(&format!("{url}/filter")), "{up}");
 
     // No policy: nothing is filtered, whatever the storage health.
-    c.inject(&[
-        "storage",
-        "--node",
-        "node-2",
-        "--status",
-        "StorageUnreachable",
-        "--reason",
-        "NetworkPartition",
-    ]);
-    c.eventually("StorageUnreachable on node-2", || {
-        c.status_of("CSINode", "node-2", "backend")
-            .iter()
-            .any(|s| s == "StorageUnreachable")
-    });
+    c.inject_storage("node-2", "StorageUnreachable", "NetworkPartition", &[]);
+    c.wait_storage("node-2", "StorageUnreachable");
     wait_rejected(&c, &url, &[]);
 
     // Example 1: block all pods when unreachable.
@@ -103,35 +83,20 @@ fn the_extender_rejects_the_nodes_the_keps_rules_say() {
 
     // Example 2: degraded blocks only ReadWriteOnce claims (data-1 is one); a degraded condition
     // scoped to ReadWriteMany, or to Block volumes, does not cover data-1.
-    c.inject(&[
-        "storage",
-        "--node",
+    c.inject_storage(
         "node-1",
-        "--status",
         "StorageDegraded",
-        "--reason",
         "NfsSlow",
-        "--access-mode",
-        "ReadWriteMany",
-    ]);
-    c.inject(&[
-        "storage",
-        "--node",
+        &["--access-mode", "ReadWriteMany"],
+    );
+    c.inject_storage(
         "node-3",
-        "--status",
         "StorageDegraded",
-        "--reason",
         "BlockPathSlow",
-        "--volume-mode",
-        "Block",
-    ]);
-    c.eventually("StorageDegraded on node-1 and node-3", || {
-        ["node-1", "node-3"].iter().all(|n| {
-            c.status_of("CSINode", n, "backend")
-                .iter()
-                .any(|s| s == "StorageDegraded")
-        })
-    });
+        &["--volume-mode", "Block"],
+    );
+    c.wait_storage("node-1", "StorageDegraded");
+    c.wait_storage("node-3", "StorageDegraded");
     set_policy(
         &c,
         "rules:\n  - status: StorageUnreachable\n  - status: StorageDegraded\n    accessModes: [ReadWriteOnce]\n",
@@ -139,15 +104,7 @@ fn the_extender_rejects_the_nodes_the_keps_rules_say() {
     wait_rejected(&c, &url, &["node-2"]);
 
     // Unscoped degraded on node-3 now covers data-1.
-    c.inject(&[
-        "storage",
-        "--node",
-        "node-3",
-        "--status",
-        "StorageDegraded",
-        "--reason",
-        "PhysicalVolumeMissing",
-    ]);
+    c.inject_storage("node-3", "StorageDegraded", "PhysicalVolumeMissing", &[]);
     wait_rejected(&c, &url, &["node-2", "node-3"]);
 
     // Recovery lets the node back in.

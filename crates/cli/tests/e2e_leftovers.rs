@@ -6,39 +6,41 @@ mod e2e_cluster;
 mod support;
 
 use e2e_cluster::Cluster;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-use std::time::Duration;
+
+/// Whether process `pid` exists and is not a zombie; the state as /proc says it, for messages.
+fn running(pid: u32) -> (bool, String) {
+    // Reaped by nobody (their parent died), they may linger as zombies: that is not running.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .next();
+    (!stat.is_empty() && state != Some("Z"), stat)
+}
 
 #[test]
 fn leftovers_of_a_killed_up_are_stopped_and_named() {
     let mut c = Cluster::start(2);
     let old = c.recorded_pids();
     assert!(old.len() >= 5, "{old:?}");
-    kill(Pid::from_raw(c.pid().unwrap() as i32), Signal::SIGKILL).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        old.iter()
-            .all(|p| std::path::Path::new(&format!("/proc/{p}")).exists()),
-        "the components should outlive a kill -9 of up"
-    );
+    // Returns once up is gone (reaped): what it would take down with it, it has by then.
+    c.kill_up();
+    for p in &old {
+        let (alive, stat) = running(*p);
+        assert!(
+            alive,
+            "the components should outlive a kill -9 of up: {p}: {stat}"
+        );
+    }
     c.launch(2);
     let log = std::fs::read_to_string(c.up_log()).unwrap();
     let expected = format!("stopping its {} leftover component(s)", old.len());
     assert!(log.contains(&expected), "{log}");
     assert!(log.contains("cluster-controllers (pid"), "{log}");
     for p in &old {
-        // Reaped by nobody (their parent died), they may linger as zombies: not running is enough.
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .next();
-        assert!(
-            stat.is_empty() || state == Some("Z"),
-            "leftover pid {p} is still running: {stat}"
-        );
+        let (alive, stat) = running(*p);
+        assert!(!alive, "leftover pid {p} is still running: {stat}");
     }
 }

@@ -26,29 +26,20 @@ rules:
   actions: [evict, {annotate: {key: volhealth.io/replace-volume, value: \"true\"}}]
 ";
 
-fn get(c: &Cluster, path: &str) -> Option<Value> {
-    let (code, _, body) = support::kube_request(&c.kubeconfig, "GET", path, None, "")?;
-    (code == 200).then(|| serde_json::from_str(&body).ok())?
-}
-
 /// Runs `f` on the PodDisruptionBudgets of `default`, as the admin.
 fn pdbs<F: Future<Output = ()>>(c: &Cluster, f: impl FnOnce(Api<PodDisruptionBudget>) -> F) {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let kc = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
-            let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-                .await
-                .unwrap();
-            let client = kube::Client::try_from(config).unwrap();
-            f(Api::namespaced(client, "default")).await
-        })
+    support::block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        f(Api::namespaced(client, "default")).await
+    })
 }
 
 fn tainted(c: &Cluster) -> Vec<String> {
-    let nodes = get(c, "/api/v1/nodes").unwrap();
+    let nodes = c.get_json("/api/v1/nodes").unwrap();
     let mut out: Vec<String> = nodes["items"]
         .as_array()
         .unwrap()
@@ -66,7 +57,8 @@ fn tainted(c: &Cluster) -> Vec<String> {
 }
 
 fn pod_exists(c: &Cluster, name: &str) -> bool {
-    get(c, &format!("/api/v1/namespaces/default/pods/{name}")).is_some()
+    c.get_json(&format!("/api/v1/namespaces/default/pods/{name}"))
+        .is_some()
 }
 
 /// The controller's `volhealth_remediation_actions_total{action,result}`.
@@ -95,16 +87,8 @@ fn policy_file(dir: &std::path::Path) -> String {
 }
 
 fn inaccessible(c: &Cluster, claim: &str) {
-    c.inject(&[
-        "pvc",
-        &format!("default/{claim}"),
-        "--side",
-        "controller",
-        "--status",
-        "Inaccessible",
-        "--reason",
-        "DiskFailure",
-    ]);
+    let claim = format!("default/{claim}");
+    c.inject_pvc(&claim, "controller", "Inaccessible", "DiskFailure", &[]);
 }
 
 #[test]
@@ -124,15 +108,7 @@ fn remediate_taints_untaints_and_evicts_within_budget_and_pdbs() {
     assert!(up.contains("remediate"), "{up}");
 
     // A held StorageUnreachable on node-2 taints node-2 alone; recovery untaints it.
-    c.inject(&[
-        "storage",
-        "--node",
-        "node-2",
-        "--status",
-        "StorageUnreachable",
-        "--reason",
-        "NetworkPartition",
-    ]);
+    c.inject_storage("node-2", "StorageUnreachable", "NetworkPartition", &[]);
     c.eventually("node-2 tainted", || tainted(&c) == ["node-2"]);
     c.inject(&["clear", "storage", "--node", "node-2"]);
     c.eventually("node-2 untainted", || tainted(&c).is_empty());
@@ -156,11 +132,8 @@ fn remediate_taints_untaints_and_evicts_within_budget_and_pdbs() {
     });
     c.eventually("web-1 evicted", || !pod_exists(&c, "web-1"));
     c.eventually("data-1 annotated", || {
-        get(
-            &c,
-            "/api/v1/namespaces/default/persistentvolumeclaims/data-1",
-        )
-        .is_some_and(|p| p["metadata"]["annotations"]["volhealth.io/replace-volume"] == "true")
+        c.get_json("/api/v1/namespaces/default/persistentvolumeclaims/data-1")
+            .is_some_and(|p| p["metadata"]["annotations"]["volhealth.io/replace-volume"] == "true")
     });
     assert_eq!(actions(&c, "evict", "success"), 1);
 
@@ -178,18 +151,10 @@ fn in_dry_run_remediate_changes_nothing_and_says_what_it_would_do() {
     let tmp = tempfile::tempdir().unwrap();
     let policy = policy_file(tmp.path());
     let c = Cluster::start_with(2, &["--with-remediation", "--remediation-policy", &policy]);
-    c.inject(&[
-        "storage",
-        "--node",
-        "node-2",
-        "--status",
-        "StorageUnreachable",
-        "--reason",
-        "NetworkPartition",
-    ]);
+    c.inject_storage("node-2", "StorageUnreachable", "NetworkPartition", &[]);
     inaccessible(&c, "data-1");
     let said = |c: &Cluster, what: &str| {
-        get(c, "/api/v1/events").is_some_and(|e| {
+        c.get_json("/api/v1/events").is_some_and(|e| {
             e["items"].as_array().unwrap().iter().any(|e| {
                 e["message"]
                     .as_str()

@@ -82,35 +82,15 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
     }
 
     // One condition of each kind, so that every status family has a series.
-    cluster.inject(&[
-        "pvc",
+    cluster.inject_pvc(
         "default/data-1",
-        "--side",
         "controller",
-        "--status",
         "Inaccessible",
-        "--reason",
         "VolumeNotFound",
-    ]);
-    cluster.inject(&[
-        "pvc",
-        "default/data-2",
-        "--side",
-        "node",
-        "--status",
-        "Degraded",
-        "--reason",
-        "SlowIo",
-    ]);
-    cluster.inject(&[
-        "storage",
-        "--node",
-        "node-1",
-        "--status",
-        "StorageUnreachable",
-        "--reason",
-        "NetworkPartition",
-    ]);
+        &[],
+    );
+    cluster.inject_pvc("default/data-2", "node", "Degraded", "SlowIo", &[]);
+    cluster.inject_storage("node-1", "StorageUnreachable", "NetworkPartition", &[]);
     cluster.eventually("every family deploy/ uses on the pages", || {
         let monitor = scrape_text(&kc, "monitor", &urls["monitor"]);
         let agents: Vec<String> = ["agent-node-1", "agent-node-2"]

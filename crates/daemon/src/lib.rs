@@ -11,6 +11,8 @@
 //!   client asks for OpenMetrics; [`prometheus_text`] rewrites one into the other).
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
 //! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
+//! - [`in_progress`]: what a component is waiting for, named by a cut-off shutdown; marked by
+//!   servers with [`in_progress_layer`] and for Kubernetes clients by [`kube_requests`].
 
 pub mod build_info;
 pub mod duration;
@@ -19,6 +21,9 @@ mod error;
 pub mod exposition;
 pub mod feature_gates;
 pub mod http_endpoint;
+pub mod in_progress;
+pub mod in_progress_layer;
+pub mod kube_requests;
 pub mod metrics_text;
 pub mod negotiation;
 pub mod process_metrics;

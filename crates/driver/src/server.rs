@@ -18,11 +18,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tokio::sync::watch;
 use tonic::transport::server::Router;
+use tower::Layer as _;
 use volhealth_csi::registration::registration_server::RegistrationServer;
 use volhealth_csi::server::SocketOptions;
 use volhealth_csi::v1::controller_server::ControllerServer;
 use volhealth_csi::v1::identity_server::IdentityServer;
 use volhealth_csi::v1::node_server::NodeServer;
+use volhealth_daemon::in_progress_layer::{self, InProgressLayer};
 
 /// The socket path of an endpoint: `unix:///abs`, `unix:/abs`, or a plain path.
 pub fn socket_path(endpoint: &str) -> Result<PathBuf> {
@@ -72,6 +74,8 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     let state = StateDir::new(&config.state_dir);
     state.ensure(&config.node_id)?;
     let socket = socket_path(&config.endpoint)?;
+    // Each call is named by a shutdown the watchdog has to cut off while it is answered.
+    let calls = InProgressLayer::new(in_progress_layer::csi_call);
     let registration = match &config.registration_dir {
         None => None,
         Some(dir) => {
@@ -82,8 +86,11 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
                     path.display()
                 ))
             })?;
-            let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(
-                RegistrationService::new(config.driver_name.clone(), socket.clone()),
+            let router = tonic::transport::Server::builder().add_service(calls.layer(
+                RegistrationServer::new(RegistrationService::new(
+                    config.driver_name.clone(),
+                    socket.clone(),
+                )),
             ));
             Some((endpoint, router))
         }
@@ -127,18 +134,17 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     });
 
     let router = tonic::transport::Server::builder()
-        .add_service(IdentityServer::new(IdentityService::new(plugin.clone())))
-        .add_optional_service(
-            config
-                .mode
-                .serves_controller()
-                .then(|| ControllerServer::new(ControllerService::new(plugin.clone()))),
-        )
+        .add_service(calls.layer(IdentityServer::new(IdentityService::new(plugin.clone()))))
+        .add_optional_service(config.mode.serves_controller().then(|| {
+            calls.layer(ControllerServer::new(ControllerService::new(
+                plugin.clone(),
+            )))
+        }))
         .add_optional_service(
             config
                 .mode
                 .serves_node()
-                .then(|| NodeServer::new(NodeService::new(plugin.clone()))),
+                .then(|| calls.layer(NodeServer::new(NodeService::new(plugin.clone())))),
         );
     tracing::info!(
         endpoint = %socket.display(), driver = %config.driver_name, node = %config.node_id,

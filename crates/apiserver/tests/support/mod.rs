@@ -267,3 +267,28 @@ pub fn http_get_ok(url: &str) -> bool {
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200")
 }
+
+/// Reads until the server closes the connection; None if it keeps it open for `limit`.
+pub fn read_to_close(s: &mut std::net::TcpStream, limit: Duration) -> Option<String> {
+    s.set_read_timeout(Some(limit)).expect("read timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match std::io::Read::read(s, &mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(String::from_utf8_lossy(&got).into_owned());
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None;
+            }
+            Err(e) => panic!("reading: {e}"),
+        }
+    }
+}

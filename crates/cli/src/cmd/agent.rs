@@ -78,6 +78,10 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
 /// Runs `volhealth agent` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = config_from(&args)?;
+    volhealth_daemon::in_progress::name_run_loop(format!(
+        "the node agent of node {}",
+        cfg.node_name
+    ));
     volhealth_agent::run(cfg, shutdown_signal::sigint_or_sigterm()).await?;
     Ok(ExitCode::SUCCESS)
 }

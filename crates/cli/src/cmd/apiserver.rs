@@ -103,6 +103,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("binding --listen {}", args.listen))?;
+    volhealth_daemon::in_progress::name_run_loop(format!("the API server on {}", args.listen));
     volhealth_apiserver::serve(
         listener,
         config,

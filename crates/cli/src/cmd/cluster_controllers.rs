@@ -193,6 +193,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         controller: args.controller_endpoint,
         nodes: node_plugins(&args.nodes, &args.kubelet_roots)?,
     };
+    volhealth_daemon::in_progress::name_run_loop(format!(
+        "the cluster controllers of driver {}",
+        cfg.driver
+    ));
+    // Watched from here on: SIGTERM while connecting still ends the process, bounded and logged.
+    let stop = volhealth_daemon::shutdown_signal::sigint_or_sigterm();
     let client = crate::cmd::status::kubeconfig::connect(
         args.kubeconfig.as_deref(),
         None,
@@ -208,7 +214,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let mut changes = Box::pin(changes(&client));
     let mut retries = backoff::Retries::default();
-    let stop = volhealth_daemon::shutdown_signal::sigint_or_sigterm();
     tokio::pin!(stop);
     loop {
         match snapshot(&client).await {

@@ -108,6 +108,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.require_secret_file.as_deref(),
         std::env::var(REQUIRE_SECRET_ENV).ok(),
     )?;
+    volhealth_daemon::in_progress::name_run_loop(format!(
+        "the driver {} on {}",
+        config.driver_name, config.endpoint
+    ));
     volhealth_driver::run(
         config,
         volhealth_daemon::shutdown_signal::sigint_or_sigterm(),

@@ -49,20 +49,27 @@ pub fn filter_for_verbosity(v: u8) -> &'static str {
     }
 }
 
-/// Sets up `tracing` on stderr from the flags and `RUST_LOG`.
+/// Sets up `tracing` on stderr from the flags and `RUST_LOG`, and has every Kubernetes client
+/// request marked in progress whatever the filter (see `volhealth_daemon::kube_requests`).
 pub fn init(args: &LogArgs) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.trim().is_empty() => tracing_subscriber::EnvFilter::new(spec),
         _ => tracing_subscriber::EnvFilter::new(filter_for_verbosity(args.verbosity)),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    let _ = match args.log_format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let lines = match args.log_format {
+        LogFormat::Text => lines.with_filter(filter).boxed(),
+        LogFormat::Json => lines.json().with_filter(filter).boxed(),
     };
+    let _ = tracing_subscriber::registry()
+        .with(lines)
+        .with(volhealth_daemon::kube_requests::layer())
+        .try_init();
 }
 
 #[cfg(test)]

@@ -124,6 +124,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = config_from(&args)?;
+    volhealth_daemon::in_progress::name_run_loop(format!("the monitor of {}", cfg.csi_address));
     volhealth_monitor::run(cfg, shutdown_signal::sigint_or_sigterm())
         .await
         .context("volhealth monitor")?;

@@ -61,6 +61,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    volhealth_daemon::in_progress::name_run_loop("the remediation controller");
     serve(
         args.kubeconfig.as_deref(),
         config,

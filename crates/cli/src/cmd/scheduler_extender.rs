@@ -25,6 +25,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
+    volhealth_daemon::in_progress::name_run_loop(format!("the scheduler extender on {addr}"));
     let config = volhealth_scheduler::ExtenderConfig {
         kubeconfig: args.kubeconfig,
     };

@@ -6,6 +6,7 @@
 pub mod children;
 pub mod endpoints;
 pub mod external;
+pub mod extras;
 pub mod identities;
 pub mod layout;
 pub mod rbac;
@@ -54,21 +55,9 @@ pub struct Args {
     /// nodes are then exactly those named). Without it, every node uses --driver-endpoint.
     #[arg(long, value_name = "NODE=ENDPOINT", requires = "driver_endpoint")]
     pub node_endpoint: Vec<String>,
-    /// Also run the CSIStorageHealth scheduler extender (`volhealth scheduler-extender`).
-    #[arg(long)]
-    pub with_extender: bool,
-    /// Also run the remediation controller (`volhealth remediate`) as its own service account.
-    #[arg(long)]
-    pub with_remediation: bool,
-    /// With --with-remediation: the policy file (default: deploy/kubernetes/remediate/policy.yaml).
-    #[arg(long, value_name = "FILE", requires = "with_remediation")]
-    pub remediation_policy: Option<PathBuf>,
-    /// With --with-remediation: only say what would be done (--remediation-dry-run=false acts).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub remediation_dry_run: bool,
-    /// Where the extender serves POST /filter and its metrics, with --with-extender.
-    #[arg(long, default_value = "127.0.0.1:8888", value_name = "HOST:PORT")]
-    pub extender_listen: String,
+    /// The optional components.
+    #[command(flatten)]
+    pub extras: extras::ExtrasArgs,
 }
 
 fn millis(d: Duration) -> String {
@@ -86,6 +75,15 @@ impl Progress {
     fn done(&self, detail: &str) {
         println!("{detail}");
     }
+}
+
+/// Applies the RBAC deploy/kubernetes ships for `who` (`yaml`), with its progress line.
+async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> anyhow::Result<()> {
+    let p = Progress;
+    p.step(&format!("granting {who} the RBAC deploy/kubernetes ships"));
+    let applied = rbac::apply_all(client, yaml).await?;
+    p.done(&format!("ok ({applied} objects)"));
+    Ok(())
 }
 
 /// Everything `up` started, stopped in reverse start order.
@@ -228,12 +226,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let base = args
         .metrics_port
         .unwrap_or_else(|| endpoints::default_base(&args.listen));
-    let extra: &[&str] = if args.with_remediation {
-        &["remediate"]
-    } else {
-        &[]
-    };
-    let metrics = endpoints::MetricsPorts::plan_with(base, &nodes, extra)?;
+    let metrics =
+        endpoints::MetricsPorts::plan_with(base, &nodes, args.extras.metrics_components())?;
 
     // Listeners made once: a signal that arrives between two loop turns is kept, not lost.
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -371,9 +365,7 @@ async fn start(
     .await?;
     p.done(&format!("ok ({server})"));
 
-    p.step("granting the monitor the RBAC deploy/kubernetes ships");
-    let applied = rbac::apply_all(&client, rbac::MONITOR_RBAC).await?;
-    p.done(&format!("ok ({applied} objects)"));
+    grant_rbac(&client, "the monitor", rbac::MONITOR_RBAC).await?;
 
     let controller = match &args.driver_endpoint {
         Some(endpoint) => {
@@ -474,68 +466,7 @@ async fn start(
             ],
         )?;
     }
-    if args.with_extender {
-        p.step("granting the scheduler extender the RBAC deploy/kubernetes ships");
-        let applied = rbac::apply_all(&client, rbac::EXTENDER_RBAC).await?;
-        p.done(&format!("ok ({applied} objects)"));
-        p.step("starting the scheduler extender");
-        running.start(
-            "scheduler-extender",
-            layout,
-            vec![
-                "scheduler-extender".into(),
-                "--kubeconfig".into(),
-                dir(layout.extender_kubeconfig()),
-                "--listen".into(),
-                args.extender_listen.clone(),
-            ],
-        )?;
-        let addr = args.extender_listen.clone();
-        until_ready(running, "the scheduler extender", async || {
-            tokio::net::TcpStream::connect(addr.as_str()).await.ok()
-        })
-        .await?;
-        p.done(&format!("ok (http://{}/filter)", args.extender_listen));
-    }
-    if args.with_remediation {
-        p.step("granting the remediation controller the RBAC deploy/kubernetes ships");
-        let applied = rbac::apply_all(&client, rbac::REMEDIATE_RBAC).await?;
-        p.done(&format!("ok ({applied} objects)"));
-        let policy = match &args.remediation_policy {
-            Some(file) => file.clone(),
-            None => {
-                let file = layout.root().join("remediate").join("policy.yaml");
-                std::fs::write(&file, rbac::DEFAULT_REMEDIATION_POLICY)
-                    .with_context(|| format!("writing {}", file.display()))?;
-                file
-            }
-        };
-        p.step(&format!(
-            "starting the remediation controller ({})",
-            if args.remediation_dry_run {
-                "dry run"
-            } else {
-                "acting"
-            }
-        ));
-        running.start(
-            "remediate",
-            layout,
-            vec![
-                "remediate".into(),
-                "--kubeconfig".into(),
-                dir(layout.remediate_kubeconfig()),
-                "--policy".into(),
-                dir(policy),
-                format!("--dry-run={}", args.remediation_dry_run),
-                "--interval".into(),
-                "1s".into(),
-                "--http-endpoint".into(),
-                metrics.http_endpoint("remediate")?,
-            ],
-        )?;
-        p.done("ok");
-    }
+    args.extras.start(&client, layout, metrics, running).await?;
     // A component that cannot start (bad flag, refused credentials) usually exits at once.
     tokio::time::sleep(Duration::from_millis(300)).await;
     if let Some(why) = running.exited() {
@@ -637,12 +568,7 @@ fn print_summary(
     for (name, url) in metrics.urls(&record.server) {
         println!("  {name:<22} {url}");
     }
-    if args.with_extender {
-        println!(
-            "  scheduler extender     http://{}/filter (metrics on /metrics)",
-            args.extender_listen
-        );
-    }
+    args.extras.print_summary();
     println!("\nTry, in another terminal:");
     println!(
         "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",

@@ -147,6 +147,49 @@ impl Cluster {
         assert!(ok, "volhealth {} failed:\n{out}{err}", all.join(" "));
     }
 
+    /// Injects STATUS with REASON on claim `NAMESPACE/NAME` as `side` (controller or node)
+    /// reports it: `volhealth inject pvc`, with `more` flags (say `--message TEXT`).
+    pub fn inject_pvc(&self, claim: &str, side: &str, status: &str, reason: &str, more: &[&str]) {
+        let mut args = vec![
+            "pvc", claim, "--side", side, "--status", status, "--reason", reason,
+        ];
+        args.extend_from_slice(more);
+        self.inject(&args);
+    }
+
+    /// Injects the storage condition STATUS with REASON into the node plugin of `node`:
+    /// `volhealth inject storage`, with `more` flags (say `--access-mode ReadWriteMany`).
+    pub fn inject_storage(&self, node: &str, status: &str, reason: &str, more: &[&str]) {
+        let mut args = vec![
+            "storage", "--node", node, "--status", status, "--reason", reason,
+        ];
+        args.extend_from_slice(more);
+        self.inject(&args);
+    }
+
+    /// Waits until `volhealth status` shows `status` for the storage backend of `node`.
+    pub fn wait_storage(&self, node: &str, status: &str) {
+        self.eventually(&format!("{status} on {node}"), || {
+            self.status_of("CSINode", node, "backend")
+                .iter()
+                .any(|s| s == status)
+        });
+    }
+
+    /// The object at API `path` as the admin of `<dir>/kubeconfig` reads it (None unless 200).
+    pub fn get_json(&self, path: &str) -> Option<serde_json::Value> {
+        let (code, _, body) = crate::support::kube_request(
+            &self.kubeconfig,
+            "GET",
+            path,
+            Some("application/json"),
+            "",
+        )?;
+        (code == 200).then(|| {
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+        })
+    }
+
     /// `volhealth status -A -o json` parsed.
     pub fn status_json(&self) -> serde_json::Value {
         let kc = self.kubeconfig.to_string_lossy().to_string();
@@ -212,6 +255,13 @@ impl Cluster {
     /// The up process id.
     pub fn pid(&self) -> Option<u32> {
         self.proc.as_ref().map(|p| p.child.id())
+    }
+
+    /// Sends SIGKILL to `up` alone (its components are left running) and waits until it is gone.
+    pub fn kill_up(&mut self) {
+        if let Some(mut proc) = self.proc.take() {
+            proc.kill();
+        }
     }
 
     /// Sends SIGINT (Ctrl-C) and waits for `up` to exit; returns its exit code.

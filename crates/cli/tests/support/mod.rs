@@ -99,6 +99,15 @@ where
     }
 }
 
+/// Runs `f` to completion on a runtime of its own, for a test without one that calls async code.
+pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
 /// Whether an outside tool is present. When it is missing the test should return early after
 /// this prints why; under `VOLHEALTH_REQUIRE_TOOLS=1` a missing tool fails the test instead.
 pub fn have_tool(tool: &str, probe: &[&str]) -> bool {

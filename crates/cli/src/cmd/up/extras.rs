@@ -1,0 +1,144 @@
+//! The components `up` runs only when asked: the CSIStorageHealth scheduler extender
+//! (`--with-extender`) and the remediation controller (`--with-remediation`), their flags,
+//! RBAC and child processes.
+
+use super::{Progress, Running, grant_rbac, until_ready};
+use crate::cmd::up::endpoints::MetricsPorts;
+use crate::cmd::up::layout::Layout;
+use crate::cmd::up::rbac;
+use anyhow::Context as _;
+use std::path::PathBuf;
+
+/// The flags of the optional components.
+#[derive(Debug, clap::Args)]
+pub struct ExtrasArgs {
+    /// Also run the CSIStorageHealth scheduler extender (`volhealth scheduler-extender`).
+    #[arg(long)]
+    pub with_extender: bool,
+    /// Also run the remediation controller (`volhealth remediate`) as its own service account.
+    #[arg(long)]
+    pub with_remediation: bool,
+    /// With --with-remediation: the policy file (default: deploy/kubernetes/remediate/policy.yaml).
+    #[arg(long, value_name = "FILE", requires = "with_remediation")]
+    pub remediation_policy: Option<PathBuf>,
+    /// With --with-remediation: only say what would be done (--remediation-dry-run=false acts).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub remediation_dry_run: bool,
+    /// Where the extender serves POST /filter and its metrics, with --with-extender.
+    #[arg(long, default_value = "127.0.0.1:8888", value_name = "HOST:PORT")]
+    pub extender_listen: String,
+}
+
+impl ExtrasArgs {
+    /// The components beyond the monitor and the agents that get a metrics port.
+    pub fn metrics_components(&self) -> &'static [&'static str] {
+        if self.with_remediation {
+            &["remediate"]
+        } else {
+            &[]
+        }
+    }
+
+    /// Starts the components asked for, each with the RBAC deploy/kubernetes ships.
+    pub(super) async fn start(
+        &self,
+        client: &kube::Client,
+        layout: &Layout,
+        metrics: &MetricsPorts,
+        running: &mut Running,
+    ) -> anyhow::Result<()> {
+        if self.with_extender {
+            self.start_extender(client, layout, running).await?;
+        }
+        if self.with_remediation {
+            self.start_remediation(client, layout, metrics, running)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn start_extender(
+        &self,
+        client: &kube::Client,
+        layout: &Layout,
+        running: &mut Running,
+    ) -> anyhow::Result<()> {
+        grant_rbac(client, "the scheduler extender", rbac::EXTENDER_RBAC).await?;
+        let p = Progress;
+        p.step("starting the scheduler extender");
+        running.start(
+            "scheduler-extender",
+            layout,
+            vec![
+                "scheduler-extender".into(),
+                "--kubeconfig".into(),
+                layout.extender_kubeconfig().display().to_string(),
+                "--listen".into(),
+                self.extender_listen.clone(),
+            ],
+        )?;
+        let addr = self.extender_listen.clone();
+        until_ready(running, "the scheduler extender", async || {
+            tokio::net::TcpStream::connect(addr.as_str()).await.ok()
+        })
+        .await?;
+        p.done(&format!("ok (http://{}/filter)", self.extender_listen));
+        Ok(())
+    }
+
+    async fn start_remediation(
+        &self,
+        client: &kube::Client,
+        layout: &Layout,
+        metrics: &MetricsPorts,
+        running: &mut Running,
+    ) -> anyhow::Result<()> {
+        grant_rbac(client, "the remediation controller", rbac::REMEDIATE_RBAC).await?;
+        let p = Progress;
+        let policy = match &self.remediation_policy {
+            Some(file) => file.clone(),
+            None => {
+                let file = layout.root().join("remediate").join("policy.yaml");
+                std::fs::write(&file, rbac::DEFAULT_REMEDIATION_POLICY)
+                    .with_context(|| format!("writing {}", file.display()))?;
+                file
+            }
+        };
+        p.step(&format!(
+            "starting the remediation controller ({})",
+            if self.remediation_dry_run {
+                "dry run"
+            } else {
+                "acting"
+            }
+        ));
+        running.start(
+            "remediate",
+            layout,
+            vec![
+                "remediate".into(),
+                "--kubeconfig".into(),
+                layout.remediate_kubeconfig().display().to_string(),
+                "--policy".into(),
+                policy.display().to_string(),
+                format!("--dry-run={}", self.remediation_dry_run),
+                "--interval".into(),
+                "1s".into(),
+                "--http-endpoint".into(),
+                metrics.http_endpoint("remediate")?,
+            ],
+        )?;
+        p.done("ok");
+        Ok(())
+    }
+
+    /// The summary lines of the components that were started.
+    pub fn print_summary(&self) {
+        if self.with_extender {
+            println!(
+                "  scheduler extender     http://{}/filter (metrics on /metrics)",
+                self.extender_listen
+            );
+        }
+    }
+}
