@@ -14,6 +14,7 @@
 mod agent;
 mod cluster;
 pub mod config;
+mod desired;
 mod discovery;
 mod drivers;
 mod error;
@@ -31,6 +32,14 @@ pub use kubelet_dirs::KubeletRoot;
 pub use run::run;
 
 #[cfg(test)]
-mod agent_tests;
+mod agent_world;
 #[cfg(test)]
 mod fakes;
+#[cfg(test)]
+mod interval_tests;
+#[cfg(test)]
+mod storage_tests;
+#[cfg(test)]
+mod volume_tests;
+#[cfg(test)]
+mod write_queue_tests;
