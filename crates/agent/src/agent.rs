@@ -1,9 +1,10 @@
 //! The probe loop: every interval, probe the node's volumes and storage backends and write what changed.
 
 use crate::cluster::{ApiFailure, Cluster, PodSource};
-use crate::desired::{Forbidden, PodDesired, StorageDesired};
+use crate::desired::{PodDesired, StorageDesired};
 use crate::drivers::{Driver, DriverSet};
 use crate::error::{Error, Result};
+use crate::forbidden::Forbidden;
 use crate::kubelet_dirs::KubeletDirs;
 use crate::metrics::Metrics;
 use crate::pod_volumes::CsiVolume;

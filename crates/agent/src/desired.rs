@@ -3,13 +3,10 @@
 //! what is stored only when the write goes out ([`QueuedTarget`]), and its place in line by the
 //! model's severity order.
 
-use crate::cluster::ApiFailure;
 use crate::targets::{PodKey, PodTarget, StorageTarget};
 use k8s_openapi::api::core::v1::PodVolumeHealth;
 use k8s_openapi::api::storage::v1::StorageHealth;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use tokio::sync::Notify;
 use volhealth_model::sanitize::Condition;
 use volhealth_model::{
     NamedEntry, Report, StorageHealthCondition, VolumeHealthCondition, reconcile_entry,
@@ -88,42 +85,6 @@ pub fn offer<T: QueuedTarget>(
     }
     let priority = priority(&desired);
     queue.push(key, desired, priority);
-}
-
-/// The first refusal that means the agent's credentials are for another node: what was refused,
-/// and the API server's answer. The agent stops on it.
-#[derive(Debug, Default)]
-pub struct Forbidden {
-    first: Mutex<Option<(String, ApiFailure)>>,
-    notify: Notify,
-}
-
-impl Forbidden {
-    /// Notes that `what` was forbidden (the first note stands).
-    pub fn note(&self, what: String, failure: &ApiFailure) {
-        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
-        if first.is_none() {
-            *first = Some((what, failure.clone()));
-        }
-        drop(first);
-        self.notify.notify_one();
-    }
-
-    /// The refusal, if one was noted.
-    pub fn get(&self) -> Option<(String, ApiFailure)> {
-        self.first.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Waits for a refusal.
-    pub async fn wait(&self) -> (String, ApiFailure) {
-        loop {
-            let notified = self.notify.notified();
-            if let Some(f) = self.get() {
-                return f;
-            }
-            notified.await;
-        }
-    }
 }
 
 /// Sorts a pod's entries in the order of its `spec.volumes`.

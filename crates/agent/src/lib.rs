@@ -19,6 +19,7 @@ mod desired;
 mod discovery;
 mod drivers;
 mod error;
+mod forbidden;
 mod kubelet_dirs;
 mod metrics;
 mod pod_volumes;

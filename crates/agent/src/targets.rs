@@ -3,7 +3,7 @@
 //! changed.
 
 use crate::cluster::{Cluster, PodSource};
-use crate::desired::Forbidden;
+use crate::forbidden::Forbidden;
 use crate::metrics::Metrics;
 use k8s_openapi::api::core::v1::PodVolumeHealth;
 use k8s_openapi::api::storage::v1::StorageHealth;
