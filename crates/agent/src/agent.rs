@@ -1,8 +1,10 @@
 //! The probe loop: every interval, probe the node's volumes and storage backends and write what changed.
 
 use crate::cluster::{ApiFailure, Cluster, PodSource};
+use crate::desired::{PodDesired, StorageDesired};
 use crate::drivers::{Driver, DriverSet};
 use crate::error::{Error, Result};
+use crate::forbidden::Forbidden;
 use crate::kubelet_dirs::KubeletDirs;
 use crate::metrics::Metrics;
 use crate::pod_volumes::CsiVolume;
@@ -14,7 +16,16 @@ use tokio::sync::Semaphore;
 use volhealth_writer::backoff::RefusalBackoff;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
 use volhealth_writer::intervals::DriverIntervals;
-use volhealth_writer::{Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter};
+use volhealth_writer::{
+    Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter, WriteLoop, WriteQueue,
+};
+
+/// Status writes per second the agent allows itself, sustained (the kubelet's default client
+/// limit); the no-ops the write loop finds cost nothing.
+pub const STATUS_WRITE_QPS: f64 = 50.0;
+/// Status writes the agent sends at once before [`STATUS_WRITE_QPS`] paces them (the kubelet's
+/// default client burst).
+pub const STATUS_WRITE_BURST: u32 = 100;
 
 /// What the probe loop works with; every boundary is a trait so the loop is tested with fakes.
 pub struct AgentDeps {
@@ -69,9 +80,15 @@ pub struct Agent {
     pub(crate) state: Mutex<State>,
     pub(crate) probes: Semaphore,
     /// The write path of `pods/status`.
-    pub(crate) pod_writer: StatusWriter<PodTarget>,
+    pub(crate) pod_writer: Arc<StatusWriter<PodTarget>>,
+    /// Pod status writes waiting for the write loop, most severe first.
+    pub(crate) pod_queue: Arc<WriteQueue<PodKey, PodDesired>>,
     /// The write path of `csinodes/status`.
-    pub(crate) storage_writer: StatusWriter<StorageTarget>,
+    pub(crate) storage_writer: Arc<StatusWriter<StorageTarget>>,
+    /// CSINode status writes waiting for the write loop.
+    pub(crate) storage_queue: Arc<WriteQueue<String, StorageDesired>>,
+    /// A write refused because the credentials are for another node.
+    pub(crate) forbidden: Arc<Forbidden>,
     /// Events waiting to be sent.
     pub events: Arc<EventRecorder>,
     /// Unknown values and fixes already reported.
@@ -87,10 +104,14 @@ impl Agent {
         let writer_metrics = deps.metrics.writer.clone();
         let interval = deps.intervals.default_interval();
         let events = Arc::new(EventRecorder::new(writer_metrics.clone()));
+        let forbidden = Arc::new(Forbidden::default());
         let pod_writer = StatusWriter::new(
             PodTarget {
                 cluster: deps.cluster.clone(),
+                pods: deps.pods.clone(),
+                clock: deps.clock.clone(),
                 metrics: deps.metrics.clone(),
+                forbidden: forbidden.clone(),
             },
             interval,
             writer_metrics.clone(),
@@ -99,7 +120,10 @@ impl Agent {
         let storage_writer = StatusWriter::new(
             StorageTarget {
                 cluster: deps.cluster.clone(),
+                clock: deps.clock.clone(),
+                cached: Mutex::new(None),
                 metrics: deps.metrics.clone(),
+                forbidden: forbidden.clone(),
             },
             interval,
             writer_metrics.clone(),
@@ -114,8 +138,11 @@ impl Agent {
                 last_probed: HashMap::new(),
             }),
             probes: Semaphore::new(permits),
-            pod_writer,
-            storage_writer,
+            pod_writer: Arc::new(pod_writer),
+            pod_queue: Arc::new(WriteQueue::new()),
+            storage_writer: Arc::new(storage_writer),
+            storage_queue: Arc::new(WriteQueue::new()),
+            forbidden,
             notes: ReportNotes::new(writer_metrics, events.clone()),
             events,
             failures: FailureLog::new(),
@@ -147,8 +174,47 @@ impl Agent {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs cycles until an error that must stop the agent (the credentials do not belong to this node).
+    /// Runs cycles, and the write loops that store what they find, until an error that must stop
+    /// the agent (the credentials do not belong to this node). Dropping the future stops both.
     pub async fn run(&self) -> Result<()> {
+        let (pods, storage) = self.write_loops();
+        let writes = async {
+            futures::join!(
+                pods.run(std::future::pending()),
+                storage.run(std::future::pending())
+            )
+        };
+        tokio::select! {
+            r = self.run_cycles() => r,
+            (what, failure) = self.forbidden.wait() => Err(self.identity_error(&what, &failure)),
+            _ = writes => Ok(()),
+        }
+    }
+
+    /// The loops writing pod and CSINode status from their queues: writes of different objects
+    /// concurrently, the most severe first, each paced by its own rate limit.
+    pub(crate) fn write_loops(&self) -> (WriteLoop<PodTarget>, WriteLoop<StorageTarget>) {
+        let limiter = || RateLimiter::new(STATUS_WRITE_QPS, STATUS_WRITE_BURST);
+        (
+            WriteLoop::new(self.pod_writer.clone(), self.pod_queue.clone(), limiter()),
+            WriteLoop::new(
+                self.storage_writer.clone(),
+                self.storage_queue.clone(),
+                limiter(),
+            ),
+        )
+    }
+
+    /// The identity error of a write refused since the agent started, if any.
+    #[cfg(test)]
+    pub(crate) fn forbidden_error(&self) -> Option<Error> {
+        self.forbidden
+            .get()
+            .map(|(what, failure)| self.identity_error(&what, &failure))
+    }
+
+    /// Runs cycles until an error that must stop the agent.
+    async fn run_cycles(&self) -> Result<()> {
         let mut interval_changes = self.deps.intervals.subscribe();
         loop {
             let start = tokio::time::Instant::now();

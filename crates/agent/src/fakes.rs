@@ -39,6 +39,14 @@ pub struct FakeCluster {
     /// Every Event created, with its count.
     pub events: Mutex<Vec<(HealthEvent, i32)>>,
     pub rv: AtomicUsize,
+    /// How long the API server takes to answer each pod status write.
+    pub write_delay: Mutex<Duration>,
+    /// Pod status writes being answered now, by "ns/name".
+    pub writing: Mutex<BTreeMap<String, usize>>,
+    /// Most pod status writes answered at once.
+    pub max_writing: AtomicUsize,
+    /// Most pod status writes for one pod answered at once.
+    pub max_writing_one_pod: AtomicUsize,
 }
 
 impl FakeCluster {
@@ -194,6 +202,21 @@ impl Cluster for FakeCluster {
         value: &[PodVolumeHealth],
     ) -> Result<Pod, ApiFailure> {
         self.check_write(format!("pods/status {ns}/{name}"))?;
+        let delay = *self.write_delay.lock().unwrap();
+        if !delay.is_zero() {
+            let pod = format!("{ns}/{name}");
+            {
+                let mut writing = self.writing.lock().unwrap();
+                let one = writing.entry(pod.clone()).or_default();
+                *one += 1;
+                let one = *one;
+                let all: usize = writing.values().sum();
+                self.max_writing.fetch_max(all, Ordering::SeqCst);
+                self.max_writing_one_pod.fetch_max(one, Ordering::SeqCst);
+            }
+            tokio::time::sleep(delay).await;
+            *self.writing.lock().unwrap().get_mut(&pod).unwrap() -= 1;
+        }
         let rv = self.next_rv();
         let drop = *self.drop_health_fields.lock().unwrap();
         let mut pods = self.pods.lock().unwrap();

@@ -5,18 +5,21 @@
 //! attempted, calls NodeGetVolumeHealth and NodeGetStorageHealth on drivers that advertise them, and writes the
 //! result through the `/status` subresources only when it differs from what is stored.
 //!
-//! The machinery both writers share (timed probes, pacing, the write path with its overlay,
-//! outcomes and backoff, Events, metric families, the clock) is `volhealth_writer`; this crate
-//! keeps what is the agent's own: finding the node's pods and their attempted CSI volumes
-//! ([`pod_volumes`], [`kubelet_dirs`]), the drivers registered on the node ([`discovery`],
-//! [`drivers`]), the two object kinds it writes ([`targets`]), and the wiring ([`run`]).
+//! The machinery both writers share (timed probes, pacing, the severity-ordered write queue and
+//! its concurrent loop, the write path with its overlay, outcomes and backoff, Events, metric
+//! families, the clock) is `volhealth_writer`; this crate keeps what is the agent's own: finding
+//! the node's pods and their attempted CSI volumes ([`pod_volumes`], [`kubelet_dirs`]), the
+//! drivers registered on the node ([`discovery`], [`drivers`]), the two object kinds it writes
+//! ([`targets`]) and what its cycles queue for them ([`desired`]), and the wiring ([`run`]).
 
 mod agent;
 mod cluster;
 pub mod config;
+mod desired;
 mod discovery;
 mod drivers;
 mod error;
+mod forbidden;
 mod kubelet_dirs;
 mod metrics;
 mod pod_volumes;
@@ -31,6 +34,14 @@ pub use kubelet_dirs::KubeletRoot;
 pub use run::run;
 
 #[cfg(test)]
-mod agent_tests;
+mod agent_world;
 #[cfg(test)]
 mod fakes;
+#[cfg(test)]
+mod interval_tests;
+#[cfg(test)]
+mod storage_tests;
+#[cfg(test)]
+mod volume_tests;
+#[cfg(test)]
+mod write_queue_tests;

@@ -1,6 +1,7 @@
 //! Per-driver backend health: NodeGetStorageHealth → csinode.status.storageHealth, keeping spec.drivers current.
 
 use crate::agent::Agent;
+use crate::desired::{StorageDesired, merge_reports, offer, priority, storage_changes};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::metrics::METHOD_STORAGE;
@@ -9,8 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
-use volhealth_model::{reconcile_entry, reconcile_storage};
-use volhealth_writer::{FailureKind, ObjectRef, Outcome, ProbeError, Stored, timed};
+use volhealth_writer::{FailureKind, ObjectRef, ProbeError, Stored, timed};
 
 const SPEC_KEY: &str = "csinodes";
 
@@ -71,6 +71,7 @@ impl Agent {
                 .unwrap_or_default(),
         };
         let before = self.storage_writer.effective(&node, &stored);
+        self.storage_writer.target().remember(&node, stored.clone());
         let object = ObjectRef {
             api_version: "storage.k8s.io/v1",
             kind: "CSINode",
@@ -78,10 +79,7 @@ impl Agent {
             name: node.clone(),
             uid: csinode.metadata.uid.clone(),
         };
-        let mut list = before.clone();
-        let now = self.deps.clock.now();
-        let mut changed = false;
-        let mut reported = Vec::new();
+        let mut reports = BTreeMap::new();
         for (driver, answer) in probed.iter().zip(answers) {
             let Some(entries) = answer else { continue };
             if !registered.contains(&driver.name) {
@@ -94,42 +92,37 @@ impl Agent {
                 &format!("the storage backend of driver {}", driver.name),
                 &report,
             );
-            changed |= reconcile_entry(&mut list, &driver.name, |entry| {
-                reconcile_storage(entry, &driver.name, &report, now)
-            });
-            reported.push(driver.name.clone());
+            reports.insert(driver.name.clone(), report);
         }
-        let shown = if changed {
-            list.sort_by(|a, b| a.name.cmp(&b.name));
-            match self
-                .storage_writer
-                .write(&node, &stored, &before, list)
-                .await
-            {
-                Outcome::Written(v) => v,
-                Outcome::Forbidden(e) => {
-                    return Err(
-                        self.identity_error(&format!("patching csinodes/{node}/status"), &e)
-                    );
-                }
-                Outcome::Held
-                | Outcome::Dropped
-                | Outcome::Refused(_)
-                | Outcome::Gone
-                | Outcome::Conflict
-                | Outcome::Unavailable => before,
-            }
-        } else {
-            before
-        };
-        for name in &reported {
-            let conditions = shown
+        // The series show what is stored; a write that lands moves them on.
+        for name in reports.keys() {
+            let conditions = before
                 .iter()
                 .find(|e| &e.name == name)
                 .and_then(|e| e.health_conditions.as_deref())
                 .unwrap_or(&[]);
             self.deps.metrics.set_storage_conditions(name, conditions);
         }
+        let pending = self.storage_queue.pending(&node);
+        let supersedes = pending.is_some();
+        if let Some(p) = pending {
+            merge_reports(&mut reports, p.drivers);
+        }
+        let desired = StorageDesired { drivers: reports };
+        let now = self.deps.clock.now();
+        offer(
+            &self.storage_writer,
+            &self.storage_queue,
+            node,
+            &before,
+            desired,
+            supersedes,
+            |d| {
+                priority(&before, &d.drivers, |stored, driver, report| {
+                    storage_changes(stored, driver, report, now)
+                })
+            },
+        );
         Ok(())
     }
 

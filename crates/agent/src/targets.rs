@@ -2,15 +2,18 @@
 //! CSINode's `status.storageHealth`, each a list keyed by name, with one Event per entry that
 //! changed.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, PodSource};
+use crate::forbidden::Forbidden;
 use crate::metrics::Metrics;
 use k8s_openapi::api::core::v1::PodVolumeHealth;
 use k8s_openapi::api::storage::v1::StorageHealth;
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use volhealth_model::sanitize::Condition;
 use volhealth_writer::events::{Subject, transition_event};
-use volhealth_writer::{ApiFailure, EventSink, HealthEvent, ObjectRef, Patched, Stored, Target};
+use volhealth_writer::{
+    ApiFailure, Clock, EventSink, HealthEvent, ObjectRef, Patched, Stored, Target,
+};
 
 /// `resource` label of pod status writes.
 pub const POD_RESOURCE: &str = "pods/status";
@@ -69,8 +72,14 @@ fn entry_events<E, C: Condition>(
 pub struct PodTarget {
     /// The API.
     pub cluster: Arc<dyn Cluster>,
+    /// The pods as the agent's watch shows them (what a write is reconciled against).
+    pub pods: Arc<dyn PodSource>,
+    /// Where `lastTransitionTime` comes from.
+    pub clock: Arc<dyn Clock>,
     /// Series that follow what is stored.
     pub metrics: Arc<Metrics>,
+    /// Where a forbidden write is noted, to stop the agent.
+    pub forbidden: Arc<Forbidden>,
 }
 
 impl Target for PodTarget {
@@ -134,8 +143,21 @@ impl Target for PodTarget {
 pub struct StorageTarget {
     /// The API.
     pub cluster: Arc<dyn Cluster>,
+    /// Where `lastTransitionTime` comes from.
+    pub clock: Arc<dyn Clock>,
+    /// The CSINode as the last storage cycle read it: (node name, its health as stored).
+    pub cached: Mutex<Option<(String, Stored<Vec<StorageHealth>>)>>,
     /// Series that follow what is stored.
     pub metrics: Arc<Metrics>,
+    /// Where a forbidden write is noted, to stop the agent.
+    pub forbidden: Arc<Forbidden>,
+}
+
+impl StorageTarget {
+    /// Remembers the CSINode of `node` as just read, for the write loop to reconcile against.
+    pub fn remember(&self, node: &str, stored: Stored<Vec<StorageHealth>>) {
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some((node.to_string(), stored));
+    }
 }
 
 impl Target for StorageTarget {

@@ -1,20 +1,20 @@
 //! Per-pod volume health: probe each attempted CSI volume with NodeGetVolumeHealth and write pod.status.volumeHealth.
 
 use crate::agent::{Agent, Resolution};
+use crate::desired::{PodDesired, merge_reports, offer, priority, volume_changes};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::kubelet_dirs::MountAttempt;
 use crate::metrics::METHOD_VOLUME;
 use crate::pod_volumes::{self, CsiVolume, VolumeRef};
 use crate::targets::PodKey;
-use k8s_openapi::api::core::v1::{Pod, PodVolumeHealth};
+use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
-use volhealth_model::{reconcile_entry, reconcile_pod_volume};
 use volhealth_writer::pacing::Pacer;
-use volhealth_writer::{ObjectRef, Outcome, ProbeError, Stored, timed};
+use volhealth_writer::{ObjectRef, ProbeError, Stored, timed};
 
 /// One volume to probe.
 struct Target {
@@ -226,9 +226,7 @@ impl Agent {
             name: name.clone(),
             uid: Some(uid.clone()),
         };
-        let mut list = before.clone();
-        let now = self.deps.clock.now();
-        let mut changed = false;
+        let mut volumes = BTreeMap::new();
         for (target, answer) in targets.iter().zip(answers) {
             let Some(entries) = answer else { continue };
             let report = volhealth_model::volume_report(&entries);
@@ -239,44 +237,42 @@ impl Agent {
                 &format!("volume {volume} (driver {})", target.driver.name),
                 &report,
             );
-            changed |= reconcile_entry(&mut list, volume, |entry| {
-                reconcile_pod_volume(entry, volume, &report, now)
-            });
+            volumes.insert(volume.clone(), report);
         }
-        if !changed {
-            self.deps.metrics.set_pod(&namespace, &name, &before);
-            return Ok(());
+        // The series show what is stored; a write that lands moves them on.
+        self.deps.metrics.set_pod(&namespace, &name, &before);
+        let pending = self.pod_queue.pending(&key);
+        let supersedes = pending.is_some();
+        if let Some(p) = pending {
+            merge_reports(&mut volumes, p.volumes);
         }
-        sort_by_spec_order(&pod, &mut list);
-        match self.pod_writer.write(&key, &stored, &before, list).await {
-            Outcome::Written(_) => {}
-            Outcome::Forbidden(e) => {
-                return Err(
-                    self.identity_error(&format!("patching pods/{name}/status in {namespace}"), &e)
-                );
-            }
-            Outcome::Held
-            | Outcome::Dropped
-            | Outcome::Refused(_)
-            | Outcome::Gone
-            | Outcome::Conflict
-            | Outcome::Unavailable => self.deps.metrics.set_pod(&namespace, &name, &before),
-        }
+        let desired = PodDesired {
+            volumes,
+            order: spec_order(&pod),
+        };
+        let now = self.deps.clock.now();
+        offer(
+            &self.pod_writer,
+            &self.pod_queue,
+            key,
+            &before,
+            desired,
+            supersedes,
+            |d| {
+                priority(&before, &d.volumes, |stored, volume, report| {
+                    volume_changes(stored, volume, report, now)
+                })
+            },
+        );
         Ok(())
     }
 }
 
-fn sort_by_spec_order(pod: &Pod, list: &mut [PodVolumeHealth]) {
-    let order: Vec<&str> = pod
-        .spec
+/// The names of the pod's `spec.volumes`, in order.
+fn spec_order(pod: &Pod) -> Vec<String> {
+    pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
-        .map(|v| v.name.as_str())
-        .collect();
-    list.sort_by_key(|e| {
-        order
-            .iter()
-            .position(|n| *n == e.name)
-            .unwrap_or(usize::MAX)
-    });
+        .map(|v| v.name.clone())
+        .collect()
 }

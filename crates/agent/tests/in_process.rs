@@ -2,17 +2,18 @@
 //! HTTP and a real unix socket, with a node identity and the kubelet's directories played by
 //! hand: a volume fault reaches the pod's status, a storage fault the CSINode's, each with a
 //! Warning Event on its object; recovery clears both; `run` returns once its shutdown future
-//! completes.
+//! completes. Several pods failing at once all reach their status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams};
+use serde_json::json;
 use std::time::Duration;
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
-use volhealth_testkit::{NodeWorld, Service, wait_for};
+use volhealth_testkit::{NodeWorld, Service, bind_claim, create, stage_and_publish, wait_for};
 use volhealth_writer::events::{REASON_STORAGE_DEGRADED, REASON_VOLUME_DEGRADED};
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -65,27 +66,51 @@ async fn has_event(client: &kube::Client, ns: Option<&str>, name: &str, reason: 
         .any(|e| e.reason.as_deref() == Some(reason))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
-    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
-    let (api, driver, admin, volume) = (&w.api, &w.driver, w.admin.clone(), w.volume.clone());
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
-
+/// The agent for the world's node, as that node, probing every second.
+fn start_agent(w: &NodeWorld) -> Service {
     let mut config = AgentConfig::new(NODE);
-    config.kubeconfig = Some(api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
+    config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
     config.kubelet_root_dir = w.root.clone();
     config.drivers = vec![StaticDriver {
         name: DRIVER.to_string(),
-        endpoint: driver.endpoint.clone(),
+        endpoint: w.driver.endpoint.clone(),
     }];
     config.interval = Duration::from_secs(1);
     config.timeout = Duration::from_secs(5);
     config.http_endpoint = None;
-    let agent = Service::start("agent", move |shutdown| async move {
+    Service::start("agent", move |shutdown| async move {
         volhealth_agent::run(config, shutdown)
             .await
             .map_err(|e| e.to_string())
-    });
+    })
+}
+
+/// Another pod `name` on the node with one volume `data` of a new claim, staged and published as
+/// the kubelet does; returns the volume's id.
+async fn another_pod(w: &NodeWorld, name: &str) -> String {
+    let pv = format!("pv-{name}");
+    let volume = w.driver.create_volume(&pv).await;
+    let claim = format!("claim-{name}");
+    bind_claim(&w.admin, DRIVER, &claim, &pv, &volume).await;
+    let pod: Pod = create(
+        &Api::<Pod>::namespaced(w.admin.clone(), "default"),
+        json!({"metadata": {"name": name, "namespace": "default"},
+               "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "busybox"}],
+                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}}),
+    )
+    .await;
+    let uid = pod.metadata.uid.expect("the pod's uid");
+    let (stage, publish) = KubeletRoot::volume_dirs(&w.root, DRIVER, &volume, &uid, &pv);
+    stage_and_publish(&w.driver, &volume, &pv, &stage, &publish).await;
+    volume
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
+    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let agent = start_agent(&w);
 
     driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
     let want = vec![(
@@ -136,6 +161,56 @@ async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
     agent
         .stop()
         .expect("the agent returns Ok once its shutdown future completes");
+    w.driver.stop().expect("the driver stops cleanly");
+    w.api.stop().expect("the API server stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_pods_failing_at_once_all_reach_their_status() {
+    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let mut volumes = vec![("web".to_string(), w.volume.clone())];
+    for name in ["db", "cache", "queue"] {
+        volumes.push((name.to_string(), another_pod(&w, name).await));
+    }
+    let agent = start_agent(&w);
+    let faults = [
+        (volume_status::DEGRADED, "Degraded"),
+        (volume_status::INACCESSIBLE, "Inaccessible"),
+        (volume_status::DATA_LOSS, "DataLoss"),
+        (volume_status::INACCESSIBLE, "Inaccessible"),
+    ];
+    for ((_, volume), (status, _)) in volumes.iter().zip(faults) {
+        w.driver
+            .inject_volume(volume, Side::Node, status, "Correlated");
+    }
+    let pods: Api<Pod> = Api::namespaced(w.admin.clone(), "default");
+    wait_for(WAIT, "every pod's fault on its status", || async {
+        for ((pod, _), (_, want)) in volumes.iter().zip(faults) {
+            let want = vec![(
+                "data".to_string(),
+                want.to_string(),
+                "Correlated".to_string(),
+            )];
+            if pod_conditions(&pods, pod).await != want {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    for (_, volume) in &volumes {
+        w.driver.clear_volume(volume);
+    }
+    wait_for(WAIT, "every pod's fault to clear", || async {
+        for (pod, _) in &volumes {
+            if !pod_conditions(&pods, pod).await.is_empty() {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    agent.stop().expect("the agent stops cleanly");
     w.driver.stop().expect("the driver stops cleanly");
     w.api.stop().expect("the API server stops cleanly");
 }

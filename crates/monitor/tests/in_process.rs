@@ -40,14 +40,48 @@ async fn event_reasons(events: &Api<Event>, claim: &str) -> Vec<String> {
 }
 
 /// The API server, the driver, claim `claim-a` bound to PV `pv-a` of a real volume, and the
-/// monitor running in-process as its service account, at a 1 s interval.
+/// monitor running in-process as its service account, at a 1 s interval, serving its metrics.
 struct World {
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
     api: ApiServer,
     driver: Driver,
     admin: kube::Client,
     volume: String,
     monitor: Service,
+    /// The monitor's `/metrics` URL.
+    metrics: String,
+}
+
+impl World {
+    /// Waits until the monitor's metrics count a successful health call: its first cycle ran.
+    async fn first_cycle_done(&self) {
+        let url = self.metrics.clone();
+        wait_for(WAIT, "the monitor's first cycle in its metrics", || async {
+            let text = reqwest::get(&url).await.ok()?.text().await.ok()?;
+            text.lines()
+                .any(|l| {
+                    l.starts_with("csi_volume_health_probe_total{")
+                        && l.contains(r#"result="success""#)
+                })
+                .then_some(())
+        })
+        .await;
+    }
+
+    /// Stops the monitor, the driver and the API server, each of which must end cleanly.
+    fn stop(self) {
+        self.monitor
+            .stop()
+            .expect("the monitor returns Ok once its shutdown future completes");
+        self.driver.stop().expect("the driver stops cleanly");
+        self.api.stop().expect("the API server stops cleanly");
+    }
+}
+
+/// A loopback address no one listens on now.
+fn free_address() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("the bound address")
 }
 
 async fn world() -> World {
@@ -82,12 +116,13 @@ async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
             .await
             .expect("create the CSIDriver");
     }
+    let address = free_address();
     let config = MonitorConfig {
         csi_address: driver.endpoint.clone(),
         kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
         monitor_interval: interval,
         timeout: Duration::from_secs(5),
-        http_endpoint: None,
+        http_endpoint: Some(address),
         ..MonitorConfig::default()
     };
     let monitor = Service::start("monitor", move |shutdown| async move {
@@ -96,25 +131,20 @@ async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
             .map_err(|e| e.to_string())
     });
     World {
-        dir,
+        _dir: dir,
         api,
         driver,
         admin,
         volume,
         monitor,
+        metrics: format!("http://{address}/metrics"),
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
-    let World {
-        dir: _dir,
-        api,
-        driver,
-        admin,
-        volume,
-        monitor,
-    } = world().await;
+    let w = world().await;
+    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
 
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     let events: Api<Event> = Api::namespaced(admin.clone(), "default");
@@ -138,7 +168,7 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     })
     .await;
     assert!(
-        !monitor.ended(),
+        !w.monitor.ended(),
         "the monitor keeps running while nothing asks it to stop"
     );
 
@@ -156,28 +186,18 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     })
     .await;
 
-    monitor
-        .stop()
-        .expect("the monitor returns Ok once its shutdown future completes");
-    driver.stop().expect("the driver stops cleanly");
-    api.stop().expect("the API server stops cleanly");
+    w.stop();
 }
 
 /// The driver's CSIDriver sets the interval: with the flag at an hour, a fault still reaches
 /// the claim within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_csidrivers_interval_annotation_overrides_the_flag() {
-    let World {
-        dir: _dir,
-        api,
-        driver,
-        admin,
-        volume,
-        monitor,
-    } = world_at(Duration::from_secs(3600), Some("1s")).await;
+    let w = world_at(Duration::from_secs(3600), Some("1s")).await;
+    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     // Past the first cycle, which runs at start whatever the interval.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    w.first_cycle_done().await;
     driver.inject_volume(
         &volume,
         Side::Controller,
@@ -191,9 +211,7 @@ async fn the_csidrivers_interval_annotation_overrides_the_flag() {
         || async { (conditions(&pvcs, "claim-a").await == want).then_some(()) },
     )
     .await;
-    monitor.stop().expect("the monitor stops cleanly");
-    driver.stop().expect("the driver stops cleanly");
-    api.stop().expect("the API server stops cleanly");
+    w.stop();
 }
 
 /// external-health-monitor #188: a PV whose claim is deleted and that is then bound to a new
@@ -204,14 +222,8 @@ async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
     use serde_json::json;
 
-    let World {
-        dir: _dir,
-        api,
-        driver,
-        admin,
-        volume,
-        monitor,
-    } = world().await;
+    let w = world().await;
+    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     driver.inject_volume(
         &volume,
@@ -281,7 +293,5 @@ async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
     })
     .await;
 
-    monitor.stop().expect("the monitor stops cleanly");
-    driver.stop().expect("the driver stops cleanly");
-    api.stop().expect("the API server stops cleanly");
+    w.stop();
 }

@@ -181,6 +181,12 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Whether nothing is pending and no write taken from the queue is unanswered.
+    pub fn is_idle(&self) -> bool {
+        let q = self.lock();
+        q.pending.is_empty() && q.in_flight.is_empty()
+    }
 }
 
 /// A [`Target`] whose writes go through a [`WriteQueue`]: it can read its cache, and turn a
@@ -193,6 +199,16 @@ pub trait QueuedTarget: Target {
     fn cached(&self, key: &Self::Key) -> Option<Stored<Self::Value>>;
     /// The value to store over `before` for `desired`; `None` when nothing would change.
     fn reconcile(&self, before: &Self::Value, desired: &Self::Desired) -> Option<Self::Value>;
+    /// Hears how a write for `desired` ended (after the writer has counted and logged it), for
+    /// what only the component can do about it, such as stopping on a refusal that means its
+    /// credentials are for another node. Nothing by default.
+    fn answered(
+        &self,
+        _key: &Self::Key,
+        _desired: &Self::Desired,
+        _outcome: &Outcome<Self::Value>,
+    ) {
+    }
 }
 
 /// Most status writes a [`WriteLoop`] has in flight at once (as upstream's sidecar runs its
@@ -210,7 +226,7 @@ pub struct WriteLoop<T: QueuedTarget> {
     pub queue: Arc<WriteQueue<T::Key, T::Desired>>,
     /// `--kube-api-qps` / `--kube-api-burst` for status writes.
     pub limiter: RateLimiter,
-    /// Whether this replica leads (always true without leader election).
+    /// Whether this replica leads (always true without leader election, see [`WriteLoop::new`]).
     pub leader: watch::Receiver<bool>,
     /// Most writes in flight at once ([`MAX_WRITES_IN_FLIGHT`] by default; at least 1).
     pub max_in_flight: usize,
@@ -228,6 +244,24 @@ impl<T: QueuedTarget> WriteLoop<T>
 where
     T::Key: Ord,
 {
+    /// A loop for a component without leader election (it always writes), with up to
+    /// [`MAX_WRITES_IN_FLIGHT`] writes at once.
+    pub fn new(
+        writer: Arc<StatusWriter<T>>,
+        queue: Arc<WriteQueue<T::Key, T::Desired>>,
+        limiter: RateLimiter,
+    ) -> Self {
+        // The sender is dropped at once: the receiver keeps reading `true`.
+        let (_, leader) = watch::channel(true);
+        WriteLoop {
+            writer,
+            queue,
+            limiter,
+            leader,
+            max_in_flight: MAX_WRITES_IN_FLIGHT,
+        }
+    }
+
     /// Writes until `shutdown` completes; writes still in flight then are abandoned (the next
     /// leader, or the next start, reconciles from what is stored).
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
@@ -306,6 +340,9 @@ where
     /// arrived while it was in flight, which goes next instead.
     fn finished(&self, done: Done<T>, parked: &mut HashMap<T::Key, (T::Desired, usize)>) {
         self.queue.answered(&done.key);
+        self.writer
+            .target()
+            .answered(&done.key, &done.desired, &done.outcome);
         if let Some((desired, priority)) = parked.remove(&done.key) {
             self.queue.retry(done.key, desired, priority);
             return;
@@ -393,5 +430,18 @@ mod tests {
         );
         q.answered(&"a");
         assert!(!q.is_taken(&"a"));
+    }
+
+    #[test]
+    fn idle_only_when_nothing_is_queued_or_in_flight() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        assert!(q.is_idle());
+        q.push("a", "x", 0);
+        assert!(!q.is_idle(), "queued");
+        let (key, desired, _) = q.pop().unwrap();
+        q.taken(key, desired);
+        assert!(q.is_empty() && !q.is_idle(), "in flight");
+        q.answered(&"a");
+        assert!(q.is_idle());
     }
 }

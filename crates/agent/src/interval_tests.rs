@@ -1,0 +1,75 @@
+//! When the agent probes: bounded concurrency, pods spread over the interval, and each driver at
+//! its own interval.
+
+use crate::agent_world::{DRIVER, INTERVAL, world_with};
+use crate::fakes::{FakeNode, driver};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use volhealth_writer::intervals::NODE_ANNOTATION;
+
+#[tokio::test(start_paused = true)]
+async fn probes_are_bounded_and_spread_over_the_interval() {
+    let w = world_with(true, false, 3, Duration::from_millis(1500));
+    for i in 0..20 {
+        let uid = format!("uid-{i}");
+        w.cluster.add_pod_with_pv(
+            "ns",
+            &format!("p{i}"),
+            &uid,
+            "data",
+            DRIVER,
+            &format!("vol-{i}"),
+        );
+        w.dirs.attempt(&uid, "data");
+    }
+    let start = tokio::time::Instant::now();
+    w.agent.run_cycle(start).await.unwrap();
+    assert_eq!(w.node.volume_call_count(), 20);
+    assert!(w.node.max_in_flight.load(Ordering::SeqCst) <= 3);
+    let calls = w.node.volume_calls.lock().unwrap().clone();
+    let first = calls.iter().map(|c| c.0).min().unwrap();
+    let last = calls.iter().map(|c| c.0).max().unwrap();
+    assert_eq!(first, start, "the first pod is probed at once");
+    assert!(
+        last - first >= INTERVAL / 2,
+        "the probes are spread: {:?}",
+        last - first
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_driver_is_probed_at_its_own_interval_which_changes_without_a_restart() {
+    let w = world_with(false, true, 4, Duration::ZERO);
+    let other = FakeNode::new(Duration::ZERO);
+    w.drivers
+        .insert(driver("b.example.com", &other, false, true));
+    let annotation =
+        |v: &str| std::collections::BTreeMap::from([(NODE_ANNOTATION.to_string(), v.to_string())]);
+    w.intervals.apply("b.example.com", Some(&annotation("30s")));
+    let calls = |n: &FakeNode| n.storage_calls.load(Ordering::SeqCst);
+    // Windows end between probes, so no probe and window end fall on the same instant.
+    let run_for = async |millis: u64| {
+        tokio::select! {
+            r = w.agent.run() => panic!("the loop ended: {r:?}"),
+            () = tokio::time::sleep(Duration::from_millis(millis)) => {}
+        }
+    };
+
+    // 0..65.5 s: the flag's 10 s for one driver, the annotation's 30 s for the other.
+    run_for(65_500).await;
+    assert_eq!(calls(&w.node), 7, "at 0, 10, ..., 60");
+    assert_eq!(calls(&other), 3, "at 0, 30, 60");
+
+    // Shorter now, without a restart: 5 s after its last probe has passed, so at once (65.5),
+    // then every 5 s (70.5, 75.5, 80.5).
+    w.intervals.apply("b.example.com", Some(&annotation("5s")));
+    run_for(18_000).await;
+    assert_eq!(calls(&w.node), 9, "still every 10 s: 70, 80");
+    assert_eq!(calls(&other), 7, "65.5, 70.5, 75.5, 80.5");
+
+    // Removed at 83.5: the flag's interval again, from its last probe (90.5, 100.5, 110.5).
+    w.intervals.apply("b.example.com", None);
+    run_for(30_000).await;
+    assert_eq!(calls(&w.node), 12, "90, 100, 110");
+    assert_eq!(calls(&other), 10, "90.5, 100.5, 110.5");
+}

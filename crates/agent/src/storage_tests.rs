@@ -1,0 +1,155 @@
+//! CSINode storage health against fakes: spec.drivers kept current, status written and cleared,
+//! and the Events of both object kinds.
+
+use crate::agent_world::{DRIVER, backend, event_reasons, world};
+use crate::fakes::entry;
+use volhealth_csi::v1;
+use volhealth_csi::v1::VolumeHealthErrorType as V;
+
+#[tokio::test(start_paused = true)]
+async fn storage_health_appears_with_its_scope_and_clears() {
+    use v1::StorageHealthErrorType as S;
+    let w = world();
+    // No CSINode yet: the agent creates it with the driver before writing status.
+    *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageDegraded, "SlowDisks", true)]);
+    w.cycle().await.unwrap();
+    let csinode = w.cluster.csinode.lock().unwrap().clone().unwrap();
+    assert_eq!(csinode.spec.drivers[0].name, DRIVER);
+    assert_eq!(
+        csinode.metadata.owner_references.unwrap()[0].uid,
+        "node-uid"
+    );
+    let health = w.cluster.storage_health();
+    assert_eq!(health.len(), 1);
+    let cond = &health[0].health_conditions.as_ref().unwrap()[0];
+    assert_eq!(health[0].name, DRIVER);
+    assert_eq!(
+        (cond.status.as_str(), cond.reason.as_str()),
+        ("StorageDegraded", "SlowDisks")
+    );
+    assert_eq!(cond.access_mode.as_deref(), Some("ReadWriteOnce"));
+    assert_eq!(cond.volume_mode.as_deref(), Some("Filesystem"));
+    assert!(w.metrics.encode().contains(
+        r#"csi_node_storage_health_status{driver_name="d.example.com",status="StorageDegraded",reason="SlowDisks"} 1"#
+    ));
+
+    *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
+    w.cycle().await.unwrap();
+    let text = w.metrics.encode();
+    assert!(
+        !text.contains("SlowDisks") && text.contains("reason=\"Partition\"} 1"),
+        "{text}"
+    );
+
+    *w.node.storage.lock().unwrap() = Err(tonic::Status::unavailable("down"));
+    w.cycle().await.unwrap();
+    assert_eq!(
+        w.cluster.storage_health()[0]
+            .health_conditions
+            .as_ref()
+            .unwrap()[0]
+            .reason,
+        "Partition"
+    );
+
+    *w.node.storage.lock().unwrap() = Ok(vec![]);
+    w.cycle().await.unwrap();
+    assert!(w.cluster.storage_health().is_empty());
+    assert!(!w.metrics.encode().contains("reason=\"Partition\""));
+    let writes = w.cluster.writes();
+    assert_eq!(
+        writes,
+        vec![
+            "csinodes create",
+            "csinodes/status",
+            "csinodes/status",
+            "csinodes/status"
+        ]
+    );
+    w.cycle().await.unwrap();
+    assert_eq!(w.cluster.writes().len(), 4, "steady state writes nothing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn missing_driver_is_added_to_spec_drivers_before_status() {
+    use v1::StorageHealthErrorType as S;
+    let w = world();
+    w.cluster.set_csinode(&["someone.else"], vec![]);
+    *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
+    w.cycle().await.unwrap();
+    assert_eq!(w.cluster.writes(), vec!["csinodes", "csinodes/status"]);
+    let names: Vec<String> = w
+        .cluster
+        .csinode
+        .lock()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .spec
+        .drivers
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    assert_eq!(names, vec!["someone.else".to_string(), DRIVER.to_string()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn transitions_raise_events_on_the_pod_and_the_csinode() {
+    use v1::StorageHealthErrorType as S;
+    use volhealth_writer::events::{
+        REASON_STORAGE_DEGRADED, REASON_STORAGE_RECOVERED, REASON_UNKNOWN, REASON_VOLUME_DEGRADED,
+        REASON_VOLUME_RECOVERED,
+    };
+    let w = world();
+    w.one_pod();
+    w.cluster.set_csinode(&[DRIVER], vec![]);
+    w.node
+        .set_volume("vol-1", Ok(vec![entry(V::Inaccessible, "Gone", "m")]));
+    *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
+    w.cycle().await.unwrap();
+    let mut got = event_reasons(&w);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("CSINode".into(), REASON_STORAGE_DEGRADED, "node-a".into()),
+            ("Pod".into(), REASON_VOLUME_DEGRADED, "web".into()),
+        ]
+    );
+    // Unchanged: no Event. Unknown value: a Warning, once.
+    w.node.set_volume(
+        "vol-1",
+        Ok(vec![
+            entry(V::Inaccessible, "Gone", "m"),
+            volhealth_csi::v1::volume_health::VolumeHealthEntry {
+                status: 42,
+                reason: "Future".into(),
+                message: String::new(),
+            },
+        ]),
+    );
+    w.cycle().await.unwrap();
+    w.cycle().await.unwrap();
+    assert_eq!(
+        event_reasons(&w),
+        vec![("Pod".into(), REASON_UNKNOWN, "web".into())]
+    );
+    w.node.set_volume("vol-1", Ok(vec![]));
+    *w.node.storage.lock().unwrap() = Ok(vec![]);
+    w.cycle().await.unwrap();
+    let mut got = event_reasons(&w);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("CSINode".into(), REASON_STORAGE_RECOVERED, "node-a".into()),
+            ("Pod".into(), REASON_VOLUME_RECOVERED, "web".into()),
+        ]
+    );
+    assert!(
+        w.metrics
+            .encode()
+            .contains(r#"csi_volume_health_unknown_condition_total{status="42"} 1"#),
+        "counted once per transition, not once per cycle"
+    );
+}
