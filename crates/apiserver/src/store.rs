@@ -2,11 +2,12 @@
 //! watches resume from; an in-memory copy serves reads; a broadcast channel feeds live watches.
 
 mod integrity;
+mod node_index;
 
 use crate::errors::{ApiError, Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::broadcast;
@@ -85,6 +86,10 @@ struct Cache {
     rv: u64,
     compacted: u64,
     objects: Objects,
+    /// (resource, `spec.nodeName`) → the (namespace, name) of the objects bound to that node, as
+    /// kube-apiserver indexes pods for its Node authorizer: asking what a node's pods use must not
+    /// cost a scan of every pod in the cluster.
+    by_node: HashMap<(String, String), BTreeSet<(String, String)>>,
 }
 
 type Key = (String, String, String);
@@ -210,6 +215,18 @@ impl Store {
                     .insert((ns, name), Arc::new(v));
             }
         }
+        let mut cache = Cache {
+            rv,
+            compacted,
+            objects: HashMap::new(),
+            by_node: HashMap::new(),
+        };
+        for (res, items) in &objects {
+            for (key, v) in items {
+                cache.index(res, key, None, Some(v));
+            }
+        }
+        cache.objects = objects;
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
             path: path.display().to_string(),
@@ -224,11 +241,7 @@ impl Store {
                 failed: HashMap::new(),
             }),
             committer: Mutex::new(()),
-            cache: RwLock::new(Cache {
-                rv,
-                compacted,
-                objects,
-            }),
+            cache: RwLock::new(cache),
             events,
             retain: retain.max(16),
         })
@@ -500,11 +513,14 @@ impl Store {
                     for ch in &changes {
                         let map = c.objects.entry(ch.res.clone()).or_default();
                         let k = (ch.ns.clone(), ch.name.clone());
-                        if ch.kind == ChangeKind::Deleted {
+                        let after = if ch.kind == ChangeKind::Deleted {
                             map.remove(&k);
+                            None
                         } else {
-                            map.insert(k, ch.object.clone());
-                        }
+                            map.insert(k.clone(), ch.object.clone());
+                            Some(ch.object.clone())
+                        };
+                        c.index(&ch.res, &k, ch.prev.as_deref(), after.as_deref());
                     }
                     drop(c);
                     // Sent under the writer lock so live events arrive in resourceVersion order.

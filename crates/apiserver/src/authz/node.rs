@@ -48,12 +48,8 @@ fn claims_of_node_pods(store: &Store, node: &str) -> Vec<(String, String)> {
     let Some(pods) = registry::find("", "v1", "pods") else {
         return Vec::new();
     };
-    let (_, items) = store.list(&pods.store_name(), None);
     let mut out = Vec::new();
-    for p in items
-        .iter()
-        .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node))
-    {
+    for p in store.on_node(&pods.store_name(), node) {
         let ns = p
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
@@ -89,16 +85,14 @@ pub fn bound_node(user: &User, a: &Attributes<'_>, binding: Binding<'_>) -> Opti
                     .and_then(Value::as_str)
                     .map(str::to_string)
             }),
-        ("", "secrets") if a.verb == "get" => {
-            let (_, items) = store.list(&pods.store_name(), Some(a.namespace));
-            items
-                .iter()
-                .any(|p| {
-                    p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
-                        && crate::secrets::referenced_by_pod(p, a.name)
-                })
-                .then(|| node.to_string())
-        }
+        ("", "secrets") if a.verb == "get" => store
+            .on_node(&pods.store_name(), node)
+            .iter()
+            .any(|p| {
+                p.pointer("/metadata/namespace").and_then(Value::as_str) == Some(a.namespace)
+                    && crate::secrets::referenced_by_pod(p, a.name)
+            })
+            .then(|| node.to_string()),
         ("", "persistentvolumeclaims") if a.verb == "get" => claims_of_node_pods(store, node)
             .iter()
             .any(|(ns, name)| ns == a.namespace && name == a.name)
