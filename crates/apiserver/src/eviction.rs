@@ -108,7 +108,7 @@ fn too_many_requests(pdb: &str) -> ApiError {
 pub fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let ns = c.target.ns.as_str();
     let name = c.name();
-    let body: Value = crate::rest::parse_body(c)?;
+    let body: Value = crate::body::parse_body(c)?;
     if body
         .get("kind")
         .and_then(Value::as_str)

@@ -10,6 +10,7 @@ pub mod authz;
 mod backlog;
 mod bare_refusal;
 mod binding;
+mod body;
 mod call;
 mod connections;
 mod convert;

@@ -2,6 +2,7 @@
 //! deletecollection; watch is in `watch`.
 
 use crate::authz::{self, Attributes, Binding, Request, User, review_wire, reviews};
+use crate::body::parse_body;
 use crate::call::{Call, Verb};
 use crate::convert;
 use crate::errors::ApiError;
@@ -176,26 +177,6 @@ fn write(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         Verb::Delete => crate::deletion::delete(st, c),
         Verb::DeleteCollection => crate::deletion::delete_collection(st, c),
         _ => Err(ApiError::internal("not a write")),
-    }
-}
-
-/// The request body as JSON, from JSON, YAML or protobuf (by its Content-Type).
-pub(crate) fn parse_body(c: &Call) -> Result<Value, ApiError> {
-    let ct = c
-        .content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match ct.as_str() {
-        "" | "application/json" | "*/*" => patch::parse_json(&c.body),
-        "application/yaml" | "application/x-yaml" | "text/yaml" => patch::parse_yaml(&c.body),
-        _ if crate::protobuf::is_protobuf(&ct) => {
-            let def = c.target.def;
-            crate::protobuf::decode(def.group, def.kind, &c.body)
-        }
-        _ => Err(ApiError::unsupported_media(&c.content_type)),
     }
 }
 
