@@ -352,9 +352,11 @@ async fn fill(
 
     println!("  starting the monitor and {} agent(s)", plan.nodes.len());
     // Planned now, not before the setup: its many connections take ephemeral ports, and a port
-    // found free earlier could be one of them by now. Each port stays held until its component
-    // is spawned.
-    let ports = crate::cmd::up::endpoints::MetricsPorts::plan(0, &plan.nodes)?;
+    // found free earlier could be one of them by now. The port stays held until the monitor is
+    // spawned. Only the monitor's metrics are read, so the agents bind a port of their own
+    // choosing: a hundred ports planned ahead and let go one by one could each be taken as the
+    // source port of some connection before its agent binds it.
+    let ports = crate::cmd::up::endpoints::MetricsPorts::plan(0, &[])?;
     let monitor_endpoint = ports.http_endpoint("monitor")?;
     cluster.monitor_metrics = format!("http://{monitor_endpoint}/metrics");
     let mut monitor_args = vec![
@@ -374,7 +376,6 @@ async fn fill(
     cluster.monitor_args = monitor_args.clone();
     cluster.spawn("monitor", monitor_args)?;
     for node in &plan.nodes {
-        let endpoint = ports.http_endpoint(&format!("agent-{node}"))?;
         cluster.spawn(
             &format!("agent-{node}"),
             vec![
@@ -388,7 +389,7 @@ async fn fill(
                 "--interval".into(),
                 millis(plan.interval),
                 "--http-endpoint".into(),
-                endpoint,
+                "127.0.0.1:0".into(),
             ],
         )?;
     }
