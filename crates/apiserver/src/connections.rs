@@ -26,6 +26,38 @@ const MAX_HEAD_BUFFER: usize = 512 * 1024;
 /// The highest `max_connections` honoured.
 const MAX_CONNECTIONS_CAP: usize = 1 << 20;
 
+/// Descriptors of the open-files limit kept back from connections: the store's database, its
+/// WAL and shared-memory files, the listener, logs, and what blocking tasks open.
+const FD_RESERVE: u64 = 256;
+
+/// The fewest connections the default allows, whatever the open-files limit.
+const MIN_DEFAULT_CONNECTIONS: u64 = 64;
+
+/// The default when open files are unlimited.
+const UNLIMITED_DEFAULT_CONNECTIONS: usize = 65_536;
+
+/// The default `max_connections`: the soft open-files limit less [`FD_RESERVE`]. kube-apiserver
+/// has no connection cap; this one only keeps a flood of idle connections from taking the
+/// descriptors the store needs. Clients that speak only HTTP/1.1, as kube-rs does, hold a
+/// connection per request in flight and keep them open idle, so a fixed small cap lets a
+/// hundred node agents fill it and everyone else wait in the listen backlog until an idle one
+/// times out.
+pub fn default_max_connections() -> usize {
+    connections_for(volhealth_daemon::fd_limit::soft())
+}
+
+fn connections_for(soft_limit: Option<u64>) -> usize {
+    match soft_limit {
+        None => UNLIMITED_DEFAULT_CONNECTIONS,
+        Some(n) => {
+            let n = n.saturating_sub(FD_RESERVE).max(MIN_DEFAULT_CONNECTIONS);
+            usize::try_from(n)
+                .unwrap_or(MAX_CONNECTIONS_CAP)
+                .min(MAX_CONNECTIONS_CAP)
+        }
+    }
+}
+
 /// How connections are bounded.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -163,5 +195,19 @@ where
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_cap_follows_the_open_files_limit() {
+        assert_eq!(connections_for(Some(20_000)), 19_744);
+        assert_eq!(connections_for(Some(1_024)), 768);
+        assert_eq!(connections_for(Some(100)), 64, "never below the floor");
+        assert_eq!(connections_for(None), 65_536, "unlimited");
+        assert_eq!(connections_for(Some(u64::MAX - 1)), MAX_CONNECTIONS_CAP);
     }
 }

@@ -44,6 +44,7 @@ pub mod tls;
 pub mod validation;
 mod watch;
 
+pub use connections::default_max_connections;
 pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;
 pub use server::{ServerConfig, serve};

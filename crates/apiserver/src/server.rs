@@ -3,6 +3,7 @@
 
 use crate::authz::{self, Authorizer, Request as AuthzRequest, Tokens, User};
 use crate::call::{self, Call};
+use crate::connections::default_max_connections;
 use crate::errors::{ApiError, Error, Result};
 use crate::gate::FeatureGates;
 use crate::metrics::Metrics;
@@ -46,7 +47,9 @@ pub struct ServerConfig {
     pub retained_changes: u64,
     /// Interval of watch bookmarks (when the client allows them).
     pub bookmark_interval: Duration,
-    /// Most connections served at once; more wait until one closes.
+    /// Most connections served at once; more wait until one closes. The default leaves a
+    /// reserve of the open-files limit for the store and the server's own files
+    /// ([`default_max_connections`]).
     pub max_connections: usize,
     /// Time a client has to send a request's head, and the longest a kept-alive connection
     /// may idle between requests.
@@ -61,7 +64,8 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
-    /// 512 connections, 32 s to send a request head (as kube-apiserver), 16 MiB of unread
+    /// as many connections as the open-files limit allows, 32 s to send a request head (as
+    /// kube-apiserver), 16 MiB of unread
     /// events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on unless
     /// told `--insecure-http`).
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
@@ -73,7 +77,7 @@ impl ServerConfig {
             write_kubeconfig: None,
             retained_changes: 50_000,
             bookmark_interval: Duration::from_secs(10),
-            max_connections: 512,
+            max_connections: default_max_connections(),
             header_read_timeout: Duration::from_secs(32),
             watch_backlog_bytes: 16 * 1024 * 1024,
             slow_watcher_patience: Duration::from_secs(10),

@@ -93,6 +93,9 @@ fn main() -> ExitCode {
     if let Some(component) = cli.command.component() {
         volhealth_daemon::build_info::set_component(component);
     }
+    // As Go programs do: the soft open-files limit is the shell's default, the hard one the
+    // operator's choice. The API server sizes its connection cap from it.
+    volhealth_daemon::fd_limit::raise_to_hard();
     let result = match cli.command {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),
         Command::Driver(a) => cmd::block_on(cmd::driver::run(a)),

@@ -17,6 +17,7 @@ pub fn main_of(
 ) -> ExitCode {
     logging::init(log);
     volhealth_daemon::build_info::set_component(component);
+    volhealth_daemon::fd_limit::raise_to_hard();
     match runtime::block_on_with(threads, run) {
         Ok(code) => code,
         Err(err) => {

@@ -11,6 +11,7 @@
 //!   client asks for OpenMetrics; [`prometheus_text`] rewrites one into the other).
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
 //! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
+//! - [`fd_limit`]: the open-files limit, raised to the hard limit at start.
 //! - [`in_progress`]: what a component is waiting for, named by a cut-off shutdown; marked by
 //!   servers with [`in_progress_layer`] and for Kubernetes clients by [`kube_requests`].
 
@@ -19,6 +20,7 @@ pub mod duration;
 pub mod endpoint_server;
 mod error;
 pub mod exposition;
+pub mod fd_limit;
 pub mod feature_gates;
 pub mod http_endpoint;
 pub mod in_progress;
