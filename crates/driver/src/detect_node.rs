@@ -183,16 +183,41 @@ pub fn io_probe(dir: &Path, readonly: bool, name: &str) -> std::io::Result<()> {
 pub struct NodeChecker {
     timeout: Duration,
     slow: Duration,
+    /// How long a fast, successful I/O probe of a volume's path stands for the next ones.
+    probe_interval: Duration,
     in_flight: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Volume → the path of its last fast, successful I/O probe, and when it ran.
+    passed: Arc<Mutex<HashMap<String, (PathBuf, Instant)>>>,
+}
+
+/// Entries of `passed` beyond which the stale ones are dropped.
+const PASSED_PRUNE_AT: usize = 4096;
+
+/// Whether a fast success of `path`, recorded as `entry`, still stands at `now`.
+fn still_passes(entry: Option<&(PathBuf, Instant)>, path: &Path, interval: Duration) -> bool {
+    entry.is_some_and(|(p, at)| p == path && at.elapsed() < interval)
 }
 
 impl NodeChecker {
-    /// A checker with a deadline and a slow threshold.
+    /// A checker with a deadline and a slow threshold that probes on every check.
     pub fn new(timeout: Duration, slow: Duration) -> Self {
+        NodeChecker::with_probe_interval(timeout, slow, Duration::ZERO)
+    }
+
+    /// A checker whose fast, successful I/O probe of a volume stands for `probe_interval`:
+    /// checks in between still look at every path, but write and sync nothing. A failed or slow
+    /// probe stands for nothing, so the next check probes again and sees a recovery at once.
+    pub fn with_probe_interval(
+        timeout: Duration,
+        slow: Duration,
+        probe_interval: Duration,
+    ) -> Self {
         NodeChecker {
             timeout,
             slow,
+            probe_interval,
             in_flight: Arc::default(),
+            passed: Arc::default(),
         }
     }
 
@@ -213,13 +238,29 @@ impl NodeChecker {
             map.insert(id.clone(), Instant::now());
         }
         let in_flight = self.in_flight.clone();
+        let passed = self.passed.clone();
         let slow = self.slow;
+        let interval = self.probe_interval;
         let task = tokio::task::spawn_blocking(move || {
             let (mut out, probe) = check_paths(&input, &crate::mounts::mount_points());
+            let lock = || passed.lock().unwrap_or_else(|p| p.into_inner());
+            let probe = probe
+                .filter(|(path, _)| !still_passes(lock().get(&input.volume_id), path, interval));
             if let Some((path, readonly)) = probe {
                 let started = Instant::now();
                 let res = io_probe(&path, readonly, &input.probe_name);
                 let took = started.elapsed();
+                {
+                    let mut passed = lock();
+                    if res.is_ok() && took < slow && !interval.is_zero() {
+                        if passed.len() >= PASSED_PRUNE_AT {
+                            passed.retain(|_, (_, at)| at.elapsed() < interval);
+                        }
+                        passed.insert(input.volume_id.clone(), (path.clone(), Instant::now()));
+                    } else {
+                        passed.remove(&input.volume_id);
+                    }
+                }
                 match res {
                     Err(e) => out.push(inaccessible("IoProbeFailed", format!("I/O probe in {}: {e}", path.display()))),
                     Ok(()) if took >= slow => out.push(Condition::new(
@@ -329,6 +370,76 @@ mod tests {
         io_probe(dir.path(), false, ".probe").unwrap();
         assert!(!dir.path().join(".probe").exists());
         assert!(io_probe(&dir.path().join("missing"), false, ".probe").is_err());
+    }
+
+    fn published(dir: &Path) -> NodeCheckInput {
+        NodeCheckInput {
+            volume_id: "vh-1".into(),
+            attempts: None,
+            data_path: None,
+            publish_path: dir.display().to_string(),
+            staging_path: String::new(),
+            probe_name: ".probe".into(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_passed_probe_stands_for_its_interval_and_a_failed_one_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = published(dir.path());
+        // A directory where the probe file goes makes every real probe fail.
+        let block = || std::fs::create_dir(dir.path().join(".probe")).unwrap();
+        let unblock = || std::fs::remove_dir(dir.path().join(".probe")).unwrap();
+        let reasons = |c: Vec<Condition>| c.into_iter().map(|c| c.reason).collect::<Vec<_>>();
+        let hour = Duration::from_secs(3600);
+
+        let cached = NodeChecker::with_probe_interval(hour, hour, hour);
+        assert!(cached.check(input.clone()).await.is_empty());
+        block();
+        assert!(
+            cached.check(input.clone()).await.is_empty(),
+            "within the interval the passed probe stands: nothing is written"
+        );
+        let mut moved = input.clone();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::create_dir(other.path().join(".probe")).unwrap();
+        moved.publish_path = other.path().display().to_string();
+        assert_eq!(
+            reasons(cached.check(moved).await),
+            ["IoProbeFailed"],
+            "a passed probe stands only for the path it probed"
+        );
+
+        let every = NodeChecker::new(hour, hour);
+        assert_eq!(reasons(every.check(input.clone()).await), ["IoProbeFailed"]);
+        assert_eq!(reasons(every.check(input.clone()).await), ["IoProbeFailed"]);
+
+        let fresh = NodeChecker::with_probe_interval(hour, hour, hour);
+        assert_eq!(reasons(fresh.check(input.clone()).await), ["IoProbeFailed"]);
+        unblock();
+        assert!(
+            fresh.check(input.clone()).await.is_empty(),
+            "a failed probe stands for nothing: the recovery is seen at once"
+        );
+        block();
+        assert!(
+            fresh.check(input.clone()).await.is_empty(),
+            "the passed one stands"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_probe_stands_for_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = published(dir.path());
+        let hour = Duration::from_secs(3600);
+        // Every probe counts as slow with a zero threshold.
+        let checker = NodeChecker::with_probe_interval(hour, Duration::ZERO, hour);
+        for _ in 0..2 {
+            let got = checker.check(input.clone()).await;
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].reason, "SlowIo", "probed again: {got:?}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

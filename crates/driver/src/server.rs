@@ -114,7 +114,11 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
         );
     }
     let plugin = Arc::new(Plugin {
-        node_checker: NodeChecker::new(config.io_probe_timeout, config.io_probe_slow),
+        node_checker: NodeChecker::with_probe_interval(
+            config.io_probe_timeout,
+            config.io_probe_slow,
+            config.io_probe_interval,
+        ),
         injections: InjectionWatch::new(state.clone()),
         state,
         view: view.clone(),

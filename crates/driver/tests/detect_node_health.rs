@@ -136,7 +136,8 @@ async fn slow_io_probe_is_degraded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_io_probe_is_inaccessible() {
-    let d = TestDriver::start(|_| {}).await;
+    // Probe on every call: the first call's passed probe would otherwise stand for the next.
+    let d = TestDriver::start(|c| c.io_probe_interval = std::time::Duration::ZERO).await;
     if !can_mount(d.dir.path()) {
         return;
     }

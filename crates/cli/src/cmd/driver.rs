@@ -41,6 +41,10 @@ pub struct Args {
     /// A node I/O probe slower than this many milliseconds makes the volume Degraded.
     #[arg(long, default_value_t = 500)]
     io_probe_slow_ms: u64,
+    /// Milliseconds a fast, successful node I/O probe of a volume stands for later health calls
+    /// (0: write and sync on every call). Failed and slow probes are repeated on the next call.
+    #[arg(long, default_value_t = 30_000)]
+    io_probe_interval_ms: u64,
     /// Report StorageDegraded LowFreeSpace when less than this share of the backing filesystem is
     /// free (0 turns the check off, e.g. for benchmarks on a nearly full disk).
     #[arg(long, default_value_t = 0.10)]
@@ -97,6 +101,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.refresh_interval = Duration::from_millis(args.refresh_interval_ms.max(10));
     config.io_probe_timeout = Duration::from_millis(args.io_probe_timeout_ms.max(1));
     config.io_probe_slow = Duration::from_millis(args.io_probe_slow_ms);
+    config.io_probe_interval = Duration::from_millis(args.io_probe_interval_ms);
     anyhow::ensure!(
         (0.0..=1.0).contains(&args.low_space_fraction),
         "--low-space-fraction must be within [0, 1], got {}",
