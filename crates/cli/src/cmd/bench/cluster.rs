@@ -44,8 +44,10 @@ pub struct Plan {
     pub nodes: Vec<String>,
     /// Number of PVCs (each with a PV and a pod).
     pub pvcs: usize,
-    /// Monitor and agent interval.
+    /// The monitor's interval.
     pub interval: Duration,
+    /// The agents' interval.
+    pub agent_interval: Duration,
     /// List or Get mode.
     pub mode: Mode,
     /// The monitor's `--list-page-size`.
@@ -387,7 +389,7 @@ async fn fill(
                 "--kubelet-root-dir".into(),
                 dir(layout.kubelet_root(node)),
                 "--interval".into(),
-                millis(plan.interval),
+                millis(plan.agent_interval),
                 "--http-endpoint".into(),
                 "127.0.0.1:0".into(),
             ],

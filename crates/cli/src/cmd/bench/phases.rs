@@ -17,8 +17,10 @@ use volhealth_driver::state::StateDir;
 pub struct Knobs {
     /// When the bench started (setup time is measured from here).
     pub started: Instant,
-    /// The monitor's and agents' interval.
+    /// The monitor's interval.
     pub interval: Duration,
+    /// The agents' interval.
+    pub agent_interval: Duration,
     /// Each steady-state window.
     pub window: Duration,
     /// Lag samples per kind.
@@ -27,6 +29,13 @@ pub struct Knobs {
     pub unhealthy: usize,
     /// Longest wait for a burst.
     pub wait: Duration,
+}
+
+impl Knobs {
+    /// The longer of the two intervals.
+    fn slowest(&self) -> Duration {
+        self.interval.max(self.agent_interval)
+    }
 }
 
 /// Counters read at one moment.
@@ -178,7 +187,7 @@ async fn volume_lags(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Re
     println!("  detection lag: {s} controller and {s} node-volume conditions");
     let ctl: Vec<&Volume> = cluster.volumes.iter().take(s).collect();
     let node: Vec<&Volume> = cluster.volumes.iter().rev().take(s).collect();
-    let stagger = k.interval / 7;
+    let stagger = k.slowest() / 7;
     let mut ctl_at = Vec::new();
     let mut node_at = Vec::new();
     for i in 0..s {
@@ -188,7 +197,7 @@ async fn volume_lags(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Re
         node_at.push((node[i].sample.pod.clone(), Instant::now()));
         tokio::time::sleep(stagger).await;
     }
-    let timeout = k.interval * 10 + Duration::from_secs(30);
+    let timeout = k.slowest() * 10 + Duration::from_secs(30);
     obs.wait(timeout, |o| {
         ctl_at
             .iter()
@@ -225,8 +234,8 @@ async fn storage_lag(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Re
     };
     println!("  detection lag: {} storage conditions", k.samples);
     let per_round = nodes.len().min(k.samples).max(1);
-    let stagger = k.interval / 7;
-    let timeout = k.interval * 10 + Duration::from_secs(30);
+    let stagger = k.agent_interval / 7;
+    let timeout = k.agent_interval * 10 + Duration::from_secs(30);
     let mut injected = Vec::new();
     while injected.len() < k.samples {
         let mut round = Vec::new();
@@ -332,7 +341,7 @@ pub async fn measure(cluster: &mut Cluster, k: Knobs) -> anyhow::Result<Report> 
     );
     let obs = Observer::start(&cluster.client, NAMESPACE).await?;
     // Let the first cycles (the monitor's and agents' initial sweeps) pass.
-    tokio::time::sleep(k.interval * 3).await;
+    tokio::time::sleep(k.slowest() * 3).await;
     report.healthy = steady(cluster, &k, "all healthy").await?;
     report.resources = snapshot(cluster);
 

@@ -10,8 +10,10 @@ pub struct Setup {
     pub pvcs: usize,
     /// Nodes (one node plugin and one agent each).
     pub nodes: usize,
-    /// Monitor and agent interval, seconds.
+    /// The monitor's interval, seconds.
     pub interval_s: f64,
+    /// The agents' interval, seconds.
+    pub agent_interval_s: f64,
     /// `list` or `get`.
     pub mode: super::cluster::Mode,
     /// The monitor's list page size.
