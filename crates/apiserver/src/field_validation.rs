@@ -2,7 +2,9 @@
 //! does not have. Found by
 //! reading the body into the k8s-openapi type of the kind and comparing key sets. `Strict`
 //! refuses them (400; kubectl asks for it by default), `Warn` (the server's default) keeps the request with a `Warning` header per
-//! field, `Ignore` says nothing; in every mode they are pruned, never stored.
+//! field, `Ignore` says nothing; in every mode they are pruned, never stored. A server-side
+//! apply body is checked itself, before it is merged, so that its field set in `managedFields`
+//! never names what was pruned.
 
 use crate::errors::ApiError;
 use crate::registry::ResourceDef;
@@ -99,33 +101,84 @@ fn prune(sent: &mut Value, kept: &Value, path: &str, unknown: &mut Vec<String>) 
     }
 }
 
+/// Prunes the fields of `obj` its kind lacks; their dotted paths (`spec.foo`,
+/// `spec.containers[0].bar`). Kinds without a type, and bodies the type cannot read, keep all.
+fn prune_unknown(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Some(kept) = known(def, obj) {
+        prune(obj, &kept, "", &mut unknown);
+    }
+    unknown
+}
+
+fn unknown_warnings(unknown: &[String]) -> Vec<String> {
+    unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect()
+}
+
 /// Prunes the unknown fields of `obj` and answers what `mode` asks: an error (Strict) or the
 /// warnings to send (Warn).
 pub fn check(def: &ResourceDef, mode: Mode, obj: &mut Value) -> Result<Vec<String>, ApiError> {
-    let Some(kept) = known(def, obj) else {
-        return Ok(Vec::new());
-    };
-    let mut unknown = Vec::new();
-    prune(obj, &kept, "", &mut unknown);
+    let unknown = prune_unknown(def, obj);
     if unknown.is_empty() {
         return Ok(Vec::new());
     }
     match mode {
-        Mode::Strict => {
-            let list: Vec<String> = unknown
+        Mode::Strict => Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            unknown_warnings(&unknown).join(", ")
+        ))),
+        Mode::Warn => Ok(unknown_warnings(&unknown)),
+        Mode::Ignore => Ok(Vec::new()),
+    }
+}
+
+/// [`check`] for a server-side apply body, before anything is merged or recorded: what is pruned
+/// here is neither stored nor named in `managedFields`. `duplicates` are the keys the YAML
+/// repeated; `object` names the target (`namespace/name`) in a refusal, which reads as
+/// kube-apiserver's.
+pub fn check_apply(
+    def: &ResourceDef,
+    mode: Mode,
+    applied: &mut Value,
+    duplicates: &[String],
+    object: &str,
+) -> Result<Vec<String>, ApiError> {
+    let unknown = prune_unknown(def, applied);
+    match mode {
+        Mode::Strict if !duplicates.is_empty() => {
+            let list: Vec<String> = duplicates
                 .iter()
-                .map(|f| format!("unknown field \"{f}\""))
+                .map(|f| format!("duplicate field \"{f}\""))
                 .collect();
             Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
+                "error strict decoding YAML: {}",
                 list.join(", ")
             )))
         }
-        Mode::Warn => Ok(unknown
+        Mode::Strict if !unknown.is_empty() => {
+            let errors: Vec<String> = unknown
+                .iter()
+                .map(|f| format!(".{f}: field not declared in schema"))
+                .collect();
+            let errors = match errors.as_slice() {
+                [one] => one.clone(),
+                many => format!("errors:\n  {}", many.join("\n  ")),
+            };
+            let group = def.group;
+            Err(ApiError::bad_request(format!(
+                "failed to create typed patch object ({object}; {group}/{}, Kind={}): {errors}",
+                def.version, def.kind
+            )))
+        }
+        Mode::Strict | Mode::Ignore => Ok(Vec::new()),
+        Mode::Warn => Ok(duplicates
             .iter()
-            .map(|f| format!("unknown field \"{f}\""))
+            .map(|f| format!("duplicate field \"{f}\""))
+            .chain(unknown_warnings(&unknown))
             .collect()),
-        Mode::Ignore => Ok(Vec::new()),
     }
 }
 
@@ -177,5 +230,47 @@ mod tests {
         assert!(check(pvc_def(), Mode::Ignore, &mut obj).unwrap().is_empty());
         assert_eq!(obj, json!({"metadata": {"name": "d"}, "spec": {}}));
         assert!(Mode::parse(Some("Loose")).is_err());
+    }
+
+    #[test]
+    fn an_apply_body_is_refused_as_kube_apiserver_words_it_or_pruned() {
+        let body = json!({"metadata": {"name": "d"}, "spec": {"foo": 1, "volumeName": "v"}});
+        let mut a = body.clone();
+        let e = check_apply(pvc_def(), Mode::Strict, &mut a, &[], "ns/d").unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "failed to create typed patch object (ns/d; /v1, Kind=PersistentVolumeClaim): \
+             .spec.foo: field not declared in schema"
+        );
+        let mut a = json!({"spec": {"foo": 1, "bar": 2}});
+        let e = check_apply(pvc_def(), Mode::Strict, &mut a, &[], "ns/d").unwrap_err();
+        assert!(e.message.ends_with("): errors:\n  .spec.bar: field not declared in schema\n  .spec.foo: field not declared in schema"), "{}", e.message);
+        let dups = ["spec.volumeName".to_string()];
+        let mut a = body.clone();
+        let e = check_apply(pvc_def(), Mode::Strict, &mut a, &dups, "ns/d").unwrap_err();
+        assert!(
+            e.message.contains("duplicate field \"spec.volumeName\""),
+            "{}",
+            e.message
+        );
+        let mut a = body.clone();
+        let w = check_apply(pvc_def(), Mode::Warn, &mut a, &dups, "ns/d").unwrap();
+        assert_eq!(
+            w,
+            vec![
+                "duplicate field \"spec.volumeName\"".to_string(),
+                "unknown field \"spec.foo\"".to_string()
+            ]
+        );
+        let pruned = json!({"metadata": {"name": "d"}, "spec": {"volumeName": "v"}});
+        assert_eq!(a, pruned);
+        let mut a = body;
+        assert!(
+            check_apply(pvc_def(), Mode::Ignore, &mut a, &dups, "ns/d")
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(a, pruned);
     }
 }

@@ -370,25 +370,33 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
     let status_only = c.status_only();
     let manager = c.q("fieldManager").unwrap_or("");
     let sub = c.target.sub.as_deref().unwrap_or("");
+    // Parsed before the store is locked: a bad directive is refused whatever the object.
+    let mode = field_validation::Mode::parse(c.q("fieldValidation"))?;
+    let mut warnings = Vec::new();
+    // An apply body is checked before it is merged: its unknown fields are then neither stored
+    // nor part of the field set `managedFields` records for the manager.
     let applied = if pt == PatchType::Apply {
-        let a = patch::parse_yaml(&c.body)?;
+        let (mut a, duplicates) = patch::parse_yaml_noting_duplicates(&c.body)?;
         if !a.is_object() {
             return Err(ApiError::bad_request("an apply patch must be an object"));
         }
+        let object = if c.target.ns.is_empty() {
+            name.clone()
+        } else {
+            format!("{}/{name}", c.target.ns)
+        };
+        warnings = field_validation::check_apply(api_def, mode, &mut a, &duplicates, &object)?;
         Some(a)
     } else {
         None
     };
-    // Parsed before the store is locked: a bad directive is refused whatever the object.
-    let mode = field_validation::Mode::parse(c.q("fieldValidation"))?;
-    let mut warnings = Vec::new();
     let mut created = false;
     let w = st.store.mutate(&c.res(), &c.target.ns, &name, |old| {
         let Some(old) = old else {
-            if pt != PatchType::Apply || status_only {
+            let (Some(a), false) = (&applied, status_only) else {
                 return Err(ApiError::not_found(def.group, def.plural, &name));
-            }
-            let mut obj = patch::parse_yaml(&c.body)?;
+            };
+            let mut obj = a.clone();
             check_name(c, &obj)?;
             objects::check_type(api_def, &mut obj)?;
             let mut obj = convert::to_storage(api_def, obj);
@@ -396,9 +404,7 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             namespace_must_exist(st, def, &c.target.ns)?;
             objects::prepare_create(def, &mut obj, &c.target.ns)?;
             objects::admit(st.gates, def, None, &mut obj)?;
-            if let Some(a) = &applied {
-                apply::record(api_def, &mut obj, a, manager, sub, &objects::now_rfc3339());
-            }
+            apply::record(api_def, &mut obj, a, manager, sub, &objects::now_rfc3339());
             created = true;
             if c.dry_run() {
                 return Err(dry_run_answer(obj));

@@ -4,6 +4,7 @@
 pub mod apply;
 mod depth;
 pub mod strategic;
+mod yaml;
 
 use crate::errors::ApiError;
 use crate::registry::ResourceDef;
@@ -52,13 +53,18 @@ pub const MAX_YAML_DEPTH: usize = 128;
 /// [`MAX_YAML_DEPTH`]. The depth is checked before parsing: the YAML scanner's cost grows with
 /// the square of the nesting, so a deep body is refused before it costs anything.
 pub fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    parse_yaml_noting_duplicates(body).map(|(v, _)| v)
+}
+
+/// [`parse_yaml`], also answering the dotted paths of the keys a mapping repeats (the last one
+/// is kept), for `fieldValidation`.
+pub fn parse_yaml_noting_duplicates(body: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
     if depth::exceeds(body, MAX_YAML_DEPTH) {
         return Err(ApiError::bad_request(format!(
             "error decoding YAML: the document nests deeper than {MAX_YAML_DEPTH} levels"
         )));
     }
-    serde_yaml::from_slice::<Value>(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+    yaml::parse(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
 /// Applies a patch body to `original`, returning the patched object.
