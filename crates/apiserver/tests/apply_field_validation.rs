@@ -22,24 +22,16 @@ struct Applied {
 }
 
 async fn apply(url: &str, query: &str, yaml: &str) -> Applied {
-    let r = reqwest::Client::new()
-        .patch(format!("{url}?fieldManager=m{query}"))
-        .header("content-type", APPLY)
-        .body(yaml.to_string())
-        .send()
-        .await
-        .unwrap();
-    let code = r.status().as_u16();
-    let warnings = r
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
+    let (code, warnings, json) = support::patch_raw(
+        &format!("{url}?fieldManager=m{query}"),
+        APPLY,
+        yaml.as_bytes().to_vec(),
+    )
+    .await;
     Applied {
         code,
         warnings,
-        json: r.json().await.unwrap_or_default(),
+        json,
     }
 }
 

@@ -337,21 +337,7 @@ async fn send_patch(
     content_type: &str,
     body: &serde_json::Value,
 ) -> (u16, Vec<String>, serde_json::Value) {
-    let r = reqwest::Client::new()
-        .patch(url)
-        .header("content-type", content_type)
-        .body(serde_json::to_vec(body).unwrap())
-        .send()
-        .await
-        .unwrap();
-    let code = r.status().as_u16();
-    let warnings = r
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    (code, warnings, r.json().await.unwrap_or_default())
+    support::patch_raw(url, content_type, serde_json::to_vec(body).unwrap()).await
 }
 
 /// `fieldValidation` on PATCH: a merge, strategic or JSON patch is applied and the patched object
