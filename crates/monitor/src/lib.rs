@@ -17,7 +17,8 @@
 //! - [`claim_target`]: PVC health as the shared writer's target; [`kube_patcher`] patches it.
 //! - Boundaries, each with a real implementation and fakes in the unit tests:
 //!   [`source::HealthSource`] ([`csi_source`]), [`claims::ClaimStore`] ([`kube_claims`]),
-//!   [`claim_target::HealthPatcher`] ([`kube_patcher`]).
+//!   [`claim_target::HealthPatcher`] ([`kube_patcher`]); [`watched`]: what the PV and PVC
+//!   caches keep of each object, and the join of the two.
 //! - [`http`] (what `/metrics`, `/healthz`, `/readyz` report), [`metrics`], [`config`].
 //! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
 //!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
@@ -38,6 +39,7 @@ mod leader;
 mod list_mode;
 mod metrics;
 mod source;
+mod watched;
 
 #[cfg(test)]
 mod cycle_fakes;

@@ -16,11 +16,12 @@
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
-//! - [`clock`], [`kube_client`].
+//! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects).
 
 mod api;
 pub mod backoff;
 mod clock;
+pub mod compact_watch;
 mod error;
 pub mod events;
 pub mod intervals;
