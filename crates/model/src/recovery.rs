@@ -45,10 +45,15 @@ impl ListRecovery {
     }
 
     /// Adds one page. Entries for a volume seen on several pages are joined (union), so a
-    /// condition reported on any page of the cycle is kept.
+    /// condition reported on any page of the cycle is kept. A volume listed without conditions
+    /// counts as absent, so it is not kept either: a healthy cycle of thousands of volumes holds
+    /// nothing.
     pub fn page(&mut self, entries: &[VolumeHealth]) {
         let cycle = self.cycle.get_or_insert_with(BTreeMap::new);
         for vh in entries {
+            if vh.health_statuses.is_empty() {
+                continue;
+            }
             cycle
                 .entry(vh.volume_id.clone())
                 .or_default()
