@@ -14,17 +14,18 @@ pub fn set_metrics_path(path: &str) -> anyhow::Result<()> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Threads {
     /// Everything on the calling thread. The agent's work (a few dozen pods, one socket per
-    /// driver) never needs more, and each extra worker would bring its own allocator arena.
+    /// driver) and the monitor's never need more, and each extra worker would bring its own
+    /// allocator arena.
     One,
-    /// A multi-threaded runtime with at most this many workers (fewer on a smaller machine).
-    AtMost(usize),
     /// One worker per CPU (tokio's default), for the API server, the driver and the tools.
     PerCpu,
 }
 
-/// The monitor's workers: its work is one probe loop, one write loop and a few watches, which two
-/// workers keep up with at 5,000 PVCs; more would only add threads and allocator arenas.
-pub const MONITOR_THREADS: Threads = Threads::AtMost(2);
+/// The monitor's runtime: its work is one probe loop, one write loop and two watches, all
+/// waiting on the network, which one thread keeps up with at 5,000 PVCs (a cycle's work is a few
+/// milliseconds per 1,000 volumes). Each further worker would bring an allocator arena of its
+/// own, and with it its own copy of every cycle's short-lived peak.
+pub const MONITOR_THREADS: Threads = Threads::One;
 
 /// Runs a subcommand on a multi-threaded tokio runtime with one worker per CPU.
 pub fn block_on<F>(fut: F) -> anyhow::Result<ExitCode>
@@ -41,11 +42,8 @@ where
 {
     let mut builder = match threads {
         Threads::One => tokio::runtime::Builder::new_current_thread(),
-        Threads::AtMost(_) | Threads::PerCpu => tokio::runtime::Builder::new_multi_thread(),
+        Threads::PerCpu => tokio::runtime::Builder::new_multi_thread(),
     };
-    if let Threads::AtMost(n) = threads {
-        builder.worker_threads(worker_count(n));
-    }
     let rt = builder
         .enable_all()
         .build()
@@ -53,28 +51,13 @@ where
     rt.block_on(fut)
 }
 
-/// At most `limit` workers, and no more than the CPUs this process may use (at least one).
-fn worker_count(limit: usize) -> usize {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    limit.min(cpus).max(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn worker_count_is_bounded_by_the_limit_and_the_cpus() {
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        assert_eq!(worker_count(1), 1);
-        assert_eq!(worker_count(0), 1);
-        assert_eq!(worker_count(usize::MAX), cpus);
-        assert_eq!(worker_count(2), 2.min(cpus));
-    }
-
-    #[test]
     fn each_runtime_size_runs_its_future() {
-        for threads in [Threads::One, Threads::AtMost(2), Threads::PerCpu] {
+        for threads in [Threads::One, Threads::PerCpu] {
             let code = block_on_with(threads, async { Ok(ExitCode::SUCCESS) }).unwrap();
             assert_eq!(code, ExitCode::SUCCESS, "{threads:?}");
         }
