@@ -5,7 +5,7 @@ use crate::claim_target::{ClaimTarget, Health, HealthPatcher, claim_ref};
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError};
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -354,10 +354,12 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
     }
 
     /// Makes the per-claim status series follow what is stored, and forgets deleted claims.
+    /// Runs every cycle over every bound claim, so it borrows from the one map of bound claims
+    /// and copies nothing per claim.
     fn refresh_status_metrics(&mut self) {
         let shared = &self.shared;
         let bound = shared.claims().bound_claims(&self.settings.driver_name);
-        let mut alive = BTreeSet::new();
+        let mut alive: HashSet<(&str, &str)> = HashSet::with_capacity(bound.len());
         for claim in bound.values() {
             let health = shared.effective(&claim.key, &claim.stored);
             let keys = health
@@ -366,20 +368,23 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 .map(condition_keys)
                 .unwrap_or_default();
             shared.metrics.set_claim_conditions(&claim.key, keys);
-            alive.insert(claim.key.clone());
+            alive.insert((&claim.key.namespace, &claim.key.name));
         }
-        shared.metrics.retain_claims(|k| alive.contains(k));
+        let is_alive = |k: &ClaimKey| alive.contains(&(k.namespace.as_str(), k.name.as_str()));
+        shared.metrics.retain_claims(is_alive);
         let claims = shared.claims().clone();
         shared
             .writer
-            .retain(|k| alive.contains(k) || claims.claim(k).is_some());
-        let noted: std::collections::HashSet<String> =
-            alive.iter().map(|a| format!("pvc {a}")).collect();
-        shared.notes.retain(|k| noted.contains(k));
-        let volumes: std::collections::HashSet<&str> = bound.keys().map(String::as_str).collect();
+            .retain(|k| is_alive(k) || claims.claim(k).is_some());
+        // Notes about claims are keyed "pvc NAMESPACE/NAME".
+        shared.notes.retain(|k| {
+            k.strip_prefix("pvc ")
+                .and_then(|c| c.split_once('/'))
+                .is_some_and(|c| alive.contains(&c))
+        });
         self.failures.retain(|t| {
             t.split_once(' ')
-                .is_none_or(|(_, volume)| volumes.contains(volume))
+                .is_none_or(|(_, volume)| bound.contains_key(volume))
         });
     }
 }
