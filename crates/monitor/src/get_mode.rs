@@ -21,12 +21,12 @@ type Answer = (BoundClaim, Result<Vec<VolumeHealthEntry>, ProbeError>);
 async fn probe<S: HealthSource>(
     source: Arc<S>,
     metrics: Arc<Metrics>,
-    driver: String,
+    driver: &str,
     timeout: Duration,
     claim: BoundClaim,
 ) -> Answer {
     let call = source.get(claim.volume_id.clone());
-    let r = timed(&metrics.writer, &driver, method::GET, timeout, call).await;
+    let r = timed(&metrics.writer, driver, method::GET, timeout, call).await;
     (claim, r)
 }
 
@@ -34,13 +34,10 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
     /// Runs one Get cycle that started at `start`; volumes bound later wait for the next cycle.
     pub(crate) async fn get_cycle(&mut self, start: Instant) {
         let driver = self.settings.driver_name.clone();
-        let claims: Vec<BoundClaim> = self
-            .shared
-            .claims()
-            .bound_claims(&driver)
-            .into_values()
-            .collect();
-        let n = claims.len();
+        let bound = self.shared.claims().bound_claims(&driver);
+        let n = bound.len();
+        // Each claim moves into its call: a sweep copies none of them.
+        let mut claims = bound.into_values();
         if n == 0 {
             return;
         }
@@ -67,9 +64,10 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                     }
                 }
                 _ = tokio::time::sleep_until(due), if launched < n && inflight.len() < workers => {
-                    let claim = claims[launched].clone();
-                    inflight.push(probe(self.source.clone(), self.shared.metrics.clone(), driver.clone(), self.settings.timeout, claim));
                     launched += 1;
+                    if let Some(claim) = claims.next() {
+                        inflight.push(probe(self.source.clone(), self.shared.metrics.clone(), &driver, self.settings.timeout, claim));
+                    }
                 }
                 else => break,
             }
