@@ -248,7 +248,12 @@ pub mod fixtures {
     use serde_json::{Value, json};
 
     /// A PV of `driver` for `volume_id`, bound to `ns/claim` (or unbound when `claim` is None).
-    pub fn pv_json(name: &str, driver: &str, volume_id: &str, claim: Option<(&str, &str)>) -> Value {
+    pub fn pv_json(
+        name: &str,
+        driver: &str,
+        volume_id: &str,
+        claim: Option<(&str, &str)>,
+    ) -> Value {
         let mut spec = json!({
             "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "fast",

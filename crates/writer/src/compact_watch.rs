@@ -50,13 +50,18 @@ impl<Q: Eq + Hash, R> CompactStore<Q, R> {
     }
 }
 
+/// Turns an object into its key and record, or None.
+type CompactFn<K, Q, R> = Box<dyn Fn(K) -> Option<(Q, R)> + Send + Sync>;
+/// Names an object, or None.
+type KeyFn<K, Q> = Box<dyn Fn(&K) -> Option<Q> + Send + Sync>;
+
 /// Applies watch events to a cache, turning objects into records with `compact`.
 pub struct CompactWriter<K, Q, R> {
     records: Arc<RwLock<HashMap<Q, R>>>,
     ready: tokio::sync::watch::Sender<bool>,
     relist: Option<HashMap<Q, R>>,
-    compact: Box<dyn Fn(K) -> Option<(Q, R)> + Send + Sync>,
-    key: Box<dyn Fn(&K) -> Option<Q> + Send + Sync>,
+    compact: CompactFn<K, Q, R>,
+    key: KeyFn<K, Q>,
 }
 
 impl<K, Q: Eq + Hash, R> CompactWriter<K, Q, R> {
