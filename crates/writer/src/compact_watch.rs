@@ -8,7 +8,6 @@
 //! replaces the cache only when complete, so a reader never sees half a list, and objects deleted
 //! while the watch was down disappear with the relist.
 
-use futures::StreamExt;
 use kube::Resource;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::HashMap;
@@ -150,16 +149,8 @@ where
 {
     let (mut writer, store) = CompactWriter::new(key, compact);
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    let mut stream = Box::pin(watcher(api, config).default_backoff());
-    tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(event) => writer.apply(event),
-                Err(e) => {
-                    tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
-                }
-            }
-        }
+    crate::kube_client::spawn_watch_loop(watcher(api, config).default_backoff(), what, move |e| {
+        writer.apply(e)
     });
     store
 }

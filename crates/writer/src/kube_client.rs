@@ -84,42 +84,34 @@ where
         + Sync
         + 'static,
 {
-    spawn_slim_reflector(api, what, |_| {})
-}
-
-/// Like [`spawn_reflector`], with `slim` applied to each object before it is cached: a writer
-/// keeps only the fields it reads, so the cache of thousands of objects stays small. The
-/// watch itself sees whole objects, so resource versions and resumption are unaffected.
-pub fn spawn_slim_reflector<K>(
-    api: Api<K>,
-    what: &'static str,
-    slim: impl Fn(&mut K) + Send + Sync + 'static,
-) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
     let (store, writer) = reflector::store();
     let stream = watcher(api, watcher::Config::default())
-        .modify(move |o: &mut K| {
-            o.meta_mut().managed_fields = None;
-            slim(o);
-        })
+        .modify(|o: &mut K| o.meta_mut().managed_fields = None)
         .default_backoff();
-    let mut stream = Box::pin(reflector::reflector(writer, stream));
+    spawn_watch_loop(reflector::reflector(writer, stream), what, |_| {});
+    store
+}
+
+/// Drives a watch `stream` on its own task until the runtime stops, handing each event to
+/// `apply` and logging each failure as `what` (the stream retries with its backoff).
+pub(crate) fn spawn_watch_loop<T, S>(
+    stream: S,
+    what: &'static str,
+    mut apply: impl FnMut(T) + Send + 'static,
+) where
+    S: futures::Stream<Item = Result<T, watcher::Error>> + Send + 'static,
+{
+    let mut stream = Box::pin(stream);
     tokio::spawn(async move {
         while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
+            match event {
+                Ok(event) => apply(event),
+                Err(e) => {
+                    tracing::warn!(resource = what, error = %e, "watch failed; retrying with backoff");
+                }
             }
         }
     });
-    store
 }
 
 /// The user named by the current context of `kc`.
