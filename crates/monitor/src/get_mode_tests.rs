@@ -8,10 +8,30 @@ async fn get_mode_spreads_the_calls_over_the_interval() {
     r.cycle().await;
     let calls = r.driver.with(|s| s.get_calls.clone());
     let at: Vec<u64> = calls.iter().map(|(_, t)| t.as_secs()).collect();
-    assert_eq!(at, vec![0, 15, 30, 45]);
+    // Over the first nine tenths of the 60 s interval: 13.5 s apart.
+    assert_eq!(at, vec![0, 13, 27, 40]);
     let mut vols: Vec<String> = calls.into_iter().map(|(v, _)| v).collect();
     vols.sort();
     assert_eq!(vols, vec!["vol-a", "vol-b", "vol-c", "vol-d"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sweep_ends_within_its_interval_when_the_calls_are_closer_than_one_answer() {
+    // 1,200 volumes in a 60 s interval with 10 workers, each answer taking 0.2 s: the calls are
+    // 45 ms apart, closer than one answer, and the workers keep up (10 per 0.2 s = 50/s). Spread
+    // over the whole interval, the last call would start at 59.95 s and end after it.
+    let vols: Vec<String> = (0..1200).map(|i| format!("vol-{i:04}")).collect();
+    let refs: Vec<&str> = vols.iter().map(String::as_str).collect();
+    let mut r = rig_with(Mode::Get, &refs, 500, 10, Arc::new(FakeApi::default()));
+    r.driver.with(|s| s.get_delay = Duration::from_millis(200));
+    let start = Instant::now();
+    r.cycle().await;
+    assert_eq!(r.driver.gets().len(), 1200, "every volume once");
+    assert!(
+        start.elapsed() <= INTERVAL,
+        "the sweep took {:?}, longer than its {INTERVAL:?} interval",
+        start.elapsed()
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,8 +1,16 @@
 //! Spreading a cycle's calls evenly over the interval, so many volumes are not probed in bursts,
 //! and the ticker that starts one cycle per interval.
+//!
+//! The calls are spread over the first nine tenths of the interval, not all of it: the last
+//! call's answer then has a tenth of the interval to arrive, and a healthy cycle ends within its
+//! interval. Spread over the whole interval, a cycle whose calls were closer together than one
+//! answer takes always ran over, so every cycle started late and was logged as an overrun.
 
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The part of the interval, in tenths, over which a cycle's calls are spread.
+const SPREAD_TENTHS: u32 = 9;
 
 /// When the i-th of `n` calls of a cycle that started at `start` is due.
 #[derive(Debug, Clone, Copy)]
@@ -12,9 +20,10 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// `n` calls spread over `interval` from `start` (the first at once).
+    /// `n` calls spread over the first nine tenths of `interval` from `start` (the first at once).
     pub fn new(start: Instant, interval: Duration, n: usize) -> Pacer {
-        let spacing = interval / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        let spread = (interval / 10).saturating_mul(SPREAD_TENTHS);
+        let spacing = spread / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
         Pacer { start, spacing }
     }
 
@@ -91,7 +100,12 @@ mod tests {
         let start = Instant::now();
         let p = Pacer::new(start, Duration::from_secs(10), 4);
         assert_eq!(p.due(0), start);
-        assert_eq!(p.due(3), start + Duration::from_millis(7500));
+        assert_eq!(p.due(1), start + Duration::from_millis(2250));
+        assert_eq!(
+            p.due(3),
+            start + Duration::from_millis(6750),
+            "the last call leaves a tenth of the interval for answers"
+        );
         assert_eq!(Pacer::new(start, Duration::from_secs(10), 0).due(0), start);
         let mut t = Ticker::new(Duration::from_secs(10));
         t.cycle_done(start, "test cycle");
