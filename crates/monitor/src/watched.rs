@@ -9,66 +9,15 @@
 use crate::claims::{BoundClaim, ClaimKey, StoredClaim};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, VolumeHealthStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
-use serde::{Deserialize, Deserializer};
-use std::borrow::Cow;
+use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
-
-/// The identity and version of an object: all the monitor reads of its metadata.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct SlimMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-}
-
-fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
-    let m = SlimMeta::deserialize(d)?;
-    Ok(ObjectMeta {
-        name: m.name,
-        namespace: m.namespace,
-        uid: m.uid,
-        resource_version: m.resource_version,
-        ..ObjectMeta::default()
-    })
-}
-
-/// Implements [`Resource`] for a partial type by the resource of the whole one.
-macro_rules! resource_as {
-    ($partial:ty, $whole:ty) => {
-        impl Resource for $partial {
-            type DynamicType = ();
-            type Scope = <$whole as Resource>::Scope;
-            fn kind(dt: &()) -> Cow<'_, str> {
-                <$whole as Resource>::kind(dt)
-            }
-            fn group(dt: &()) -> Cow<'_, str> {
-                <$whole as Resource>::group(dt)
-            }
-            fn version(dt: &()) -> Cow<'_, str> {
-                <$whole as Resource>::version(dt)
-            }
-            fn plural(dt: &()) -> Cow<'_, str> {
-                <$whole as Resource>::plural(dt)
-            }
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-    };
-}
 
 /// A PersistentVolume, decoded for what the monitor reads: its CSI driver and volume handle,
 /// and its claim.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WatchedPv {
-    #[serde(deserialize_with = "slim_meta")]
+    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
     metadata: ObjectMeta,
     spec: Option<PvSpec>,
 }
@@ -95,14 +44,14 @@ struct PvClaimRef {
     uid: Option<String>,
 }
 
-resource_as!(WatchedPv, PersistentVolume);
+volhealth_writer::resource_as!(WatchedPv, PersistentVolume);
 
 /// A PersistentVolumeClaim, decoded for what the monitor reads: the volume it is bound to, its
 /// phase and its health.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WatchedPvc {
-    #[serde(deserialize_with = "slim_meta")]
+    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
     metadata: ObjectMeta,
     spec: Option<PvcSpec>,
     status: Option<PvcStatus>,
@@ -121,7 +70,7 @@ struct PvcStatus {
     health_status: Option<VolumeHealthStatus>,
 }
 
-resource_as!(WatchedPvc, PersistentVolumeClaim);
+volhealth_writer::resource_as!(WatchedPvc, PersistentVolumeClaim);
 
 /// A PV of a CSI driver with a claim reference.
 #[derive(Debug, Clone, PartialEq)]
@@ -314,6 +263,7 @@ pub mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
+    use kube::Resource;
     use serde_json::json;
 
     #[test]

@@ -16,7 +16,8 @@
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
-//! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects).
+//! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects),
+//!   [`partial`] (watched objects decoded into the fields a writer reads).
 
 mod api;
 pub mod backoff;
@@ -29,6 +30,7 @@ pub mod kube_client;
 mod metrics;
 mod overlay;
 pub mod pacing;
+pub mod partial;
 pub mod probe;
 mod queue;
 mod rate_limit;
