@@ -1,9 +1,8 @@
 //! Boundary to the Kubernetes API: the few reads and the status writes the agent makes.
 
+use crate::watched::{WatchedNode, WatchedPod, WatchedPv, WatchedPvc};
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{
-    Node, PersistentVolume, PersistentVolumeClaim, Pod, PodVolumeHealth,
-};
+use k8s_openapi::api::core::v1::PodVolumeHealth;
 use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, StorageHealth};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use std::sync::Arc;
@@ -15,22 +14,18 @@ use volhealth_writer::{EventSink, HealthEvent, KubeEventSink};
 #[async_trait]
 pub trait Cluster: Send + Sync {
     /// GET nodes/{name}.
-    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure>;
+    async fn get_node(&self, name: &str) -> Result<Option<WatchedNode>, ApiFailure>;
     /// GET a PVC.
-    async fn get_pvc(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure>;
+    async fn get_pvc(&self, namespace: &str, name: &str) -> Result<Option<WatchedPvc>, ApiFailure>;
     /// GET a PV.
-    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure>;
+    async fn get_pv(&self, name: &str) -> Result<Option<WatchedPv>, ApiFailure>;
     /// Merge-patch pods/{name}/status with the full volumeHealth list (null when empty).
     async fn patch_pod_volume_health(
         &self,
         namespace: &str,
         name: &str,
         value: &[PodVolumeHealth],
-    ) -> Result<Pod, ApiFailure>;
+    ) -> Result<WatchedPod, ApiFailure>;
     /// GET csinodes/{name}.
     async fn get_csinode(&self, name: &str) -> Result<Option<CSINode>, ApiFailure>;
     /// POST a CSINode.
@@ -87,24 +82,22 @@ fn list_or_null<T: serde::Serialize>(value: &[T]) -> Result<serde_json::Value, A
 
 #[async_trait]
 impl Cluster for KubeCluster {
-    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure> {
-        Ok(Api::<Node>::all(self.client.clone()).get_opt(name).await?)
+    async fn get_node(&self, name: &str) -> Result<Option<WatchedNode>, ApiFailure> {
+        Ok(Api::<WatchedNode>::all(self.client.clone())
+            .get_opt(name)
+            .await?)
     }
 
-    async fn get_pvc(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure> {
+    async fn get_pvc(&self, namespace: &str, name: &str) -> Result<Option<WatchedPvc>, ApiFailure> {
         Ok(
-            Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), namespace)
+            Api::<WatchedPvc>::namespaced(self.client.clone(), namespace)
                 .get_opt(name)
                 .await?,
         )
     }
 
-    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure> {
-        Ok(Api::<PersistentVolume>::all(self.client.clone())
+    async fn get_pv(&self, name: &str) -> Result<Option<WatchedPv>, ApiFailure> {
+        Ok(Api::<WatchedPv>::all(self.client.clone())
             .get_opt(name)
             .await?)
     }
@@ -114,9 +107,9 @@ impl Cluster for KubeCluster {
         namespace: &str,
         name: &str,
         value: &[PodVolumeHealth],
-    ) -> Result<Pod, ApiFailure> {
+    ) -> Result<WatchedPod, ApiFailure> {
         let patch = serde_json::json!({ "status": { "volumeHealth": list_or_null(value)? } });
-        let api = Api::<Pod>::namespaced(self.client.clone(), namespace);
+        let api = Api::<WatchedPod>::namespaced(self.client.clone(), namespace);
         Ok(api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?)
@@ -174,17 +167,17 @@ impl Cluster for KubeCluster {
 /// Boundary to the pods bound to this node (a watch in production).
 pub trait PodSource: Send + Sync {
     /// The pods now.
-    fn pods(&self) -> Vec<Arc<Pod>>;
+    fn pods(&self) -> Vec<Arc<WatchedPod>>;
     /// One pod now.
-    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<WatchedPod>>;
 }
 
-impl PodSource for kube::runtime::reflector::Store<Pod> {
-    fn pods(&self) -> Vec<Arc<Pod>> {
+impl PodSource for kube::runtime::reflector::Store<WatchedPod> {
+    fn pods(&self) -> Vec<Arc<WatchedPod>> {
         self.state()
     }
 
-    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<WatchedPod>> {
         self.get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
     }
 }

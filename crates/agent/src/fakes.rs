@@ -4,6 +4,7 @@ use crate::cluster::{ApiFailure, Cluster, PodSource};
 use crate::drivers::{Driver, NodeHealthClient};
 use crate::kubelet_dirs::{KubeletDirs, MountAttempt};
 use crate::pod_volumes::CsiVolume;
+use crate::watched::{WatchedNode, WatchedPod, WatchedPv, WatchedPvc};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
@@ -21,6 +22,12 @@ use volhealth_csi::v1;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_writer::{Clock, HealthEvent};
+
+/// What the agent decodes of an object the fake keeps whole: the object as the API server would
+/// send it, through the agent's partial type.
+fn partial<T: serde::de::DeserializeOwned>(whole: &impl serde::Serialize) -> T {
+    serde_json::from_value(serde_json::to_value(whole).unwrap()).unwrap()
+}
 
 /// In-memory API server with request accounting.
 #[derive(Default)]
@@ -171,28 +178,24 @@ impl FakeCluster {
 
 #[async_trait]
 impl Cluster for FakeCluster {
-    async fn get_node(&self, name: &str) -> Result<Option<Node>, ApiFailure> {
+    async fn get_node(&self, name: &str) -> Result<Option<WatchedNode>, ApiFailure> {
         let mut n = Node::default();
         n.metadata.name = Some(name.into());
         n.metadata.uid = Some("node-uid".into());
-        Ok((*self.node_exists.lock().unwrap()).then_some(n))
+        Ok((*self.node_exists.lock().unwrap()).then(|| partial(&n)))
     }
 
-    async fn get_pvc(
-        &self,
-        ns: &str,
-        name: &str,
-    ) -> Result<Option<PersistentVolumeClaim>, ApiFailure> {
+    async fn get_pvc(&self, ns: &str, name: &str) -> Result<Option<WatchedPvc>, ApiFailure> {
         Ok(self
             .pvcs
             .lock()
             .unwrap()
             .get(&(ns.to_string(), name.to_string()))
-            .cloned())
+            .map(partial))
     }
 
-    async fn get_pv(&self, name: &str) -> Result<Option<PersistentVolume>, ApiFailure> {
-        Ok(self.pvs.lock().unwrap().get(name).cloned())
+    async fn get_pv(&self, name: &str) -> Result<Option<WatchedPv>, ApiFailure> {
+        Ok(self.pvs.lock().unwrap().get(name).map(partial))
     }
 
     async fn patch_pod_volume_health(
@@ -200,7 +203,7 @@ impl Cluster for FakeCluster {
         ns: &str,
         name: &str,
         value: &[PodVolumeHealth],
-    ) -> Result<Pod, ApiFailure> {
+    ) -> Result<WatchedPod, ApiFailure> {
         self.check_write(format!("pods/status {ns}/{name}"))?;
         let delay = *self.write_delay.lock().unwrap();
         if !delay.is_zero() {
@@ -231,7 +234,7 @@ impl Cluster for FakeCluster {
                 (!value.is_empty()).then(|| value.to_vec());
         }
         p.metadata.resource_version = Some(rv);
-        Ok(p.clone())
+        Ok(partial(p))
     }
 
     async fn get_csinode(&self, _name: &str) -> Result<Option<CSINode>, ApiFailure> {
@@ -297,23 +300,21 @@ impl Cluster for FakeCluster {
 }
 
 impl PodSource for FakeCluster {
-    fn pods(&self) -> Vec<Arc<Pod>> {
+    fn pods(&self) -> Vec<Arc<WatchedPod>> {
         self.pods
             .lock()
             .unwrap()
             .values()
-            .cloned()
-            .map(Arc::new)
+            .map(|p| Arc::new(partial(p)))
             .collect()
     }
 
-    fn pod(&self, ns: &str, name: &str) -> Option<Arc<Pod>> {
+    fn pod(&self, ns: &str, name: &str) -> Option<Arc<WatchedPod>> {
         self.pods
             .lock()
             .unwrap()
             .get(&(ns.to_string(), name.to_string()))
-            .cloned()
-            .map(Arc::new)
+            .map(|p| Arc::new(partial(p)))
     }
 }
 

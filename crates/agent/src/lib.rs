@@ -27,6 +27,7 @@ mod run;
 mod storage_cycle;
 mod targets;
 mod volume_cycle;
+mod watched;
 
 pub use config::{AgentConfig, StaticDriver};
 pub use error::{Error, Result};

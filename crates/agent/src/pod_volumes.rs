@@ -1,6 +1,6 @@
 //! Which of a pod's volumes are CSI volumes, and how the kubelet names them.
 
-use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use crate::watched::{WatchedPod, WatchedPv};
 use sha2::{Digest, Sha256};
 
 /// A CSI volume used by a pod, resolved to its driver and volume handle.
@@ -31,7 +31,7 @@ pub enum VolumeRef {
 }
 
 /// The pod's volumes that may be CSI volumes, in `pod.spec.volumes` order.
-pub fn volume_refs(pod: &Pod) -> Vec<(String, VolumeRef)> {
+pub fn volume_refs(pod: &WatchedPod) -> Vec<(String, VolumeRef)> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let Some(spec) = pod.spec.as_ref() else {
@@ -77,13 +77,13 @@ pub fn inline_volume_handle(pod_uid: &str, volume_name: &str) -> String {
 }
 
 /// The CSI driver and volume handle of a PV, when it is a CSI PV.
-pub fn csi_of_pv(pv: &PersistentVolume) -> Option<(String, String)> {
-    let csi = pv.spec.as_ref()?.csi.as_ref()?;
-    Some((csi.driver.clone(), csi.volume_handle.clone()))
+pub fn csi_of_pv(pv: &WatchedPv) -> Option<(String, String)> {
+    let (driver, handle) = pv.csi()?;
+    Some((driver.to_string(), handle.to_string()))
 }
 
 /// Whether the kubelet is done with this pod (its volumes are being or have been torn down).
-pub fn is_terminal(pod: &Pod) -> bool {
+pub fn is_terminal(pod: &WatchedPod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded") | Some("Failed")
@@ -93,43 +93,21 @@ pub fn is_terminal(pod: &Pod) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{
-        CSIVolumeSource, EmptyDirVolumeSource, PersistentVolumeClaimVolumeSource, PodSpec, Volume,
-    };
 
     #[test]
     fn finds_claims_and_inline_csi_volumes_only() {
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("web".into());
-        pod.metadata.uid = Some("uid-1".into());
-        pod.spec = Some(PodSpec {
-            volumes: Some(vec![
-                Volume {
-                    name: "data".into(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: "data-claim".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-                Volume {
-                    name: "tmp".into(),
-                    empty_dir: Some(EmptyDirVolumeSource::default()),
-                    ..Default::default()
-                },
-                Volume {
-                    name: "scratch".into(),
-                    csi: Some(CSIVolumeSource {
-                        driver: "d.example.com".into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        });
+        let pod: WatchedPod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "uid": "uid-1"},
+            "spec": {"volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data-claim"}},
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "scratch", "csi": {"driver": "d.example.com"}},
+                {"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+            ]},
+        }))
+        .unwrap();
         let refs = volume_refs(&pod);
-        assert_eq!(refs.len(), 2);
+        assert_eq!(refs.len(), 3);
         assert_eq!(
             refs[0],
             (
@@ -147,5 +125,25 @@ mod tests {
         assert!(v.inline);
         assert_eq!(v.volume_handle, inline_volume_handle("uid-1", "scratch"));
         assert!(v.volume_handle.starts_with("csi-") && v.volume_handle.len() == 4 + 64);
+        assert_eq!(
+            refs[2],
+            (
+                "cache".into(),
+                VolumeRef::Claim {
+                    claim: "web-cache".into()
+                }
+            ),
+            "a generic ephemeral volume's claim is <pod>-<volume>"
+        );
+    }
+
+    #[test]
+    fn only_finished_pods_are_terminal() {
+        let pod = |phase: &str| -> WatchedPod {
+            serde_json::from_value(serde_json::json!({"status": {"phase": phase}})).unwrap()
+        };
+        assert!(is_terminal(&pod("Succeeded")) && is_terminal(&pod("Failed")));
+        assert!(!is_terminal(&pod("Running")) && !is_terminal(&pod("Pending")));
+        assert!(!is_terminal(&WatchedPod::default()));
     }
 }

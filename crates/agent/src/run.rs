@@ -7,8 +7,8 @@ use crate::drivers::DriverSet;
 use crate::error::{Error, Result};
 use crate::kubelet_dirs::KubeletRoot;
 use crate::metrics::Metrics;
+use crate::watched::WatchedPod;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use std::future::Future;
 use std::sync::Arc;
@@ -100,9 +100,9 @@ async fn run_inner(
     let _interval_watch = intervals.spawn_watch(kube::Api::all(client.clone()), None);
 
     let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<Error>(1);
-    let (store, writer) = reflector::store::<Pod>();
+    let (store, writer) = reflector::store::<WatchedPod>();
     let watch_config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    let stream = watcher(kube::Api::<Pod>::all(client), watch_config)
+    let stream = watcher(kube::Api::<WatchedPod>::all(client), watch_config)
         .default_backoff()
         .reflect(writer);
     let watch_node = node.clone();
@@ -212,7 +212,7 @@ async fn verify_node(
     let deadline = tokio::time::Instant::now() + timeout.max(Duration::from_secs(30));
     loop {
         match cluster.get_node(node).await {
-            Ok(Some(n)) => return Ok(n.metadata.uid),
+            Ok(Some(n)) => return Ok(n.uid().map(str::to_string)),
             Ok(None) => return Err(Error::NodeMissing(node.to_string())),
             Err(e) if e.is_forbidden() => {
                 return Err(Error::NodeIdentity {

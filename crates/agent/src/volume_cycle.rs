@@ -8,7 +8,7 @@ use crate::kubelet_dirs::MountAttempt;
 use crate::metrics::METHOD_VOLUME;
 use crate::pod_volumes::{self, CsiVolume, VolumeRef};
 use crate::targets::PodKey;
-use k8s_openapi::api::core::v1::Pod;
+use crate::watched::WatchedPod;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1;
@@ -30,7 +30,7 @@ impl Agent {
         start: tokio::time::Instant,
         spread: std::time::Duration,
     ) -> Result<()> {
-        let mut work: Vec<(Arc<Pod>, Vec<Target>)> = Vec::new();
+        let mut work: Vec<(Arc<WatchedPod>, Vec<Target>)> = Vec::new();
         for pod in self.deps.pods.pods() {
             if pod_volumes::is_terminal(&pod) {
                 continue;
@@ -78,7 +78,7 @@ impl Agent {
     }
 
     /// The pod's CSI volumes, resolving PVC → PV once per pod.
-    async fn resolve(&self, pod: &Pod) -> Vec<CsiVolume> {
+    async fn resolve(&self, pod: &WatchedPod) -> Vec<CsiVolume> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
         let mut out = Vec::new();
@@ -121,11 +121,7 @@ impl Agent {
                 return None;
             }
         };
-        let pv_name = pvc
-            .spec
-            .as_ref()
-            .and_then(|s| s.volume_name.clone())
-            .filter(|n| !n.is_empty())?;
+        let pv_name = pvc.volume_name()?.to_string();
         let pv = match cluster.get_pv(&pv_name).await {
             Ok(Some(pv)) => pv,
             Ok(None) => return None,
@@ -186,7 +182,7 @@ impl Agent {
         answer.ok()
     }
 
-    async fn probe_pod(&self, pod: &Pod, targets: Vec<Target>) -> Result<()> {
+    async fn probe_pod(&self, pod: &WatchedPod, targets: Vec<Target>) -> Result<()> {
         let answers = futures::future::join_all(targets.iter().map(|t| self.probe_volume(t))).await;
         let (Some(namespace), Some(name), Some(uid)) = (
             pod.metadata.namespace.clone(),
@@ -269,7 +265,7 @@ impl Agent {
 }
 
 /// The names of the pod's `spec.volumes`, in order.
-fn spec_order(pod: &Pod) -> Vec<String> {
+fn spec_order(pod: &WatchedPod) -> Vec<String> {
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
