@@ -156,12 +156,7 @@ impl HealthSource for FakeDriver {
             s.max_inflight = s.max_inflight.max(s.inflight);
             s.get_delay
         });
-        if delay.is_zero() {
-            // An instant answer, not one that waits for the timer's next tick.
-            tokio::task::yield_now().await;
-        } else {
-            tokio::time::sleep(delay).await;
-        }
+        tokio::time::sleep(delay).await;
         self.with(|s| {
             s.inflight -= 1;
             match s.fail_get {
@@ -325,18 +320,6 @@ pub(crate) fn rig_with(
     workers: usize,
     api: Arc<FakeApi>,
 ) -> Rig {
-    rig_every(mode, vols, page_size, workers, api, INTERVAL)
-}
-
-/// A rig whose monitor runs at `interval`.
-pub(crate) fn rig_every(
-    mode: Mode,
-    vols: &[&str],
-    page_size: i32,
-    workers: usize,
-    api: Arc<FakeApi>,
-    interval: Duration,
-) -> Rig {
     let driver = Arc::new(FakeDriver::new());
     for v in vols {
         if !api.with(|s| s.claims.contains_key(*v)) {
@@ -347,11 +330,11 @@ pub(crate) fn rig_every(
         api.clone(),
         api.clone(),
         Arc::new(TokioClock::new()),
-        interval,
+        INTERVAL,
     ));
     let settings = EngineSettings {
         driver_name: DRIVER.into(),
-        interval,
+        interval: INTERVAL,
         timeout: TIMEOUT,
         page_size,
         workers,
