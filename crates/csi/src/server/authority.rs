@@ -11,6 +11,14 @@
 //! rewrites when the authority is not acceptable, and re-encodes with literal fields that never
 //! enter the dynamic table, so the server's HPACK state only ever depends on what it receives.
 //! Bytes the server writes are not touched.
+//!
+//! The first header block of a connection decides whether it needs this at all. A gRPC channel
+//! sends one authority for all its calls, so when the first request's authority is acceptable
+//! (grpc-go, tonic: the kubelet, the sidecars), that block and everything after it pass through
+//! untouched and undecoded: decoding costs a Huffman table per string, which at thousands of
+//! calls a second was a third of a driver's CPU. A later request on such a connection with an
+//! authority the server refuses gets the server's own answer (its stream reset), exactly as
+//! without this wrapper.
 
 use std::io;
 use std::pin::Pin;
@@ -149,7 +157,8 @@ enum Phase {
     Preface,
     /// Reading frames.
     Frames,
-    /// Not HTTP/2 with prior knowledge: bytes pass unchanged, the server decides.
+    /// Not HTTP/2 with prior knowledge, or the first request's authority was acceptable: bytes
+    /// pass unchanged, the server decides.
     Passthrough,
 }
 
@@ -168,6 +177,8 @@ pub(crate) struct Rewriter {
     buf: Vec<u8>,
     pending: Option<Pending>,
     decoder: loona_hpack::Decoder<'static>,
+    /// Whether a header block has been rewritten, after which every block is re-encoded.
+    rewrote: bool,
 }
 
 impl std::fmt::Debug for Rewriter {
@@ -201,6 +212,7 @@ impl Rewriter {
             buf: Vec::new(),
             pending: None,
             decoder,
+            rewrote: false,
         }
     }
 
@@ -238,6 +250,11 @@ impl Rewriter {
             self.buf = frame;
             result?;
             start = end;
+            if self.phase == Phase::Passthrough {
+                out.extend_from_slice(&self.buf[start..]);
+                self.buf.clear();
+                return Ok(());
+            }
         }
         self.buf.drain(..start);
         Ok(())
@@ -316,38 +333,53 @@ impl Rewriter {
             .decoder
             .decode(&pending.block)
             .map_err(|e| RewriteError::Hpack(e.to_string()))?;
+        let mut changed = false;
         for (name, value) in &mut fields {
             if name.as_slice() == b":authority" && !acceptable_authority(value) {
                 *value = REPLACEMENT.to_vec();
+                changed = true;
             }
         }
+        if !changed && !self.rewrote {
+            // Nothing rewritten on this connection yet, so the server's HPACK state is the
+            // client's: this block goes as the client encoded it, and so does all that follows.
+            write_block(&pending, &pending.block, out);
+            self.phase = Phase::Passthrough;
+            return Ok(());
+        }
+        self.rewrote = true;
         let mut block = Vec::with_capacity(pending.block.len() * 2);
         for (name, value) in &fields {
             encode_literal(name, value, &mut block);
         }
-        let mut first = Vec::with_capacity(5 + block.len().min(MAX_FRAME));
-        let mut flags = 0;
-        if pending.end_stream {
-            flags |= END_STREAM;
-        }
-        if let Some(p) = pending.priority {
-            flags |= PRIORITY;
-            first.extend_from_slice(&p);
-        }
-        let room = MAX_FRAME - first.len();
-        let (head, mut rest) = block.split_at(block.len().min(room));
-        first.extend_from_slice(head);
-        if rest.is_empty() {
-            flags |= END_HEADERS;
-        }
-        write_frame(HEADERS, flags, pending.stream_id, &first, out);
-        while !rest.is_empty() {
-            let (chunk, tail) = rest.split_at(rest.len().min(MAX_FRAME));
-            let flags = if tail.is_empty() { END_HEADERS } else { 0 };
-            write_frame(CONTINUATION, flags, pending.stream_id, chunk, out);
-            rest = tail;
-        }
+        write_block(&pending, &block, out);
         Ok(())
+    }
+}
+
+/// Writes a header block as a HEADERS frame and as many CONTINUATION frames as it needs.
+fn write_block(pending: &Pending, block: &[u8], out: &mut Vec<u8>) {
+    let mut first = Vec::with_capacity(5 + block.len().min(MAX_FRAME));
+    let mut flags = 0;
+    if pending.end_stream {
+        flags |= END_STREAM;
+    }
+    if let Some(p) = pending.priority {
+        flags |= PRIORITY;
+        first.extend_from_slice(&p);
+    }
+    let room = MAX_FRAME - first.len();
+    let (head, mut rest) = block.split_at(block.len().min(room));
+    first.extend_from_slice(head);
+    if rest.is_empty() {
+        flags |= END_HEADERS;
+    }
+    write_frame(HEADERS, flags, pending.stream_id, &first, out);
+    while !rest.is_empty() {
+        let (chunk, tail) = rest.split_at(rest.len().min(MAX_FRAME));
+        let flags = if tail.is_empty() { END_HEADERS } else { 0 };
+        write_frame(CONTINUATION, flags, pending.stream_id, chunk, out);
+        rest = tail;
     }
 }
 
@@ -504,6 +536,40 @@ mod tests {
         );
         let headers = frames.iter().find(|f| f.0 == HEADERS).expect("headers");
         assert_eq!(headers.3[0], (b":method".to_vec(), b"POST".to_vec()));
+    }
+
+    #[test]
+    fn a_connection_whose_first_authority_is_acceptable_passes_through_untouched() {
+        let mut enc = loona_hpack::Encoder::new();
+        let mut input = PREFACE.to_vec();
+        write_frame(0x4, 0, 0, &[], &mut input);
+        // grpc-go's and tonic's authority first; a later refusable one is the server's to answer.
+        for (id, authority) in [
+            (1u32, &b"localhost"[..]),
+            (3, b"localhost"),
+            (5, b"/run/csi/csi.sock"),
+        ] {
+            let fields = request(authority);
+            let refs: Vec<(&[u8], &[u8])> = fields.iter().map(|(n, v)| (*n, &v[..])).collect();
+            let b = block(&mut enc, &refs);
+            write_frame(HEADERS, END_HEADERS, id, &b, &mut input);
+            write_frame(0x0, END_STREAM, id, b"\0\0\0\0\0", &mut input);
+        }
+        for chunk in [1, 7, input.len()] {
+            let mut rw = Rewriter::new();
+            let mut out = Vec::new();
+            for piece in input.chunks(chunk) {
+                rw.feed(piece, &mut out).expect("feed");
+            }
+            assert_eq!(out, input, "fed {chunk} bytes at a time: byte for byte the same");
+            assert_eq!(rw.phase, Phase::Passthrough);
+        }
+        let authorities: Vec<Vec<u8>> = read_back(&input)
+            .iter()
+            .filter(|f| f.0 == HEADERS)
+            .map(|f| authority_of(&f.3))
+            .collect();
+        assert_eq!(authorities[2], b"/run/csi/csi.sock", "not rewritten");
     }
 
     #[test]
