@@ -125,6 +125,12 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
     }
     assert_eq!(field(&v, "setup.pvcs"), 40);
     assert_eq!(field(&v, "setup.mode"), "list");
+    let busy = field(&v, "healthy.machine_busy_pct").as_f64().unwrap();
+    let steal = field(&v, "healthy.machine_steal_pct").as_f64().unwrap();
+    assert!(
+        busy > 0.0 && (0.0..=100.0).contains(&(busy + steal)),
+        "the machine ran the bench: busy {busy}%, stolen {steal}%"
+    );
     for kind in ["controller", "node_volume", "node_storage"] {
         let samples = field(&v, &format!("lag.{kind}.samples")).as_u64().unwrap();
         assert!(

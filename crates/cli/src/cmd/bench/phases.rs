@@ -44,6 +44,7 @@ struct Counters {
     api: String,
     monitor: String,
     monitor_cpu: f64,
+    machine: probe::MachineCpu,
 }
 
 async fn counters(cluster: &Cluster) -> anyhow::Result<Counters> {
@@ -62,6 +63,7 @@ async fn counters(cluster: &Cluster) -> anyhow::Result<Counters> {
         api,
         monitor,
         monitor_cpu,
+        machine: probe::machine_cpu().unwrap_or_default(),
     })
 }
 
@@ -95,7 +97,10 @@ async fn steady(cluster: &Cluster, k: &Knobs, what: &str) -> anyhow::Result<Stea
     let minutes = b.at.duration_since(a.at).as_secs_f64() / 60.0;
     let cycles = (b.at.duration_since(a.at).as_secs_f64() / k.interval.as_secs_f64()).max(1e-9);
     let pvcs = cluster.volumes.len().max(1) as f64;
+    let (machine_busy_pct, machine_steal_pct) = a.machine.shares_until(&b.machine);
     Ok(Steady {
+        machine_busy_pct,
+        machine_steal_pct,
         writes_per_min: (probe::api_writes(&b.api) - probe::api_writes(&a.api)) / minutes,
         status_patches_per_min: (status_patches(&b.api) - status_patches(&a.api)) / minutes,
         status_patches_per_min_by_resource: ["persistentvolumeclaims", "pods", "csinodes"]

@@ -142,6 +142,57 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
     })
 }
 
+/// The machine's CPU time so far, from the first line of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MachineCpu {
+    /// Every state: user, nice, system, idle, iowait, irq, softirq, steal.
+    pub total: f64,
+    /// Idle and waiting for I/O.
+    pub idle: f64,
+    /// Taken by the hypervisor for other guests while this machine had work to run.
+    pub steal: f64,
+}
+
+impl MachineCpu {
+    /// The busy and stolen shares of the CPU time between `self` and a later reading, percent.
+    pub fn shares_until(&self, later: &MachineCpu) -> (f64, f64) {
+        let total = later.total - self.total;
+        if total <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let idle = later.idle - self.idle;
+        let steal = later.steal - self.steal;
+        (
+            100.0 * (total - idle - steal).max(0.0) / total,
+            100.0 * steal.max(0.0) / total,
+        )
+    }
+}
+
+/// Parses the aggregate `cpu` line of `/proc/stat`.
+pub fn parse_machine_cpu(stat: &str) -> Option<MachineCpu> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 8 {
+        return None;
+    }
+    Some(MachineCpu {
+        total: v.iter().sum(),
+        idle: v[3] + v[4],
+        steal: v[7],
+    })
+}
+
+/// Reads the machine's CPU time; `None` where `/proc/stat` is missing or unreadable.
+pub fn machine_cpu() -> Option<MachineCpu> {
+    parse_machine_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +206,20 @@ mod tests {
         assert_eq!(status_patches(text, "pods"), 4.0);
         assert_eq!(status_patches(text, "persistentvolumeclaims"), 0.0);
         assert_eq!(api_writes(text), 6.0);
+    }
+
+    #[test]
+    fn machine_cpu_shares_count_steal_apart_from_busy() {
+        let a =
+            parse_machine_cpu("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n").unwrap();
+        assert_eq!(a.total, 1000.0);
+        let b = parse_machine_cpu("cpu  200 0 100 900 50 0 0 150 0 0\n").unwrap();
+        let (busy, steal) = a.shares_until(&b);
+        assert!((busy - 37.5).abs() < 1e-9, "{busy}");
+        assert!((steal - 37.5).abs() < 1e-9, "{steal}");
+        assert_eq!(b.shares_until(&b), (0.0, 0.0));
+        assert!(parse_machine_cpu("cpu  1 2 3\n").is_none());
+        assert!(parse_machine_cpu("intr 5\n").is_none());
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct Steady {
     pub get_rpcs_per_cycle: f64,
     /// The monitor's CPU per interval per 1,000 PVCs, milliseconds.
     pub monitor_cpu_ms_per_cycle_per_1000: f64,
+    /// The machine's CPU time spent running anything, percent of all its CPUs' time.
+    pub machine_busy_pct: f64,
+    /// The machine's CPU time taken by the hypervisor for other guests (steal), percent: what
+    /// a shared virtual machine loses, which no component here can win back.
+    pub machine_steal_pct: f64,
 }
 
 /// Detection lag of one kind of condition.
@@ -260,6 +265,13 @@ impl Report {
                 format!(
                     "{:.1} / {:.1}",
                     self.healthy.list_rpcs_per_cycle, self.healthy.get_rpcs_per_cycle
+                ),
+            ),
+            (
+                "machine CPU busy / stolen, healthy".into(),
+                format!(
+                    "{:.0}% / {:.0}%",
+                    self.healthy.machine_busy_pct, self.healthy.machine_steal_pct
                 ),
             ),
             ("lag controller p50 / p99".into(), lag(&self.lag.controller)),
