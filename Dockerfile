@@ -17,14 +17,18 @@ COPY proto proto
 COPY deploy/kubernetes deploy/kubernetes
 COPY crates crates
 # The sidecars are built with the size-optimised `sidecar` profile (Cargo.toml): most of a
-# sidecar's resident memory is its own code.
+# sidecar's resident memory is its own code. They are position-dependent executables (no
+# load-time relocations, see Cargo.toml); naming the target keeps RUSTFLAGS off build scripts and
+# proc macros.
 RUN cargo build --release --locked -p volhealth --bin volhealth \
- && cargo build --profile sidecar --locked -p volhealth --bin volhealth-monitor --bin volhealth-agent
+ && RUSTFLAGS="-C relocation-model=static" cargo build --profile sidecar --locked \
+      --target "$(rustc -vV | sed -n 's/^host: //p')" -p volhealth --bin volhealth-monitor --bin volhealth-agent \
+ && mkdir -p /src/sidecars && cp target/*/sidecar/volhealth-monitor target/*/sidecar/volhealth-agent /src/sidecars/
 
 # glibc and libgcc, CA certificates, no shell. The nonroot variant's user is 65532.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/target/release/volhealth /usr/local/bin/volhealth
-COPY --from=build /src/target/sidecar/volhealth-monitor /usr/local/bin/volhealth-monitor
-COPY --from=build /src/target/sidecar/volhealth-agent /usr/local/bin/volhealth-agent
+COPY --from=build /src/sidecars/volhealth-monitor /usr/local/bin/volhealth-monitor
+COPY --from=build /src/sidecars/volhealth-agent /usr/local/bin/volhealth-agent
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/volhealth"]
