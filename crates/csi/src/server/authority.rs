@@ -561,7 +561,10 @@ mod tests {
             for piece in input.chunks(chunk) {
                 rw.feed(piece, &mut out).expect("feed");
             }
-            assert_eq!(out, input, "fed {chunk} bytes at a time: byte for byte the same");
+            assert_eq!(
+                out, input,
+                "fed {chunk} bytes at a time: byte for byte the same"
+            );
             assert_eq!(rw.phase, Phase::Passthrough);
         }
         let authorities: Vec<Vec<u8>> = read_back(&input)
