@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use volhealth_writer::backoff::RefusalBackoff;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
 use volhealth_writer::intervals::DriverIntervals;
+use volhealth_writer::pacing::cycle_anchor;
 use volhealth_writer::{
     Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter, WriteLoop, WriteQueue,
 };
@@ -70,7 +71,8 @@ pub(crate) struct State {
     pub spec_backoff: RefusalBackoff<&'static str>,
     /// Things logged once (resolution failures).
     pub logged: HashSet<String>,
-    /// Driver name → when its last probes started.
+    /// Driver name → when its last probes were due: when they started, less a timer's lateness
+    /// (see [`cycle_anchor`]), so cycles keep their cadence.
     pub last_probed: HashMap<String, tokio::time::Instant>,
 }
 
@@ -279,12 +281,15 @@ impl Agent {
         let mut due = BTreeMap::new();
         for (name, driver) in drivers {
             let interval = self.deps.intervals.of(name);
-            let is_due = state
-                .last_probed
-                .get(name)
-                .is_none_or(|last| start >= *last + interval);
-            if is_due {
-                state.last_probed.insert(name.clone(), start);
+            let anchor = match state.last_probed.get(name) {
+                None => Some(start),
+                Some(last) if start >= *last + interval => {
+                    Some(cycle_anchor(*last + interval, start, interval))
+                }
+                Some(_) => None,
+            };
+            if let Some(anchor) = anchor {
+                state.last_probed.insert(name.clone(), anchor);
                 due.insert(name.clone(), driver.clone());
             }
         }

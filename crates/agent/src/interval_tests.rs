@@ -73,3 +73,40 @@ async fn each_driver_is_probed_at_its_own_interval_which_changes_without_a_resta
     assert_eq!(calls(&w.node), 12, "90, 100, 110");
     assert_eq!(calls(&other), 10, "90.5, 100.5, 110.5");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_late_wake_up_keeps_the_cadence_and_a_late_start_gets_a_whole_interval() {
+    let w = world_with(false, true, 4, Duration::ZERO);
+    let first = tokio::time::Instant::now();
+    let probed = || w.agent.state().last_probed.get(DRIVER).copied();
+    w.agent.run_cycle(first).await.unwrap();
+    assert_eq!(probed(), Some(first));
+    // Nine cycles, each woken 2 ms after the driver was due: still due on the first's cadence,
+    // not 18 ms behind it.
+    for i in 1..10u32 {
+        let due = first + INTERVAL * i;
+        tokio::time::advance(due + Duration::from_millis(2) - tokio::time::Instant::now()).await;
+        w.agent
+            .run_cycle(tokio::time::Instant::now())
+            .await
+            .unwrap();
+        assert_eq!(probed(), Some(due), "cycle {i}");
+    }
+    assert_eq!(w.node.storage_calls.load(Ordering::SeqCst), 10);
+    // Started a second late (more than a hundredth of the interval): the next interval counts
+    // from when the probes started, so they are not due again sooner than a whole interval.
+    let late = first + INTERVAL * 10 + Duration::from_secs(1);
+    tokio::time::advance(late - tokio::time::Instant::now()).await;
+    w.agent.run_cycle(late).await.unwrap();
+    assert_eq!(probed(), Some(late));
+    tokio::time::advance(INTERVAL - Duration::from_millis(1)).await;
+    w.agent
+        .run_cycle(tokio::time::Instant::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        w.node.storage_calls.load(Ordering::SeqCst),
+        11,
+        "not due before a whole interval"
+    );
+}

@@ -16,6 +16,18 @@ const SPREAD_TENTHS: u32 = 9;
 /// cadence of the ticks before it: its answers still have most of the tenth the pacer leaves.
 pub const LATE_SLACK_PER: u32 = 100;
 
+/// Where a cycle that was due at `due` and started at `start` counts its interval from: `due`, if
+/// it started at most 1/[`LATE_SLACK_PER`] of `interval` after it (a timer's lateness, which
+/// would otherwise add up cycle after cycle), else `start` (so a cycle that started well after
+/// its time still gets a whole interval).
+pub fn cycle_anchor(due: Instant, start: Instant, interval: Duration) -> Instant {
+    if start >= due && start - due <= interval / LATE_SLACK_PER {
+        due
+    } else {
+        start
+    }
+}
+
 /// When the i-th of `n` calls of a cycle that started at `start` is due.
 #[derive(Debug, Clone, Copy)]
 pub struct Pacer {
@@ -93,17 +105,17 @@ impl Ticker {
 
     /// Records that a cycle which started at `start` has ended. The next one is due an interval
     /// after this one was due, if `start` was only a wake-up's lateness after that, else an
-    /// interval after `start`.
-    pub fn cycle_done(&mut self, start: Instant, what: &str) {
-        let due = self.next;
-        let on_time = start >= due && start - due <= self.interval / LATE_SLACK_PER;
-        let anchor = if on_time { due } else { start };
+    /// interval after `start`. Answers whether the cycle overran: ended after the next was due.
+    pub fn cycle_done(&mut self, start: Instant, what: &str) -> bool {
+        let anchor = cycle_anchor(self.next, start, self.interval);
         self.last_start = Some(anchor);
         self.next = anchor + self.interval;
         if self.next <= Instant::now() {
             tracing::warn!(interval = %volhealth_daemon::duration::format(self.interval), "{what} took longer than the interval");
             self.next = Instant::now();
+            return true;
         }
+        false
     }
 }
 
@@ -124,10 +136,16 @@ mod tests {
         );
         assert_eq!(Pacer::new(start, Duration::from_secs(10), 0).due(0), start);
         let mut t = Ticker::new(Duration::from_secs(10));
-        t.cycle_done(start, "test cycle");
+        assert!(
+            !t.cycle_done(start, "test cycle"),
+            "ended within its interval"
+        );
         assert_eq!(t.next_due(), start + Duration::from_secs(10));
         tokio::time::advance(Duration::from_secs(12)).await;
-        t.cycle_done(start, "test cycle");
+        assert!(
+            t.cycle_done(start, "test cycle"),
+            "ended after the next was due"
+        );
         assert_eq!(t.next_due(), Instant::now());
     }
 
