@@ -102,6 +102,10 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
         "healthy.list_rpcs_per_cycle",
         "healthy.get_rpcs_per_cycle",
         "healthy.monitor_cpu_ms_per_cycle_per_1000",
+        "healthy.cycles_ended",
+        "healthy.cycle_overruns",
+        "healthy.cycle_mean_s",
+        "healthy.cycle_aligned",
         "unhealthy.writes_per_min",
         "lag.controller.p50_s",
         "lag.controller.p99_s",
@@ -131,6 +135,12 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
         busy > 0.0 && (0.0..=100.0).contains(&(busy + steal)),
         "the machine ran the bench: busy {busy}%, stolen {steal}%"
     );
+    // The windows run from one cycle's end to another's, so they hold whole cycles: 40 healthy
+    // volumes on one page are one List call per cycle, and no Get.
+    assert_eq!(field(&v, "healthy.cycle_aligned"), true, "{stdout}");
+    assert!(field(&v, "healthy.cycles_ended").as_f64().unwrap() >= 1.0);
+    assert_eq!(field(&v, "healthy.list_rpcs_per_cycle"), 1.0, "{stdout}");
+    assert_eq!(field(&v, "healthy.get_rpcs_per_cycle"), 0.0, "{stdout}");
     for kind in ["controller", "node_volume", "node_storage"] {
         let samples = field(&v, &format!("lag.{kind}.samples")).as_u64().unwrap();
         assert!(

@@ -42,6 +42,15 @@ impl Mode {
             ControllerHealthMode::None => Mode::Off,
         }
     }
+
+    /// The `mode` label of the cycle metrics; `None` when nothing is probed.
+    pub fn label(self) -> Option<&'static str> {
+        match self {
+            Mode::List { .. } => Some("list"),
+            Mode::Get => Some("get"),
+            Mode::Off => None,
+        }
+    }
 }
 
 /// What a capability probe found.
@@ -285,6 +294,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 }
             }
             let start = Instant::now();
+            let mode = self.mode;
             // A Get cycle spans the whole interval: shutdown must not wait for it.
             tokio::select! {
                 _ = &mut shutdown => return,
@@ -295,7 +305,11 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                     self.cycle(start).await
                 } => {}
             }
-            ticker.cycle_done(start, "a probe cycle");
+            let took = start.elapsed();
+            let overran = ticker.cycle_done(start, "a probe cycle");
+            if let Some(label) = mode.label() {
+                self.shared.metrics.cycle(label, took, overran);
+            }
         }
     }
 

@@ -133,3 +133,58 @@ async fn a_csidriver_annotation_changes_the_interval_without_a_restart() {
     stop_tx.send_replace(true);
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_cycle_is_timed_and_an_overrun_is_counted() {
+    // One worker, eight volumes, a 60 s interval: the calls are due 6.75 s apart. Answers taking
+    // 1 s end a sweep 48.25 s after its start; answers taking 10 s keep the one worker busy for
+    // 80 s, so that sweep ends after the next was due.
+    let vols = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"];
+    let r = rig_with(Mode::Get, &vols, 500, 1, Arc::new(FakeApi::default()));
+    r.driver.with(|s| s.get_delay = Duration::from_secs(1));
+    let caps = FakeCaps {
+        answers: Mutex::new(vec![Err("unused".into())]),
+        calls: Mutex::new(0),
+    };
+    let (_leader_tx, leader_rx) = watch::channel(true);
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let driver = r.driver.clone();
+    let shared = r.shared.clone();
+    let task = tokio::spawn(async move {
+        r.engine
+            .run(&caps, leader_rx, async move {
+                let _ = stop_rx.wait_for(|v| *v).await;
+            })
+            .await;
+    });
+    let metric = |name: &str| -> String {
+        let text = shared.metrics.encode();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map_or("absent".to_string(), |v| v.trim().to_string())
+    };
+    let count = r#"csi_volume_health_cycle_duration_seconds_count{mode="get"}"#;
+    let sum = r#"csi_volume_health_cycle_duration_seconds_sum{mode="get"}"#;
+    let overruns = r#"csi_volume_health_cycle_overruns_total{mode="get"}"#;
+
+    // The cycles at 0 and 60 s, 48.25 s each.
+    tokio::time::sleep(Duration::from_secs(110)).await;
+    assert_eq!(metric(count), "2");
+    assert_eq!(metric(sum), "96.5");
+    assert_eq!(metric(overruns), "absent", "no cycle overran");
+
+    // The cycle at 120 s ends at 200 s, after the next was due at 180 s.
+    driver.with(|s| s.get_delay = Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_secs(95)).await;
+    assert_eq!(metric(count), "3");
+    assert_eq!(metric(sum), "176.5");
+    assert_eq!(metric(overruns), "1");
+    assert_eq!(
+        driver.gets().len(),
+        8 * 3 + 1,
+        "the next sweep started at once, at 200 s"
+    );
+
+    stop_tx.send_replace(true);
+    task.await.unwrap();
+}

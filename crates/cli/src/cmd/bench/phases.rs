@@ -45,25 +45,64 @@ struct Counters {
     monitor: String,
     monitor_cpu: f64,
     machine: probe::MachineCpu,
+    /// Whether `monitor` was read just after the monitor finished a cycle.
+    at_cycle_end: bool,
+}
+
+async fn monitor_metrics(cluster: &Cluster) -> anyhow::Result<String> {
+    probe::http_get(&cluster.monitor_metrics)
+        .await
+        .context("reading the monitor's metrics")
 }
 
 async fn counters(cluster: &Cluster) -> anyhow::Result<Counters> {
-    let api = probe::api_metrics(&cluster.client)
-        .await
-        .context("reading the API server's metrics")?;
-    let monitor = probe::http_get(&cluster.monitor_metrics)
-        .await
-        .context("reading the monitor's metrics")?;
+    let monitor = monitor_metrics(cluster).await?;
+    read_counters(cluster, monitor, false).await
+}
+
+/// How often the monitor's metrics are read while waiting for a cycle to end.
+const CYCLE_END_POLL: Duration = Duration::from_millis(10);
+
+/// Counters read just after the monitor finished a cycle, so that a window between two of them
+/// holds whole cycles: the calls of a cycle spread over nine tenths of the interval, and the
+/// next starts only when it is due. Waits at most three intervals (a cycle that overran), then
+/// reads them whenever it is.
+async fn counters_at_cycle_end(cluster: &Cluster, k: &Knobs) -> anyhow::Result<Counters> {
+    let mut monitor = monitor_metrics(cluster).await?;
+    let (ended, _, _) = probe::cycles(&monitor);
+    let deadline = Instant::now() + k.interval * 3;
+    while Instant::now() < deadline {
+        tokio::time::sleep(CYCLE_END_POLL).await;
+        monitor = monitor_metrics(cluster).await?;
+        if probe::cycles(&monitor).0 > ended {
+            return read_counters(cluster, monitor, true).await;
+        }
+    }
+    read_counters(cluster, monitor, false).await
+}
+
+/// The other counters, read after the monitor's `monitor`.
+async fn read_counters(
+    cluster: &Cluster,
+    monitor: String,
+    at_cycle_end: bool,
+) -> anyhow::Result<Counters> {
+    let at = Instant::now();
     let monitor_cpu = cluster
         .pid("monitor")
         .and_then(probe::proc_stat)
         .map_or(0.0, |s| s.cpu_s);
+    let machine = probe::machine_cpu().unwrap_or_default();
+    let api = probe::api_metrics(&cluster.client)
+        .await
+        .context("reading the API server's metrics")?;
     Ok(Counters {
-        at: Instant::now(),
+        at,
         api,
         monitor,
         monitor_cpu,
-        machine: probe::machine_cpu().unwrap_or_default(),
+        machine,
+        at_cycle_end,
     })
 }
 
@@ -91,16 +130,33 @@ const LIST: &str = "ControllerListVolumeHealth";
 
 async fn steady(cluster: &Cluster, k: &Knobs, what: &str) -> anyhow::Result<Steady> {
     println!("  steady state, {what}: {:.1} s", k.window.as_secs_f64());
-    let a = counters(cluster).await?;
+    let a = counters_at_cycle_end(cluster, k).await?;
     tokio::time::sleep(k.window).await;
-    let b = counters(cluster).await?;
+    let b = counters_at_cycle_end(cluster, k).await?;
     let minutes = b.at.duration_since(a.at).as_secs_f64() / 60.0;
-    let cycles = (b.at.duration_since(a.at).as_secs_f64() / k.interval.as_secs_f64()).max(1e-9);
+    let (ended_a, took_a, overran_a) = probe::cycles(&a.monitor);
+    let (ended_b, took_b, overran_b) = probe::cycles(&b.monitor);
+    let ended = ended_b - ended_a;
+    let cycle_aligned = a.at_cycle_end && b.at_cycle_end && ended >= 1.0;
+    // Whole cycles between two cycle ends; else as many cycles as intervals passed.
+    let cycles = if cycle_aligned {
+        ended
+    } else {
+        (b.at.duration_since(a.at).as_secs_f64() / k.interval.as_secs_f64()).max(1e-9)
+    };
     let pvcs = cluster.volumes.len().max(1) as f64;
     let (machine_busy_pct, machine_steal_pct) = a.machine.shares_until(&b.machine);
     Ok(Steady {
         machine_busy_pct,
         machine_steal_pct,
+        cycles_ended: ended,
+        cycle_overruns: overran_b - overran_a,
+        cycle_mean_s: if ended > 0.0 {
+            (took_b - took_a) / ended
+        } else {
+            0.0
+        },
+        cycle_aligned,
         writes_per_min: (probe::api_writes(&b.api) - probe::api_writes(&a.api)) / minutes,
         status_patches_per_min: (status_patches(&b.api) - status_patches(&a.api)) / minutes,
         status_patches_per_min_by_resource: ["persistentvolumeclaims", "pods", "csinodes"]

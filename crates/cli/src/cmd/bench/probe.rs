@@ -89,6 +89,15 @@ pub fn status_patches(text: &str, resource: &str) -> f64 {
     )
 }
 
+/// The probe cycles the monitor has finished, the seconds they took, and how many overran.
+pub fn cycles(text: &str) -> (f64, f64, f64) {
+    (
+        metric_sum(text, "csi_volume_health_cycle_duration_seconds_count", &[]),
+        metric_sum(text, "csi_volume_health_cycle_duration_seconds_sum", &[]),
+        metric_sum(text, "csi_volume_health_cycle_overruns_total", &[]),
+    )
+}
+
 /// The health RPCs of `method` the monitor or an agent has made.
 pub fn probes(text: &str, method: &str) -> f64 {
     metric_sum(

@@ -39,12 +39,22 @@ pub struct Steady {
     pub status_patches_per_min: f64,
     /// The same, per resource (`persistentvolumeclaims`, `pods`, `csinodes`).
     pub status_patches_per_min_by_resource: std::collections::BTreeMap<String, f64>,
-    /// ControllerListVolumeHealth RPCs per monitor interval.
+    /// ControllerListVolumeHealth RPCs per monitor cycle.
     pub list_rpcs_per_cycle: f64,
-    /// ControllerGetVolumeHealth RPCs per monitor interval.
+    /// ControllerGetVolumeHealth RPCs per monitor cycle.
     pub get_rpcs_per_cycle: f64,
-    /// The monitor's CPU per interval per 1,000 PVCs, milliseconds.
+    /// The monitor's CPU per cycle per 1,000 PVCs, milliseconds.
     pub monitor_cpu_ms_per_cycle_per_1000: f64,
+    /// Monitor cycles that ended in the window.
+    pub cycles_ended: f64,
+    /// Of them, those that ended after the next cycle was due (a Get sweep that did not fit in
+    /// its interval).
+    pub cycle_overruns: f64,
+    /// Their mean duration, seconds.
+    pub cycle_mean_s: f64,
+    /// Whether the window ran from just after one cycle's end to just after another's, so it
+    /// held whole cycles and the figures above are per cycle; if not, they are per interval.
+    pub cycle_aligned: bool,
     /// The machine's CPU time spent running anything, percent of all its CPUs' time.
     pub machine_busy_pct: f64,
     /// The machine's CPU time taken by the hypervisor for other guests (steal), percent: what
@@ -265,6 +275,20 @@ impl Report {
                 format!(
                     "{:.1} / {:.1}",
                     self.healthy.list_rpcs_per_cycle, self.healthy.get_rpcs_per_cycle
+                ),
+            ),
+            (
+                "monitor cycles, healthy".into(),
+                format!(
+                    "{:.0} ended, {:.0} overran, mean {:.3} s{}",
+                    self.healthy.cycles_ended,
+                    self.healthy.cycle_overruns,
+                    self.healthy.cycle_mean_s,
+                    if self.healthy.cycle_aligned {
+                        ""
+                    } else {
+                        " (window not at cycle ends: RPCs per interval)"
+                    }
                 ),
             ),
             (
