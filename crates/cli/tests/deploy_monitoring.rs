@@ -19,9 +19,12 @@ const EXPORTED: &[&str] = &[
     "csi_node_volume_health_status",
     "csi_node_storage_health_status",
     "csi_volume_health_status_writes_total",
-    "csi_volume_health_writes_dropped_total",
+    "csi_volume_health_status_writes_dropped_total",
     "csi_volume_health_unknown_condition_total",
     "csi_volume_health_unmapped_volumes",
+    "csi_volume_health_incomplete_cycles_total",
+    "csi_volume_health_cycle_duration_seconds",
+    "csi_volume_health_cycle_overruns_total",
 ];
 
 fn deploy() -> PathBuf {
@@ -57,7 +60,12 @@ fn metric_names(expr: &str) -> Vec<String> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(tail.len());
         let name = &tail[..end];
-        names.push(name.strip_suffix("_bucket").unwrap_or(name).to_string());
+        // A histogram's series are its name plus one of these.
+        let base = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(name);
+        names.push(base.to_string());
         rest = &tail[end..];
     }
     names
@@ -171,7 +179,9 @@ fn every_dashboard_query_parses() {
 #[test]
 fn the_name_scanner_finds_names() {
     assert_eq!(
-        metric_names("rate(csi_a_total[5m]) / sum(csi_b_bucket{x=\"csi_c\"})"),
-        ["csi_a_total", "csi_b", "csi_c"]
+        metric_names(
+            "rate(csi_a_total[5m]) / sum(csi_b_bucket{x=\"csi_c\"}) / csi_d_sum / csi_e_count"
+        ),
+        ["csi_a_total", "csi_b", "csi_c", "csi_d", "csi_e"]
     );
 }
