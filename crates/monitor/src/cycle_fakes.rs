@@ -308,7 +308,7 @@ pub(crate) struct Rig {
     pub(crate) driver: Arc<FakeDriver>,
     pub(crate) api: Arc<FakeApi>,
     pub(crate) shared: Arc<RigShared>,
-    pub(crate) engine: Engine<FakeDriver, FakeApi, Arc<FakeApi>, TokioClock>,
+    pub(crate) engine: RigEngine,
     pub(crate) leader: watch::Sender<bool>,
     pub(crate) _stop: watch::Sender<bool>,
 }
@@ -430,5 +430,45 @@ impl CapabilitySource for FakeCaps {
         } else {
             a[0].clone()
         }
+    }
+}
+
+type RigEngine = Engine<FakeDriver, FakeApi, Arc<FakeApi>, TokioClock>;
+
+/// An engine's run loop in a task, leader from the start, with a driver that is never asked for
+/// its capabilities again (no connection is lost).
+pub(crate) struct Running {
+    stop: watch::Sender<bool>,
+    _leader: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Starts `engine`'s run loop.
+    pub(crate) fn start(engine: RigEngine) -> Running {
+        let caps = FakeCaps {
+            answers: Mutex::new(vec![Err("unused".into())]),
+            calls: Mutex::new(0),
+        };
+        let (leader, leader_rx) = watch::channel(true);
+        let (stop, mut stop_rx) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            engine
+                .run(&caps, leader_rx, async move {
+                    let _ = stop_rx.wait_for(|v| *v).await;
+                })
+                .await;
+        });
+        Running {
+            stop,
+            _leader: leader,
+            task,
+        }
+    }
+
+    /// Asks the loop to shut down and waits until it has.
+    pub(crate) async fn stop(self) {
+        self.stop.send_replace(true);
+        self.task.await.unwrap();
     }
 }

@@ -92,22 +92,8 @@ async fn a_csidriver_annotation_changes_the_interval_without_a_restart() {
     use volhealth_writer::intervals::{DriverIntervals, MONITOR_ANNOTATION};
     let r = rig(Mode::Get, &["vol-a"]);
     let intervals = Arc::new(DriverIntervals::new(MONITOR_ANNOTATION, INTERVAL));
-    let caps = FakeCaps {
-        answers: Mutex::new(vec![Err("unused".into())]),
-        calls: Mutex::new(0),
-    };
-    let (_leader_tx, leader_rx) = watch::channel(true);
-    let (stop_tx, mut stop_rx) = watch::channel(false);
     let driver = r.driver.clone();
-    let followed = intervals.clone();
-    let task = tokio::spawn(async move {
-        r.engine
-            .with_intervals(followed)
-            .run(&caps, leader_rx, async move {
-                let _ = stop_rx.wait_for(|v| *v).await;
-            })
-            .await;
-    });
+    let running = Running::start(r.engine.with_intervals(intervals.clone()));
     let at =
         || -> Vec<u64> { driver.with(|s| s.get_calls.iter().map(|(_, t)| t.as_secs()).collect()) };
     let annotation = |v: &str| BTreeMap::from([(MONITOR_ANNOTATION.to_string(), v.to_string())]);
@@ -130,8 +116,7 @@ async fn a_csidriver_annotation_changes_the_interval_without_a_restart() {
     tokio::time::sleep(Duration::from_secs(30)).await;
     assert_eq!(at().len(), 7);
 
-    stop_tx.send_replace(true);
-    task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -142,21 +127,9 @@ async fn each_cycle_is_timed_and_an_overrun_is_counted() {
     let vols = ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"];
     let r = rig_with(Mode::Get, &vols, 500, 1, Arc::new(FakeApi::default()));
     r.driver.with(|s| s.get_delay = Duration::from_secs(1));
-    let caps = FakeCaps {
-        answers: Mutex::new(vec![Err("unused".into())]),
-        calls: Mutex::new(0),
-    };
-    let (_leader_tx, leader_rx) = watch::channel(true);
-    let (stop_tx, mut stop_rx) = watch::channel(false);
     let driver = r.driver.clone();
     let shared = r.shared.clone();
-    let task = tokio::spawn(async move {
-        r.engine
-            .run(&caps, leader_rx, async move {
-                let _ = stop_rx.wait_for(|v| *v).await;
-            })
-            .await;
-    });
+    let running = Running::start(r.engine);
     let metric = |name: &str| -> String {
         let text = shared.metrics.encode();
         text.lines()
@@ -185,6 +158,5 @@ async fn each_cycle_is_timed_and_an_overrun_is_counted() {
         "the next sweep started at once, at 200 s"
     );
 
-    stop_tx.send_replace(true);
-    task.await.unwrap();
+    running.stop().await;
 }

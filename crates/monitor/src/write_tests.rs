@@ -221,20 +221,8 @@ async fn the_loop_runs_only_while_leading_and_reprobes_after_connection_loss() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_does_not_wait_for_a_get_cycle_to_finish() {
     let r = rig(Mode::Get, &["vol-a", "vol-b", "vol-c"]);
-    let caps = FakeCaps {
-        answers: Mutex::new(vec![Err("unused".into())]),
-        calls: Mutex::new(0),
-    };
-    let (_leader_tx, leader_rx) = watch::channel(true);
-    let (stop_tx, mut stop_rx) = watch::channel(false);
     let driver = r.driver.clone();
-    let task = tokio::spawn(async move {
-        r.engine
-            .run(&caps, leader_rx, async move {
-                let _ = stop_rx.wait_for(|v| *v).await;
-            })
-            .await;
-    });
+    let running = Running::start(r.engine);
     settle().await;
     assert_eq!(
         driver.gets().len(),
@@ -242,8 +230,7 @@ async fn shutdown_does_not_wait_for_a_get_cycle_to_finish() {
         "the first of three calls spread over the interval"
     );
     let start = Instant::now();
-    stop_tx.send_replace(true);
-    task.await.unwrap();
+    running.stop().await;
     assert!(
         start.elapsed() < INTERVAL / 3,
         "stopped without finishing the cycle"
