@@ -21,6 +21,10 @@ use volhealth_writer::{
     Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter, WriteLoop, WriteQueue,
 };
 
+/// The `mode` label of the agent's `csi_volume_health_cycle_duration_seconds` and
+/// `csi_volume_health_cycle_overruns_total` series (the monitor's are `list` and `get`).
+pub const CYCLE_MODE: &str = "node";
+
 /// Status writes per second the agent allows itself, sustained (the kubelet's default client
 /// limit); the no-ops the write loop finds cost nothing.
 pub const STATUS_WRITE_QPS: f64 = 50.0;
@@ -266,8 +270,29 @@ impl Agent {
             self.storage_cycle(&drivers, &due),
             self.volume_cycle(&due, start, spread)
         );
+        self.cycle_done(&due, start);
         storage?;
         volumes
+    }
+
+    /// Times the cycle that started at `start` for each driver it probed, and counts it as an
+    /// overrun for a driver whose next probes were due before it ended (they then start at once).
+    fn cycle_done(&self, due: &BTreeMap<String, Arc<Driver>>, start: tokio::time::Instant) {
+        let end = tokio::time::Instant::now();
+        let took = end - start;
+        let state = self.state();
+        for name in due.keys() {
+            let interval = self.deps.intervals.of(name);
+            let anchor = state.last_probed.get(name).copied().unwrap_or(start);
+            let overran = end > anchor + interval;
+            if overran {
+                tracing::warn!(driver = %name, interval = %volhealth_daemon::duration::format(interval), took = %volhealth_daemon::duration::format(took), "a probe cycle took longer than the driver's interval");
+            }
+            self.deps
+                .metrics
+                .writer
+                .cycle(name, CYCLE_MODE, took, overran);
+        }
     }
 
     /// The drivers due at `start`, marked as probed then.

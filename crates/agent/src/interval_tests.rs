@@ -110,3 +110,67 @@ async fn a_late_wake_up_keeps_the_cadence_and_a_late_start_gets_a_whole_interval
         "not due before a whole interval"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
+    // One probe at a time, each taking 1.5 s, spread over nine tenths of the 10 s interval.
+    let w = world_with(true, false, 1, Duration::from_millis(1500));
+    let add_pods = |range: std::ops::Range<u32>| {
+        for i in range {
+            let uid = format!("uid-{i}");
+            w.cluster.add_pod_with_pv(
+                "ns",
+                &format!("p{i}"),
+                &uid,
+                "data",
+                DRIVER,
+                &format!("vol-{i}"),
+            );
+            w.dirs.attempt(&uid, "data");
+        }
+    };
+    let metric = |name: &str| -> String {
+        let series = format!(r#"{name}{{driver_name="{DRIVER}",mode="node"}}"#);
+        w.metrics
+            .encode()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(series.as_str())
+                    .map(|v| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "absent".to_string())
+    };
+    let count = "csi_volume_health_cycle_duration_seconds_count";
+    let sum = "csi_volume_health_cycle_duration_seconds_sum";
+    let overruns = "csi_volume_health_cycle_overruns_total";
+
+    // Three pods: probes due at 0, 3 and 6 s, the last answered at 7.5 s, within the interval.
+    add_pods(0..3);
+    let first = tokio::time::Instant::now();
+    w.agent.run_cycle(first).await.unwrap();
+    assert_eq!(metric(count), "1");
+    assert_eq!(metric(sum), "7.5");
+    assert_eq!(metric(overruns), "absent", "no cycle overran");
+    // A cycle with no driver due probes nothing and times nothing.
+    w.agent
+        .run_cycle(tokio::time::Instant::now())
+        .await
+        .unwrap();
+    assert_eq!(metric(count), "1");
+
+    // Eight pods: one probe at a time keeps the permit busy for 12 s, past the next due time.
+    add_pods(3..8);
+    tokio::time::advance(first + INTERVAL - tokio::time::Instant::now()).await;
+    w.agent
+        .run_cycle(tokio::time::Instant::now())
+        .await
+        .unwrap();
+    assert_eq!(w.node.volume_call_count(), 3 + 8);
+    assert_eq!(metric(count), "2");
+    assert_eq!(metric(sum), "19.5");
+    assert_eq!(
+        metric(overruns),
+        "1",
+        "the second cycle ended at 22 s, after 20 s"
+    );
+}

@@ -308,7 +308,10 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             let took = start.elapsed();
             let overran = ticker.cycle_done(start, "a probe cycle");
             if let Some(label) = mode.label() {
-                self.shared.metrics.cycle(label, took, overran);
+                self.shared
+                    .metrics
+                    .writer
+                    .cycle(&self.settings.driver_name, label, took, overran);
             }
         }
     }

@@ -136,9 +136,10 @@ async fn each_cycle_is_timed_and_an_overrun_is_counted() {
             .find_map(|l| l.strip_prefix(name))
             .map_or("absent".to_string(), |v| v.trim().to_string())
     };
-    let count = r#"csi_volume_health_cycle_duration_seconds_count{mode="get"}"#;
-    let sum = r#"csi_volume_health_cycle_duration_seconds_sum{mode="get"}"#;
-    let overruns = r#"csi_volume_health_cycle_overruns_total{mode="get"}"#;
+    let series = |name: &str| format!(r#"{name}{{driver_name="{DRIVER}",mode="get"}}"#);
+    let count = &series("csi_volume_health_cycle_duration_seconds_count");
+    let sum = &series("csi_volume_health_cycle_duration_seconds_sum");
+    let overruns = &series("csi_volume_health_cycle_overruns_total");
 
     // The cycles at 0 and 60 s, 48.25 s each.
     tokio::time::sleep(Duration::from_secs(110)).await;

@@ -1,16 +1,14 @@
 //! The monitor's Prometheus metrics: the shared writer families, plus its own per-claim
-//! condition series, unmapped volumes, incomplete list cycles, and how long cycles take.
+//! condition series, unmapped volumes and incomplete list cycles.
 
 use crate::claims::ClaimKey;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 use volhealth_writer::{StatusSeries, WriterMetrics};
 
 /// Labels of `csi_controller_volume_health_status`.
@@ -33,25 +31,6 @@ pub struct IncompleteLabels {
     pub reason: String,
 }
 
-/// Labels of `csi_volume_health_cycle_duration_seconds` and
-/// `csi_volume_health_cycle_overruns_total`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CycleLabels {
-    /// `list` (ControllerListVolumeHealth pages, and the Gets confirming recoveries) or `get`
-    /// (one ControllerGetVolumeHealth per bound volume).
-    pub mode: String,
-}
-
-/// The buckets of `csi_volume_health_cycle_duration_seconds`: from a quick list cycle to a Get
-/// sweep spread over a long interval.
-pub const CYCLE_BUCKETS: [f64; 14] = [
-    0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-];
-
-fn cycle_histogram() -> Histogram {
-    Histogram::new(CYCLE_BUCKETS)
-}
-
 /// All metrics of one monitor.
 pub struct Metrics {
     registry: Registry,
@@ -60,8 +39,6 @@ pub struct Metrics {
     status: StatusSeries<ClaimKey, StatusLabels>,
     unmapped: Gauge,
     incomplete: Family<IncompleteLabels, Counter>,
-    cycle_duration: Family<CycleLabels, Histogram, fn() -> Histogram>,
-    cycle_overruns: Family<CycleLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -98,27 +75,12 @@ impl Metrics {
             "List cycles cut short (they write nothing from what they saw), by reason",
             incomplete.clone(),
         );
-        let cycle_duration: Family<CycleLabels, Histogram, fn() -> Histogram> =
-            Family::new_with_constructor(cycle_histogram);
-        registry.register(
-            "csi_volume_health_cycle_duration_seconds",
-            "Duration of probe cycles, from their start until every answer is in and applied",
-            cycle_duration.clone(),
-        );
-        let cycle_overruns = Family::<CycleLabels, Counter>::default();
-        registry.register(
-            "csi_volume_health_cycle_overruns",
-            "Probe cycles that ended after the next was due (the next then starts at once)",
-            cycle_overruns.clone(),
-        );
         Metrics {
             registry,
             writer,
             status,
             unmapped,
             incomplete,
-            cycle_duration,
-            cycle_overruns,
         }
     }
 
@@ -134,18 +96,6 @@ impl Metrics {
                 reason: reason.into(),
             })
             .inc();
-    }
-
-    /// Records one finished cycle of `mode` (`list` or `get`) that took `took`, and whether it
-    /// overran its interval.
-    pub fn cycle(&self, mode: &str, took: Duration, overran: bool) {
-        let labels = CycleLabels { mode: mode.into() };
-        self.cycle_duration
-            .get_or_create(&labels)
-            .observe(took.as_secs_f64());
-        if overran {
-            self.cycle_overruns.get_or_create(&labels).inc();
-        }
     }
 
     /// Makes the claim's status series exactly `conditions` ((status, reason) pairs); empty removes them all.
@@ -190,8 +140,10 @@ mod tests {
         m.writer.write("persistentvolumeclaims/status", "dropped");
         m.writer.unknown_condition(7);
         m.incomplete_cycle("too_many_pages");
-        m.cycle("get", Duration::from_millis(950), false);
-        m.cycle("get", Duration::from_millis(1200), true);
+        m.writer
+            .cycle("d", "get", Duration::from_millis(950), false);
+        m.writer
+            .cycle("d", "get", Duration::from_millis(1200), true);
         let key = ClaimKey {
             namespace: "ns".into(),
             name: "c".into(),
@@ -206,9 +158,9 @@ mod tests {
             r#"csi_volume_health_status_writes_dropped_total{resource="persistentvolumeclaims/status"} 1"#,
             r#"csi_volume_health_unknown_condition_total{status="7"} 1"#,
             r#"csi_volume_health_incomplete_cycles_total{reason="too_many_pages"} 1"#,
-            r#"csi_volume_health_cycle_duration_seconds_count{mode="get"} 2"#,
-            r#"csi_volume_health_cycle_duration_seconds_bucket{le="1.0",mode="get"} 1"#,
-            r#"csi_volume_health_cycle_overruns_total{mode="get"} 1"#,
+            r#"csi_volume_health_cycle_duration_seconds_count{driver_name="d",mode="get"} 2"#,
+            r#"csi_volume_health_cycle_duration_seconds_bucket{le="1.0",driver_name="d",mode="get"} 1"#,
+            r#"csi_volume_health_cycle_overruns_total{driver_name="d",mode="get"} 1"#,
         ] {
             assert!(text.contains(want), "missing {want} in\n{text}");
         }

@@ -65,6 +65,28 @@ pub struct EventLabels {
     pub result: String,
 }
 
+/// Labels of `csi_volume_health_cycle_duration_seconds` and
+/// `csi_volume_health_cycle_overruns_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CycleLabels {
+    /// The driver whose volumes the cycle probed.
+    pub driver_name: String,
+    /// `list` (ControllerListVolumeHealth pages, and the Gets confirming recoveries) or `get`
+    /// (one ControllerGetVolumeHealth per bound volume), both the monitor's; `node` (the agent's
+    /// NodeGetVolumeHealth and NodeGetStorageHealth calls for one driver).
+    pub mode: String,
+}
+
+/// The buckets of `csi_volume_health_cycle_duration_seconds`: from a quick list cycle to a sweep
+/// spread over a long interval.
+pub const CYCLE_BUCKETS: [f64; 14] = [
+    0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+fn cycle_histogram() -> Histogram {
+    Histogram::new(CYCLE_BUCKETS)
+}
+
 /// The buckets of `csi_volume_health_probe_duration_seconds` (up to the longest sensible deadline).
 pub const PROBE_BUCKETS: [f64; 14] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
@@ -85,6 +107,8 @@ pub struct WriterMetrics {
     writes_dropped: Family<ResourceLabels, Counter>,
     unknown_total: Family<UnknownLabels, Counter>,
     events_total: Family<EventLabels, Counter>,
+    cycle_duration: Family<CycleLabels, Histogram, fn() -> Histogram>,
+    cycle_overruns: Family<CycleLabels, Counter>,
 }
 
 impl WriterMetrics {
@@ -97,6 +121,8 @@ impl WriterMetrics {
             writes_dropped: Family::default(),
             unknown_total: Family::default(),
             events_total: Family::default(),
+            cycle_duration: Family::new_with_constructor(cycle_histogram),
+            cycle_overruns: Family::default(),
         };
         // prometheus-client appends `_total` to counters itself.
         registry.register(
@@ -129,7 +155,32 @@ impl WriterMetrics {
             "Kubernetes Events about health transitions, by reason and result",
             m.events_total.clone(),
         );
+        registry.register(
+            "csi_volume_health_cycle_duration_seconds",
+            "Duration of probe cycles, from their start until every answer is in and applied",
+            m.cycle_duration.clone(),
+        );
+        registry.register(
+            "csi_volume_health_cycle_overruns",
+            "Probe cycles that ended after the next was due (the next then starts at once)",
+            m.cycle_overruns.clone(),
+        );
         m
+    }
+
+    /// Records one finished probe cycle of `driver_name`'s volumes in `mode` that took `took`,
+    /// and whether it overran its interval (ended after the next cycle was due).
+    pub fn cycle(&self, driver_name: &str, mode: &str, took: Duration, overran: bool) {
+        let labels = CycleLabels {
+            driver_name: driver_name.into(),
+            mode: mode.into(),
+        };
+        self.cycle_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        if overran {
+            self.cycle_overruns.get_or_create(&labels).inc();
+        }
     }
 
     /// Counts one RPC and its latency.
@@ -289,6 +340,8 @@ mod tests {
         m.probe("d", "NodeGetVolumeHealth", true, Duration::from_millis(3));
         m.write("pods/status", "dropped");
         m.unknown_condition(7);
+        m.cycle("d", "node", Duration::from_millis(700), false);
+        m.cycle("d", "node", Duration::from_millis(1200), true);
         let l = |r: &str| L {
             object: "o".into(),
             reason: r.into(),
@@ -303,6 +356,9 @@ mod tests {
             r#"csi_volume_health_status_writes_dropped_total{resource="pods/status"} 1"#,
             r#"csi_volume_health_unknown_condition_total{status="7"} 1"#,
             r#"x_status{object="o",reason="B"} 1"#,
+            r#"csi_volume_health_cycle_duration_seconds_count{driver_name="d",mode="node"} 2"#,
+            r#"csi_volume_health_cycle_duration_seconds_bucket{le="0.75",driver_name="d",mode="node"} 1"#,
+            r#"csi_volume_health_cycle_overruns_total{driver_name="d",mode="node"} 1"#,
         ] {
             assert!(text.contains(want), "missing {want} in\n{text}");
         }
