@@ -8,6 +8,7 @@ use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError, method};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -16,28 +17,28 @@ use volhealth_model::volume_report;
 use volhealth_writer::pacing::Pacer;
 use volhealth_writer::{Clock, timed};
 
-type Answer = (BoundClaim, Result<Vec<VolumeHealthEntry>, ProbeError>);
+type Answer<'a> = (&'a BoundClaim, Result<Vec<VolumeHealthEntry>, ProbeError>);
 
-async fn probe<S: HealthSource>(
+async fn probe<'a, S: HealthSource>(
     source: Arc<S>,
     metrics: Arc<Metrics>,
     driver: &str,
     timeout: Duration,
-    claim: BoundClaim,
-) -> Answer {
+    claim: &'a BoundClaim,
+) -> Answer<'a> {
     let call = source.get(claim.volume_id.clone());
     let r = timed(&metrics.writer, driver, method::GET, timeout, call).await;
     (claim, r)
 }
 
 impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
-    /// Runs one Get cycle that started at `start`; volumes bound later wait for the next cycle.
-    pub(crate) async fn get_cycle(&mut self, start: Instant) {
+    /// Runs one Get cycle that started at `start`, over the claims `bound` then; volumes bound
+    /// later wait for the next cycle.
+    pub(crate) async fn get_cycle(&mut self, bound: &BTreeMap<String, BoundClaim>, start: Instant) {
         let driver = self.settings.driver_name.clone();
-        let bound = self.shared.claims().bound_claims(&driver);
         let n = bound.len();
-        // Each claim moves into its call: a sweep copies none of them.
-        let mut claims = bound.into_values();
+        // Each call borrows its claim: a sweep copies none of them.
+        let mut claims = bound.values();
         if n == 0 {
             return;
         }
@@ -52,10 +53,10 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             tokio::select! {
                 biased;
                 Some(answer) = inflight.next(), if !inflight.is_empty() => {
-                    let (claim, result): Answer = answer;
-                    self.failures.note(&format!("{} {}", method::GET, claim.volume_id), &result);
+                    let (claim, result): Answer<'_> = answer;
+                    self.failures.note(format_args!("{} {}", method::GET, claim.volume_id), &result);
                     match result {
-                        Ok(entries) => self.apply(&claim, &volume_report(&entries)),
+                        Ok(entries) => self.apply(claim, &volume_report(&entries)),
                         Err(e) => {
                             self.note_error(&e);
                             errors += 1;

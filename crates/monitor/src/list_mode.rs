@@ -7,7 +7,7 @@ use crate::claims::{BoundClaim, ClaimStore};
 use crate::engine::{Engine, has_conditions};
 use crate::source::{HealthSource, ProbeError, method};
 use futures::StreamExt;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 use tokio::time::Instant;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
@@ -42,10 +42,15 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         false
     }
 
-    /// Runs one list cycle started at `start`; returns whether it was complete.
-    pub(crate) async fn list_cycle(&mut self, get_available: bool, start: Instant) -> bool {
+    /// Runs one list cycle over the claims `bound` when it started at `start`; returns whether
+    /// it was complete.
+    pub(crate) async fn list_cycle(
+        &mut self,
+        bound: &BTreeMap<String, BoundClaim>,
+        get_available: bool,
+        start: Instant,
+    ) -> bool {
         let driver = self.settings.driver_name.clone();
-        let bound = self.shared.claims().bound_claims(&driver);
         let max_pages = page_limit(
             bound.len().max(self.last_complete_listed),
             self.settings.page_size,

@@ -120,19 +120,22 @@ impl FailureLog {
         Self::default()
     }
 
-    /// Records the outcome of one call for `target` (e.g. `"NodeGetVolumeHealth vol-1"`).
-    pub fn note<T>(&self, target: &str, result: &Result<T, ProbeError>) {
+    /// Records the outcome of one call for `target` (e.g. `"NodeGetVolumeHealth vol-1"`, or
+    /// `format_args!` of it: the text is only made when a call fails or something is failing).
+    pub fn note<T>(&self, target: impl std::fmt::Display, result: &Result<T, ProbeError>) {
         let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Err(e) => {
-                if failing.insert(target.to_string()) {
-                    tracing::warn!(%target, error = %e, "health call failed; keeping the stored health until it answers");
-                } else {
+                let target = target.to_string();
+                if failing.contains(&target) {
                     tracing::debug!(%target, error = %e, "health call still failing");
+                } else {
+                    tracing::warn!(%target, error = %e, "health call failed; keeping the stored health until it answers");
+                    failing.insert(target);
                 }
             }
             Ok(_) => {
-                if failing.remove(target) {
+                if !failing.is_empty() && failing.remove(&target.to_string()) {
                     tracing::info!(%target, "health call answers again");
                 }
             }

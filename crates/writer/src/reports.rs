@@ -14,10 +14,25 @@ struct Seen {
     fixes: BTreeSet<String>,
 }
 
+#[derive(Debug, Default)]
+struct State {
+    /// Objects whose reports carried an unknown value or a fix; an object that never did has
+    /// no entry, so a writer of 5,000 healthy volumes keeps none.
+    seen: HashMap<String, Seen>,
+    /// How many entries of `seen` have unknown values in their last report.
+    with_unknown: usize,
+}
+
+impl State {
+    fn recount(&mut self) {
+        self.with_unknown = self.seen.values().filter(|s| !s.unknown.is_empty()).count();
+    }
+}
+
 /// Per-object memory of unknown values and fixes already reported.
 #[derive(Debug)]
 pub struct ReportNotes {
-    seen: Mutex<HashMap<String, Seen>>,
+    state: Mutex<State>,
     metrics: Arc<WriterMetrics>,
     events: Arc<EventRecorder>,
 }
@@ -26,17 +41,40 @@ impl ReportNotes {
     /// Notes counting into `metrics` and raising Events on `events`.
     pub fn new(metrics: Arc<WriterMetrics>, events: Arc<EventRecorder>) -> Self {
         ReportNotes {
-            seen: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
             metrics,
             events,
         }
     }
 
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether noting `report`, about any object, would change nothing: it carries no unknown
+    /// value and no fix, and no object's last report carried an unknown value (whose end would
+    /// be a transition). A caller can then skip building the key, object and context of
+    /// [`ReportNotes::note`], as a Get sweep of healthy volumes does for every answer.
+    pub fn is_quiet<C>(&self, report: &Report<C>) -> bool {
+        report.unknown.is_empty() && report.fixes.is_empty() && self.state().with_unknown == 0
+    }
+
     /// Notes `report` about `context` (e.g. `volume vol-1`) of `object`; `key` names the object
     /// and part uniquely (e.g. `pod ns/p volume data`).
     pub fn note<C>(&self, key: &str, object: &ObjectRef, context: &str, report: &Report<C>) {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = seen.entry(key.to_string()).or_default();
+        let mut state = self.state();
+        if report.unknown.is_empty() && report.fixes.is_empty() {
+            // Nothing new to say; only the end of unknown values is remembered.
+            if let Some(entry) = state.seen.get_mut(key)
+                && !entry.unknown.is_empty()
+            {
+                entry.unknown.clear();
+                state.with_unknown -= 1;
+            }
+            return;
+        }
+        let entry = state.seen.entry(key.to_string()).or_default();
+        let had_unknown = !entry.unknown.is_empty();
         let now: BTreeSet<(i32, String)> = report
             .unknown
             .iter()
@@ -62,14 +100,19 @@ impl ReportNotes {
                 tracing::warn!(object = %key, fix = %text, "trimmed the driver's report to fit the API's limits");
             }
         }
+        let has_unknown = !entry.unknown.is_empty();
+        match (had_unknown, has_unknown) {
+            (false, true) => state.with_unknown += 1,
+            (true, false) => state.with_unknown -= 1,
+            _ => {}
+        }
     }
 
     /// Forgets objects that no longer exist.
     pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|k, _| keep(k));
+        let mut state = self.state();
+        state.seen.retain(|k, _| keep(k));
+        state.recount();
     }
 }
 
@@ -97,15 +140,18 @@ mod tests {
             message: String::new(),
         };
         let r = volhealth_model::volume_report(&[entry(42)]);
+        let healthy = volhealth_model::Report::<volhealth_model::VolumeHealthCondition>::healthy();
+        assert!(notes.is_quiet(&healthy), "nothing noted yet");
+        assert!(!notes.is_quiet(&r));
         notes.note("pod ns/p volume v", &object, "volume v", &r);
         notes.note("pod ns/p volume v", &object, "volume v", &r);
         assert_eq!(events.len(), 1);
-        notes.note(
-            "pod ns/p volume v",
-            &object,
-            "volume v",
-            &volhealth_model::Report::<volhealth_model::VolumeHealthCondition>::healthy(),
+        assert!(
+            !notes.is_quiet(&healthy),
+            "a healthy report may end an object's unknown values"
         );
+        notes.note("pod ns/p volume v", &object, "volume v", &healthy);
+        assert!(notes.is_quiet(&healthy), "no object has unknown values now");
         events.clear();
         notes.note("pod ns/p volume v", &object, "volume v", &r);
         assert_eq!(events.len(), 1, "a new transition raises it again");
@@ -114,5 +160,30 @@ mod tests {
             text.contains(r#"csi_volume_health_unknown_condition_total{status="42"} 2"#),
             "{text}"
         );
+        notes.retain(|_| false);
+        assert!(
+            notes.is_quiet(&healthy),
+            "a forgotten object has no unknown values"
+        );
+    }
+
+    #[test]
+    fn healthy_reports_keep_no_entry() {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = Arc::new(WriterMetrics::new(&mut registry));
+        let events = Arc::new(EventRecorder::new(metrics.clone()));
+        let notes = ReportNotes::new(metrics, events);
+        let object = ObjectRef {
+            api_version: "v1",
+            kind: "PersistentVolumeClaim",
+            namespace: Some("ns".into()),
+            name: "c".into(),
+            uid: None,
+        };
+        let healthy = volhealth_model::Report::<volhealth_model::VolumeHealthCondition>::healthy();
+        for i in 0..100 {
+            notes.note(&format!("pvc ns/c{i}"), &object, "volume v", &healthy);
+        }
+        assert!(notes.state().seen.is_empty());
     }
 }
