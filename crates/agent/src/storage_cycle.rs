@@ -86,12 +86,14 @@ impl Agent {
                 continue;
             }
             let report = volhealth_model::storage_report(&entries);
-            self.notes.note(
-                &format!("csinode {node} driver {}", driver.name),
-                &object,
-                &format!("the storage backend of driver {}", driver.name),
-                &report,
-            );
+            if !self.notes.is_quiet(&report) {
+                self.notes.note(
+                    &format!("csinode {node} driver {}", driver.name),
+                    &object,
+                    &format!("the storage backend of driver {}", driver.name),
+                    &report,
+                );
+            }
             reports.insert(driver.name.clone(), report);
         }
         // The series show what is stored; a write that lands moves them on.
@@ -144,7 +146,7 @@ impl Agent {
         )
         .await;
         self.failures
-            .note(&format!("{METHOD_STORAGE} {}", driver.name), &answer);
+            .note(format_args!("{METHOD_STORAGE} {}", driver.name), &answer);
         answer.ok()
     }
 

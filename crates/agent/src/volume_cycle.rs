@@ -173,7 +173,7 @@ impl Agent {
         )
         .await;
         self.failures.note(
-            &format!(
+            format_args!(
                 "{METHOD_VOLUME} {} {}",
                 target.driver.name, target.volume.volume_handle
             ),
@@ -227,12 +227,14 @@ impl Agent {
             let Some(entries) = answer else { continue };
             let report = volhealth_model::volume_report(&entries);
             let volume = &target.volume.name;
-            self.notes.note(
-                &format!("pod {namespace}/{name} volume {volume}"),
-                &object,
-                &format!("volume {volume} (driver {})", target.driver.name),
-                &report,
-            );
+            if !self.notes.is_quiet(&report) {
+                self.notes.note(
+                    &format!("pod {namespace}/{name} volume {volume}"),
+                    &object,
+                    &format!("volume {volume} (driver {})", target.driver.name),
+                    &report,
+                );
+            }
             volumes.insert(volume.clone(), report);
         }
         // The series show what is stored; a write that lands moves them on.

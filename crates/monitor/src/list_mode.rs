@@ -173,7 +173,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 .await;
         for (claim, result) in results {
             self.failures
-                .note(&format!("{} {}", method::GET, claim.volume_id), &result);
+                .note(format_args!("{} {}", method::GET, claim.volume_id), &result);
             if let Err(e) = &result {
                 self.note_error(e);
             }
