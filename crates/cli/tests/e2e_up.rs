@@ -1,6 +1,7 @@
 //! `volhealth up` as a user meets it: a second run resumes without duplicating anything and keeps
 //! health history, a second `up` on the same dir and a port already in use are refused at once,
-//! and a broken `--dir` is a clear error, never a hang.
+//! and a broken `--dir` is a clear error, never a hang; `--pvcs-per-node` sizes the sample
+//! workload, and every sample is watched by both writers.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod e2e_cluster;
@@ -194,6 +195,46 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
             .map(str::to_string),
         since
     );
+}
+
+#[test]
+fn pvcs_per_node_sizes_the_workload_and_both_writers_watch_every_sample() {
+    let c = Cluster::start_with(2, &["--pvcs-per-node", "3"]);
+    let want = |prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = (1..=6).map(|n| format!("{prefix}{n}")).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&c.kubeconfig, "/api/v1/persistentvolumeclaims"),
+        want("data-")
+    );
+    assert_eq!(names(&c.kubeconfig, "/api/v1/pods"), want("web-"));
+    assert_eq!(
+        names(&c.kubeconfig, "/api/v1/persistentvolumes"),
+        want("pv-data-")
+    );
+    // Round-robin: web-1, web-3, web-5 on node-1; web-2, web-4, web-6 on node-2.
+    for n in 1..=6 {
+        let pod = c
+            .get_json(&format!("/api/v1/namespaces/default/pods/web-{n}"))
+            .unwrap();
+        let node = if n % 2 == 1 { "node-1" } else { "node-2" };
+        assert_eq!(pod["spec"]["nodeName"], node, "web-{n}");
+        let claim = c
+            .get_json(&format!(
+                "/api/v1/namespaces/default/persistentvolumeclaims/data-{n}"
+            ))
+            .unwrap();
+        assert_eq!(claim["status"]["phase"], "Bound", "data-{n}");
+    }
+    // The last samples of each node are watched like the first.
+    c.inject_pvc("default/data-6", "controller", "Inaccessible", "Gone", &[]);
+    c.inject_pvc("default/data-5", "node", "Degraded", "SlowIo", &[]);
+    c.eventually("data-6 Inaccessible and web-5 Degraded", || {
+        c.status_of("PersistentVolumeClaim", "data-6", "controller") == ["Inaccessible"]
+            && c.status_of("Pod", "web-5", "node") == ["Degraded"]
+    });
 }
 
 #[test]

@@ -15,12 +15,16 @@ pub mod workload;
 
 use anyhow::Context as _;
 use children::Component;
+use futures::{StreamExt as _, TryStreamExt as _};
 use layout::{Layout, RunRecord};
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// How many samples `up` creates at once.
+const SAMPLES_AT_ONCE: usize = 16;
 
 /// How long each component gets to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,8 +36,12 @@ pub struct Args {
     #[arg(long, default_value = ".volhealth")]
     pub dir: PathBuf,
     /// Number of simulated nodes.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=50))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
     pub nodes: u16,
+    /// Sample PVCs per node, each with its PV and a pod using it (0: none; the cluster still
+    /// provisions claims you create). `--nodes 100 --pvcs-per-node 50` is the bench's 5,000 x 100.
+    #[arg(long, default_value_t = workload::VOLUMES_PER_NODE, value_parser = clap::value_parser!(u16).range(0..=200))]
+    pub pvcs_per_node: u16,
     /// Address of the API server (HTTPS); port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: String,
@@ -387,24 +395,33 @@ async fn start(
     workload::register_cluster(&client, &driver, nodes).await?;
     p.done("ok");
 
-    let samples = workload::samples(nodes);
+    let samples = workload::samples(nodes, args.pvcs_per_node);
     p.step(&format!(
         "creating {} volumes, claims and pods, staged and published on their nodes",
         samples.len()
     ));
-    for s in &samples {
-        let volume_id = workload::create_volume(&controller, &s.volume).await?;
-        let pod_uid = workload::ensure_objects(&client, &driver, s, &volume_id).await?;
-        workload::stage_and_publish(
-            &node_endpoint(&s.node),
-            &layout.kubelet_root(&s.node),
-            &driver,
-            s,
-            &volume_id,
-            &pod_uid,
-        )
-        .await?;
-    }
+    // A few samples at a time: each waits on the driver and the API server, so thousands of
+    // them are not created one round trip after another.
+    futures::stream::iter(samples.iter().map(|s| {
+        let (controller, client, driver) = (&controller, &client, &driver);
+        let node_endpoint = &node_endpoint;
+        async move {
+            let volume_id = workload::create_volume(controller, &s.volume).await?;
+            let pod_uid = workload::ensure_objects(client, driver, s, &volume_id).await?;
+            workload::stage_and_publish(
+                &node_endpoint(&s.node),
+                &layout.kubelet_root(&s.node),
+                driver,
+                s,
+                &volume_id,
+                &pod_uid,
+            )
+            .await
+        }
+    }))
+    .buffer_unordered(SAMPLES_AT_ONCE)
+    .try_collect::<Vec<()>>()
+    .await?;
     p.done("ok");
 
     p.step("starting the provisioner, PV controller, scheduler and kubelet volume role");

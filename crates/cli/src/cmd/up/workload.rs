@@ -16,8 +16,8 @@ use volhealth_csi::v1;
 pub const NAMESPACE: &str = "default";
 /// Name of the sample StorageClass.
 pub const STORAGE_CLASS: &str = "volhealth-hostpath";
-/// Sample volumes per node.
-pub const VOLUMES_PER_NODE: usize = 2;
+/// Sample volumes per node unless `--pvcs-per-node` says otherwise.
+pub const VOLUMES_PER_NODE: u16 = 2;
 /// Size of each sample volume.
 const VOLUME_BYTES: i64 = 1 << 30;
 /// Deadline of each CSI call `up` makes.
@@ -36,9 +36,9 @@ pub struct Sample {
     pub node: String,
 }
 
-/// The samples for `nodes`: `VOLUMES_PER_NODE` per node, spread round-robin.
-pub fn samples(nodes: &[String]) -> Vec<Sample> {
-    (1..=nodes.len() * VOLUMES_PER_NODE)
+/// The samples for `nodes`: `per_node` per node, spread round-robin.
+pub fn samples(nodes: &[String], per_node: u16) -> Vec<Sample> {
+    (1..=nodes.len() * usize::from(per_node))
         .map(|n| Sample {
             claim: format!("data-{n}"),
             volume: format!("pv-data-{n}"),
@@ -452,7 +452,7 @@ mod tests {
     #[test]
     fn samples_spread_over_the_nodes() {
         let nodes = vec!["node-1".to_string(), "node-2".to_string()];
-        let s = samples(&nodes);
+        let s = samples(&nodes, VOLUMES_PER_NODE);
         assert_eq!(s.len(), 4);
         assert_eq!(
             s[0],
@@ -465,6 +465,11 @@ mod tests {
         );
         assert_eq!(s[1].node, "node-2");
         assert_eq!(s[2].node, "node-1");
+        let many = samples(&nodes, 50);
+        assert_eq!(many.len(), 100);
+        assert_eq!(many[99].claim, "data-100");
+        assert_eq!(many.iter().filter(|s| s.node == "node-2").count(), 50);
+        assert!(samples(&nodes, 0).is_empty());
     }
 
     #[test]
