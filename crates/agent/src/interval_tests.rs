@@ -1,16 +1,15 @@
 //! When the agent probes: bounded concurrency, pods spread over the interval, and each driver at
 //! its own interval.
 
-use crate::agent_world::{DRIVER, INTERVAL, world_with};
+use crate::agent_world::{DRIVER, INTERVAL, World, world_with};
 use crate::fakes::{FakeNode, driver};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_writer::intervals::NODE_ANNOTATION;
 
-#[tokio::test(start_paused = true)]
-async fn probes_are_bounded_and_spread_over_the_interval() {
-    let w = world_with(true, false, 3, Duration::from_millis(1500));
-    for i in 0..20 {
+/// Pods `p<i>` of the one driver, each with a volume whose stage the kubelet has attempted.
+fn add_pods(w: &World, range: std::ops::Range<u32>) {
+    for i in range {
         let uid = format!("uid-{i}");
         w.cluster.add_pod_with_pv(
             "ns",
@@ -22,6 +21,12 @@ async fn probes_are_bounded_and_spread_over_the_interval() {
         );
         w.dirs.attempt(&uid, "data");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn probes_are_bounded_and_spread_over_the_interval() {
+    let w = world_with(true, false, 3, Duration::from_millis(1500));
+    add_pods(&w, 0..20);
     let start = tokio::time::Instant::now();
     w.agent.run_cycle(start).await.unwrap();
     assert_eq!(w.node.volume_call_count(), 20);
@@ -115,20 +120,6 @@ async fn a_late_wake_up_keeps_the_cadence_and_a_late_start_gets_a_whole_interval
 async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
     // One probe at a time, each taking 1.5 s, spread over nine tenths of the 10 s interval.
     let w = world_with(true, false, 1, Duration::from_millis(1500));
-    let add_pods = |range: std::ops::Range<u32>| {
-        for i in range {
-            let uid = format!("uid-{i}");
-            w.cluster.add_pod_with_pv(
-                "ns",
-                &format!("p{i}"),
-                &uid,
-                "data",
-                DRIVER,
-                &format!("vol-{i}"),
-            );
-            w.dirs.attempt(&uid, "data");
-        }
-    };
     let metric = |name: &str| -> String {
         let series = format!(r#"{name}{{driver_name="{DRIVER}",mode="node"}}"#);
         w.metrics
@@ -145,7 +136,7 @@ async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
     let overruns = "csi_volume_health_cycle_overruns_total";
 
     // Three pods: probes due at 0, 3 and 6 s, the last answered at 7.5 s, within the interval.
-    add_pods(0..3);
+    add_pods(&w, 0..3);
     let first = tokio::time::Instant::now();
     w.agent.run_cycle(first).await.unwrap();
     assert_eq!(metric(count), "1");
@@ -159,7 +150,7 @@ async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
     assert_eq!(metric(count), "1");
 
     // Eight pods: one probe at a time keeps the permit busy for 12 s, past the next due time.
-    add_pods(3..8);
+    add_pods(&w, 3..8);
     tokio::time::advance(first + INTERVAL - tokio::time::Instant::now()).await;
     w.agent
         .run_cycle(tokio::time::Instant::now())
