@@ -9,6 +9,7 @@ use crate::kubelet_dirs::KubeletDirs;
 use crate::metrics::Metrics;
 use crate::pod_volumes::CsiVolume;
 use crate::targets::{ClusterEvents, PodKey, PodTarget, StorageTarget};
+use crate::watched::WatchedPod;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -16,7 +17,7 @@ use tokio::sync::Semaphore;
 use volhealth_writer::backoff::RefusalBackoff;
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
 use volhealth_writer::intervals::DriverIntervals;
-use volhealth_writer::pacing::cycle_anchor;
+use volhealth_writer::pacing::{cycle_anchor, overran};
 use volhealth_writer::{
     Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter, WriteLoop, WriteQueue,
 };
@@ -257,7 +258,9 @@ impl Agent {
     pub async fn run_cycle(&self, start: tokio::time::Instant) -> Result<()> {
         let drivers = self.deps.drivers.snapshot();
         let due = self.take_due(&drivers, start);
-        self.forget_gone_pods();
+        // One snapshot of the node's pods: what is forgotten and what is probed agree.
+        let pods = self.deps.pods.pods();
+        self.forget_gone_pods(&pods);
         if due.is_empty() {
             return Ok(());
         }
@@ -268,7 +271,7 @@ impl Agent {
             .unwrap_or_else(|| self.deps.intervals.default_interval());
         let (storage, volumes) = futures::join!(
             self.storage_cycle(&drivers, &due),
-            self.volume_cycle(&due, start, spread)
+            self.volume_cycle(pods, &due, start, spread)
         );
         self.cycle_done(&due, start);
         storage?;
@@ -284,7 +287,7 @@ impl Agent {
         for name in due.keys() {
             let interval = self.deps.intervals.of(name);
             let anchor = state.last_probed.get(name).copied().unwrap_or(start);
-            let overran = end > anchor + interval;
+            let overran = overran(anchor, interval, end);
             if overran {
                 tracing::warn!(driver = %name, interval = %volhealth_daemon::duration::format(interval), took = %volhealth_daemon::duration::format(took), "a probe cycle took longer than the driver's interval");
             }
@@ -321,8 +324,7 @@ impl Agent {
         due
     }
 
-    fn forget_gone_pods(&self) {
-        let pods = self.deps.pods.pods();
+    fn forget_gone_pods(&self, pods: &[Arc<WatchedPod>]) {
         let now: HashMap<String, (String, String)> = pods
             .iter()
             .filter_map(|p| {

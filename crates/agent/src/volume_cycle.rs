@@ -26,12 +26,13 @@ struct Target {
 impl Agent {
     pub(crate) async fn volume_cycle(
         &self,
+        pods: Vec<Arc<WatchedPod>>,
         drivers: &BTreeMap<String, Arc<Driver>>,
         start: tokio::time::Instant,
         spread: std::time::Duration,
     ) -> Result<()> {
         let mut work: Vec<(Arc<WatchedPod>, Vec<Target>)> = Vec::new();
-        for pod in self.deps.pods.pods() {
+        for pod in pods {
             if pod_volumes::is_terminal(&pod) {
                 continue;
             }

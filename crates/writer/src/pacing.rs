@@ -28,6 +28,13 @@ pub fn cycle_anchor(due: Instant, start: Instant, interval: Duration) -> Instant
     }
 }
 
+/// Whether a cycle counted from `anchor` (see [`cycle_anchor`]) that ended at `end` overran
+/// `interval`: it ended when or after the next cycle was due, which then starts at once. The one
+/// rule of both writers' `csi_volume_health_cycle_overruns_total`.
+pub fn overran(anchor: Instant, interval: Duration, end: Instant) -> bool {
+    end >= anchor + interval
+}
+
 /// When the i-th of `n` calls of a cycle that started at `start` is due.
 #[derive(Debug, Clone, Copy)]
 pub struct Pacer {
@@ -110,9 +117,10 @@ impl Ticker {
         let anchor = cycle_anchor(self.next, start, self.interval);
         self.last_start = Some(anchor);
         self.next = anchor + self.interval;
-        if self.next <= Instant::now() {
+        let now = Instant::now();
+        if overran(anchor, self.interval, now) {
             tracing::warn!(interval = %volhealth_daemon::duration::format(self.interval), "{what} took longer than the interval");
-            self.next = Instant::now();
+            self.next = now;
             return true;
         }
         false
@@ -135,6 +143,12 @@ mod tests {
             "the last call leaves a tenth of the interval for answers"
         );
         assert_eq!(Pacer::new(start, Duration::from_secs(10), 0).due(0), start);
+        let ten = Duration::from_secs(10);
+        assert!(!overran(start, ten, start + ten - Duration::from_millis(1)));
+        assert!(
+            overran(start, ten, start + ten),
+            "ended just as the next was due"
+        );
         let mut t = Ticker::new(Duration::from_secs(10));
         assert!(
             !t.cycle_done(start, "test cycle"),
