@@ -121,19 +121,24 @@ mod tests {
     use super::*;
     use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 
+    /// An object in namespace `ns`.
+    fn object(kind: &'static str, name: &str) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1",
+            kind,
+            namespace: Some("ns".into()),
+            name: name.into(),
+            uid: None,
+        }
+    }
+
     #[test]
     fn unknown_values_are_raised_once_per_transition() {
         let mut registry = prometheus_client::registry::Registry::default();
         let metrics = Arc::new(WriterMetrics::new(&mut registry));
         let events = Arc::new(EventRecorder::new(metrics.clone()));
         let notes = ReportNotes::new(metrics, events.clone());
-        let object = ObjectRef {
-            api_version: "v1",
-            kind: "Pod",
-            namespace: Some("ns".into()),
-            name: "p".into(),
-            uid: None,
-        };
+        let object = object("Pod", "p");
         let entry = |s: i32| VolumeHealthEntry {
             status: s,
             reason: "Future".into(),
@@ -173,13 +178,7 @@ mod tests {
         let metrics = Arc::new(WriterMetrics::new(&mut registry));
         let events = Arc::new(EventRecorder::new(metrics.clone()));
         let notes = ReportNotes::new(metrics, events);
-        let object = ObjectRef {
-            api_version: "v1",
-            kind: "PersistentVolumeClaim",
-            namespace: Some("ns".into()),
-            name: "c".into(),
-            uid: None,
-        };
+        let object = object("PersistentVolumeClaim", "c");
         let healthy = volhealth_model::Report::<volhealth_model::VolumeHealthCondition>::healthy();
         for i in 0..100 {
             notes.note(&format!("pvc ns/c{i}"), &object, "volume v", &healthy);
