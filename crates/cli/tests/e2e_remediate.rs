@@ -135,6 +135,11 @@ fn remediate_taints_untaints_and_evicts_within_budget_and_pdbs() {
         c.get_json("/api/v1/namespaces/default/persistentvolumeclaims/data-1")
             .is_some_and(|p| p["metadata"]["annotations"]["volhealth.io/replace-volume"] == "true")
     });
+    // The annotation may predate the eviction (it is not blocked by the budget), and the pod is
+    // gone from the API server a moment before the controller has the answer: wait for the count.
+    c.eventually("the eviction counted", || {
+        actions(&c, "evict", "success") > 0
+    });
     assert_eq!(actions(&c, "evict", "success"), 1);
 
     // 20% of the six pods per hour is spent: web-2 stays.

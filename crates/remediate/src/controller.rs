@@ -401,13 +401,16 @@ impl Controller {
             }
             match act::evict(&self.evictions, &ns, &pod).await {
                 Ok(Eviction::Evicted) => {
+                    // Counted as soon as the pod is evicted: the Event after it is an API call
+                    // of its own, and the count must not wait for it (nor miss the eviction if
+                    // it is slow or fails).
+                    count(&self.actions, "evict", "success");
                     let what = format!(
                         "evicted pod {ns}/{pod} (rule {}: {:?} {} is {} ({}))",
                         p.rule, f.kind, f.name, f.status, f.reason
                     );
                     tracing::info!(rule = %p.rule, "{what}");
                     act::event(&self.sink, p, "Remediation", what).await;
-                    count(&self.actions, "evict", "success");
                 }
                 Ok(Eviction::Gone) => self.budget.refund(&ns),
                 Ok(Eviction::Blocked(why)) => {
