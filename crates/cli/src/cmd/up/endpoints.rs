@@ -31,8 +31,43 @@ pub fn default_base(listen: &str) -> u16 {
     }
 }
 
-/// A free loopback port, found by binding port 0, and the listener that holds it.
+/// Where free ports are looked for when the kernel's ephemeral range cannot be read.
+const FREE_PORTS_BELOW: u16 = 32768;
+/// The lowest port looked at for a free one.
+const FREE_PORTS_FROM: u16 = 10000;
+/// How many ports of the range are tried before falling back to port 0.
+const FREE_PORT_TRIES: usize = 200;
+
+/// The first port of the kernel's ephemeral range, from which it picks the source ports of
+/// outgoing connections and the ports of `bind(0)`.
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(FREE_PORTS_BELOW)
+}
+
+/// A free loopback port and the listener that holds it. It is looked for below the kernel's
+/// ephemeral range: a port is let go just before its component binds it, and in that moment a
+/// port of the ephemeral range can become the source port of any connection on the machine
+/// (a port found with `bind(0)` lost that race now and then: "Address already in use" in the
+/// component). Port 0 is the fallback when nothing below the range is free.
 fn free_port() -> anyhow::Result<(u16, TcpListener)> {
+    let below = ephemeral_low();
+    if below > FREE_PORTS_FROM {
+        let span = usize::from(below - FREE_PORTS_FROM);
+        let start = rand::random_range(0..span);
+        for i in (0..span)
+            .cycle()
+            .skip(start)
+            .take(span.min(FREE_PORT_TRIES))
+        {
+            let port = FREE_PORTS_FROM + u16::try_from(i).unwrap_or(0);
+            if let Ok(l) = TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
+                return Ok((port, l));
+            }
+        }
+    }
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("finding a free port")?;
     let port = l.local_addr().context("finding a free port")?.port();
     Ok((port, l))
@@ -176,6 +211,11 @@ mod tests {
             })
             .collect();
         assert_eq!(addrs.len(), 41, "two components share a port: {addrs:?}");
+        let below = ephemeral_low();
+        assert!(
+            plan.entries.iter().all(|(_, a)| a.port() < below),
+            "a free port in the ephemeral range, which outgoing connections may take: {addrs:?}"
+        );
 
         let monitor = plan.entries[0].1;
         assert!(
