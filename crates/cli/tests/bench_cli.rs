@@ -67,7 +67,7 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
             "40s",
         ])
         .arg("--dir")
-        .arg(tmp.path().join("cluster"))
+        .arg(support::deep_dir(tmp.path()).join("cluster"))
         .arg("--json")
         .arg(&json)
         .arg("--svg")
@@ -82,7 +82,7 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
     );
     assert!(stdout.contains("lag controller p50 / p99"), "{stdout}");
     assert!(
-        !tmp.path().join("cluster").exists(),
+        !support::deep_dir(tmp.path()).join("cluster").exists(),
         "--dir is removed without --keep"
     );
 

@@ -10,6 +10,7 @@ use tonic::transport::{Channel, Endpoint, Uri};
 
 use crate::endpoint;
 use crate::error::{Error, Result};
+use crate::socket_address::SocketAddress;
 
 /// First pause between attempts; doubled after each failure.
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
@@ -60,7 +61,12 @@ async fn attempt(path: &Path) -> std::result::Result<Channel, String> {
     endpoint
         .connect_with_connector(tower::service_fn(move |_: Uri| {
             let socket = socket.clone();
-            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
+            async move {
+                let address = SocketAddress::new(&socket).map_err(std::io::Error::other)?;
+                UnixStream::connect(address.as_path())
+                    .await
+                    .map(TokioIo::new)
+            }
         }))
         .await
         .map_err(|e| {

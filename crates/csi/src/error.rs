@@ -45,6 +45,9 @@ pub enum Error {
         /// Socket path.
         path: PathBuf,
     },
+    /// The socket path cannot be put into a unix socket address.
+    #[error(transparent)]
+    Address(#[from] crate::socket_address::AddressError),
     /// A file system operation failed.
     #[error("{action} {}: {source}", path.display())]
     Io {

@@ -12,6 +12,7 @@
 //! - [`endpoint`]: `unix:///path`-style endpoint strings to socket paths.
 //! - [`client`]: [`client::connect`], waiting for a driver's socket with backoff.
 //! - [`server`]: [`server::serve_unix`], serving a tonic router on a unix socket.
+//! - [`socket_address`]: the address of a socket path of any length (deep directories included).
 //! - [`capabilities`]: [`capabilities::probe`], which health RPCs a driver offers.
 //! - [`redact`]: what secret fields print instead of their values.
 //! - [`Error`] / [`Result`]: errors name the socket or RPC, never request contents.
@@ -21,6 +22,7 @@ pub mod client;
 pub mod endpoint;
 mod error;
 pub mod server;
+pub mod socket_address;
 
 pub use error::{Error, Result};
 pub use volhealth_csi_proto::{FILE_DESCRIPTOR_SET, redact};

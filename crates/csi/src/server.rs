@@ -11,6 +11,7 @@ use tonic::transport::server::Router;
 
 use crate::endpoint;
 use crate::error::{Error, Result};
+use crate::socket_address::SocketAddress;
 
 mod authority;
 
@@ -59,7 +60,8 @@ pub async fn serve_unix_with(
 ) -> Result<()> {
     let path = endpoint::parse(endpoint)?;
     prepare_path(&path)?;
-    let listener = UnixListener::bind(&path).map_err(|source| Error::Io {
+    let address = SocketAddress::new(&path)?;
+    let listener = UnixListener::bind(address.as_path()).map_err(|source| Error::Io {
         action: "binding CSI socket",
         path: path.clone(),
         source,
@@ -98,7 +100,8 @@ fn prepare_path(path: &Path) -> Result<()> {
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            let address = SocketAddress::new(path)?;
+            if std::os::unix::net::UnixStream::connect(address.as_path()).is_ok() {
                 return Err(Error::SocketInUse {
                     path: path.to_path_buf(),
                 });

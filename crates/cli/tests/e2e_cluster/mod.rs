@@ -3,7 +3,7 @@
 //! the real kubectl.
 #![allow(dead_code)]
 
-use crate::support::{Proc, bin, have_tool, wait_for};
+use crate::support::{Proc, bin, deep_dir, have_tool, wait_for};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::PathBuf;
@@ -30,7 +30,8 @@ pub struct Cluster {
 
 impl Cluster {
     /// Starts `volhealth up --nodes N` on a free port with 1 s probe intervals and waits until it
-    /// says it is running.
+    /// says it is running. The `--dir` is over 200 bytes long, as in a deep checkout, so every
+    /// end-to-end test also proves that no socket path depends on the directory's depth.
     pub fn start(nodes: u16) -> Cluster {
         Cluster::start_with(nodes, &[])
     }
@@ -38,7 +39,7 @@ impl Cluster {
     /// Like [`Cluster::start`], with more `up` flags.
     pub fn start_with(nodes: u16, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("state");
+        let dir = deep_dir(tmp.path()).join("state");
         let mut cluster = Cluster {
             kubeconfig: dir.join("kubeconfig"),
             dir,

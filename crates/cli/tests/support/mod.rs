@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A directory under `base` whose path is at least 200 bytes long, as a deep checkout or
+/// `--dir` has: sockets under it cannot be addressed by their path alone.
+pub fn deep_dir(base: &Path) -> PathBuf {
+    let mut dir = base.join("a-checkout-in-a-deep-directory");
+    while dir.as_os_str().len() < 200 {
+        dir = dir.join("one-more-level-of-nesting");
+    }
+    dir
+}
+
 /// Path of the `volhealth` binary that cargo built for these tests.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_volhealth"))
