@@ -9,16 +9,20 @@ use volhealth_driver::injection::{
     self, ListChaos, NodeStorageInjection, RpcFault, Side, VolumeInjection,
 };
 use volhealth_driver::state::StateDir;
+use volhealth_model::{StorageStatus, VolumeStatus};
+
+use crate::cmd::up::layout::DEFAULT_DIR;
 
 /// Flags of `volhealth inject`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The driver's state dir.
-    #[arg(long, required_unless_present = "dir", conflicts_with = "dir")]
-    state_dir: Option<PathBuf>,
-    /// The --dir of a running `volhealth up` (in place of --state-dir); `pvc` needs it.
-    #[arg(long)]
+    /// The --dir of a running `volhealth up` [default: .volhealth, as `up`'s].
+    #[arg(long, global = true)]
     dir: Option<PathBuf>,
+    /// The state dir of a `volhealth driver` you started yourself (in place of --dir); `pvc`
+    /// needs --dir.
+    #[arg(long, global = true, conflicts_with = "dir")]
+    state_dir: Option<PathBuf>,
     #[command(subcommand)]
     what: What,
 }
@@ -274,17 +278,39 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<St
     })
 }
 
+/// A volume status number by its API name, or the number when it has none.
+fn volume_status_name(raw: i32) -> String {
+    VolumeStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
+}
+
+/// A storage status number by its API name, or the number when it has none.
+fn storage_status_name(raw: i32) -> String {
+    StorageStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
+}
+
 /// Runs `volhealth inject`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let state_dir = match (&args.state_dir, &args.dir) {
+    // Without --state-dir, the `up` in --dir, by default the one `up` makes in `.volhealth`.
+    let dir = args
+        .dir
+        .clone()
+        .or_else(|| args.state_dir.is_none().then(|| PathBuf::from(DEFAULT_DIR)));
+    let state_dir = match (&args.state_dir, &dir) {
         (Some(s), _) => s.clone(),
-        (None, Some(d)) => crate::cmd::up::resolve::state_dir(d)?,
-        (None, None) => anyhow::bail!("either --state-dir or --dir is required"),
+        (None, Some(d)) => crate::cmd::up::resolve::state_dir(d).with_context(|| {
+            if args.dir.is_none() {
+                format!(
+                    "no --dir given, so the default {DEFAULT_DIR} was used: pass --dir (the directory of a running `volhealth up`) or --state-dir (the state dir of a `volhealth driver`)"
+                )
+            } else {
+                "--dir must be the directory of a running `volhealth up`".to_string()
+            }
+        })?,
+        (None, None) => anyhow::bail!("either --dir or --state-dir is required"),
     };
     let state = StateDir::new(&state_dir);
     let up_dir = || {
-        args.dir
-            .clone()
+        dir.clone()
             .context("addressing a volume by PVC needs --dir (a running `volhealth up`)")
     };
     if let (
@@ -295,7 +321,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         | What::Clear {
             what: ClearWhat::Storage { node: Some(node) },
         },
-    ) = (&args.dir, &args.what)
+    ) = (&dir, &args.what)
     {
         crate::cmd::up::resolve::check_node(dir, node)?;
     }
@@ -318,7 +344,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 })
             })?;
             format!(
-                "injected {side:?} condition status={status} reason={reason} on PVC {claim} (volume {volume_id})"
+                "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
+                volume_status_name(status)
             )
         }
         What::Volume {
@@ -339,7 +366,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 })
             })?;
             format!(
-                "injected {side:?} condition status={status} reason={reason} on volume {volume_id}"
+                "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
+                volume_status_name(status)
             )
         }
         What::Storage {
@@ -363,7 +391,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .map(injection::parse_volume_mode)
                     .transpose()?,
             };
-            let status = cond.status;
+            let status = storage_status_name(cond.status);
             match node {
                 Some(node) => {
                     injection::update(&state, |i| {

@@ -19,6 +19,9 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// Where `up` keeps its state unless `--dir` says otherwise, and where `inject` looks for it.
+pub const DEFAULT_DIR: &str = ".volhealth";
+
 /// Longest unix socket path we use; the kernel limit is 107 bytes plus the terminator.
 const MAX_SOCKET_PATH: usize = 100;
 
@@ -191,6 +194,10 @@ pub struct RunRecord {
     pub driver: String,
     /// Simulated node names.
     pub nodes: Vec<String>,
+    /// The outside driver's controller endpoint when `up` runs with `--driver-endpoint` (the
+    /// reference driver, whose state `inject` changes, is then not running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_endpoint: Option<String>,
     /// Process ids of the running components (name → pid), so leftovers of an `up` that was
     /// killed without a chance to clean up can be stopped by the next one.
     #[serde(default)]

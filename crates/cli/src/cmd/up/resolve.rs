@@ -7,16 +7,25 @@ use kube::Api;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The driver state dir of the `up` in `dir`, checking that `dir` is one.
+/// The reference driver's state dir of the `up` in `dir`, checking that `dir` is one and that
+/// it runs the reference driver (an `up --driver-endpoint` runs yours, which `inject` cannot
+/// reach: injecting there would change nothing and must not say it did).
 pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     let layout = Layout::new(dir)?;
-    RunRecord::load(&layout)?.with_context(|| {
+    let record = RunRecord::load(&layout)?.with_context(|| {
         format!(
             "{} holds no `volhealth up` state (no up.json); start one with `volhealth up --dir {}`",
             dir.display(),
             dir.display()
         )
     })?;
+    if let Some(endpoint) = &record.driver_endpoint {
+        anyhow::bail!(
+            "the `volhealth up` in {} runs your driver {} at {endpoint} (--driver-endpoint), not the reference driver; `inject` changes only the reference driver's state, so it would change nothing here. Make the fault in your driver's own way, or run `up` without --driver-endpoint",
+            dir.display(),
+            record.driver
+        );
+    }
     Ok(layout.driver_state())
 }
 
