@@ -68,7 +68,12 @@ impl Command {
 
 fn main() -> ExitCode {
     // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
-    let cli = Cli::parse_from(cmd::status::plugin_argv(std::env::args_os()));
+    let cli = match cmd::status::plugin_argv(std::env::args_os()) {
+        Some(argv) => Cli {
+            command: Command::Status(cmd::status::PluginCli::parse_from(argv).args),
+        },
+        None => Cli::parse(),
+    };
     // `status` speaks for itself on stderr; client-library logs would only repeat its errors.
     let default_log = cmd::logging::LogArgs::default();
     let log = match &cli.command {
@@ -87,8 +92,13 @@ fn main() -> ExitCode {
             Some(&default_log)
         }
     };
-    if let Some(log) = log {
-        cmd::init_logging(log);
+    match (&cli.command, log) {
+        // `up` talks to its user in progress lines; its own log goes beside its components'.
+        (Command::Up(a), Some(log)) => {
+            cmd::logging::init_to_file(log, &a.dir.join("logs").join("up.log"));
+        }
+        (_, Some(log)) => cmd::init_logging(log),
+        (_, None) => {}
     }
     if let Some(component) = cli.command.component() {
         volhealth_daemon::build_info::set_component(component);

@@ -52,6 +52,38 @@ pub fn filter_for_verbosity(v: u8) -> &'static str {
 /// Sets up `tracing` on stderr from the flags and `RUST_LOG`, and has every Kubernetes client
 /// request marked in progress whatever the filter (see `volhealth_daemon::kube_requests`).
 pub fn init(args: &LogArgs) {
+    init_with(
+        args,
+        tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
+        std::io::stderr().is_terminal(),
+    );
+}
+
+/// Like [`init`], with the log lines appended to `path` instead (a command whose own output is
+/// progress lines on the terminal: its libraries' log lines would break them up). Falls back
+/// to stderr when the file cannot be opened.
+#[allow(dead_code)] // the single-component binaries, which include this file, log to stderr only
+pub fn init_to_file(args: &LogArgs, path: &std::path::Path) {
+    let file = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        });
+    match file {
+        Ok(file) => init_with(
+            args,
+            tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::sync::Mutex::new(file)),
+            false,
+        ),
+        Err(_) => init(args),
+    }
+}
+
+fn init_with(args: &LogArgs, writer: tracing_subscriber::fmt::writer::BoxMakeWriter, ansi: bool) {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -60,8 +92,8 @@ pub fn init(args: &LogArgs) {
         _ => tracing_subscriber::EnvFilter::new(filter_for_verbosity(args.verbosity)),
     };
     let lines = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
+        .with_writer(writer)
+        .with_ansi(ansi);
     let lines = match args.log_format {
         LogFormat::Text => lines.with_filter(filter).boxed(),
         LogFormat::Json => lines.json().with_filter(filter).boxed(),

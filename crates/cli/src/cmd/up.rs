@@ -4,6 +4,7 @@
 //! and published. State lives in `--dir`, so a second `up` resumes where the first stopped.
 
 pub mod children;
+pub mod commands;
 pub mod endpoints;
 pub mod external;
 pub mod extras;
@@ -15,6 +16,7 @@ pub mod workload;
 
 use anyhow::Context as _;
 use children::Component;
+use commands::{resume_command, self_command};
 use futures::{StreamExt as _, TryStreamExt as _};
 use layout::{Layout, RunRecord};
 use std::io::Write as _;
@@ -33,7 +35,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Where all state lives (API server database, driver backend, kubeconfigs, logs).
-    #[arg(long, default_value = ".volhealth")]
+    #[arg(long, default_value = layout::DEFAULT_DIR)]
     pub dir: PathBuf,
     /// Number of simulated nodes.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
@@ -186,22 +188,6 @@ fn server_from_kubeconfig(path: &Path) -> Option<String> {
     })
 }
 
-/// How to spell this binary in the commands printed for the user.
-fn self_command() -> String {
-    let Ok(exe) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
-        return "volhealth".into();
-    };
-    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths)
-            .any(|dir| dir.join("volhealth").canonicalize().is_ok_and(|p| p == exe))
-    });
-    if on_path {
-        "volhealth".into()
-    } else {
-        exe.display().to_string()
-    }
-}
-
 /// Runs `volhealth up` until Ctrl-C or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(&args.dir)?;
@@ -244,7 +230,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("installing the SIGTERM handler")?;
     let mut running = Running::default();
     let started = tokio::select! {
-        r = start(&args, &layout, &nodes, &metrics, &node_endpoints, &mut running) => Some(r),
+        r = start(&args, previous.is_some(), &layout, &nodes, &metrics, &node_endpoints, &mut running) => Some(r),
         _ = interrupt.recv() => None,
         _ = terminate.recv() => None,
     };
@@ -286,11 +272,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     stopped.store(&layout)?;
     match outcome {
         None => {
-            println!(
-                "stopped; run `{} up --dir {}` again to resume",
-                self_command(),
-                args.dir.display()
-            );
+            println!("stopped; run `{}` again to resume", resume_command());
             Ok(ExitCode::SUCCESS)
         }
         Some(why) => {
@@ -301,6 +283,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 async fn start(
     args: &Args,
+    resuming: bool,
     layout: &Layout,
     nodes: &[String],
     metrics: &endpoints::MetricsPorts,
@@ -396,33 +379,48 @@ async fn start(
     p.done("ok");
 
     let samples = workload::samples(nodes, args.pvcs_per_node);
-    p.step(&format!(
-        "creating {} volumes, claims and pods, staged and published on their nodes",
-        samples.len()
-    ));
+    if resuming {
+        p.step(&format!(
+            "checking the {} sample volumes, claims and pods kept from the last run",
+            samples.len()
+        ));
+    } else {
+        p.step(&format!(
+            "creating {} volumes, claims and pods, staged and published on their nodes",
+            samples.len()
+        ));
+    }
     // A few samples at a time: each waits on the driver and the API server, so thousands of
     // them are not created one round trip after another.
-    futures::stream::iter(samples.iter().map(|s| {
+    let ensured = futures::stream::iter(samples.iter().map(|s| {
         let (controller, client, driver) = (&controller, &client, &driver);
         let node_endpoint = &node_endpoint;
         async move {
             let volume_id = workload::create_volume(controller, &s.volume).await?;
-            let pod_uid = workload::ensure_objects(client, driver, s, &volume_id).await?;
+            let ensured = workload::ensure_objects(client, driver, s, &volume_id).await?;
             workload::stage_and_publish(
                 &node_endpoint(&s.node),
                 &layout.kubelet_root(&s.node),
                 driver,
                 s,
                 &volume_id,
-                &pod_uid,
+                &ensured.pod_uid,
             )
-            .await
+            .await?;
+            anyhow::Ok(ensured.created)
         }
     }))
     .buffer_unordered(SAMPLES_AT_ONCE)
-    .try_collect::<Vec<()>>()
+    .try_collect::<Vec<bool>>()
     .await?;
-    p.done("ok");
+    let created = ensured.iter().filter(|c| **c).count();
+    if !resuming {
+        p.done("ok");
+    } else if created == 0 {
+        p.done("ok (all there)");
+    } else {
+        p.done(&format!("ok ({created} made again)"));
+    }
 
     p.step("starting the provisioner, PV controller, scheduler and kubelet volume role");
     let mut controllers: Vec<String> = vec![
@@ -496,6 +494,7 @@ async fn start(
         server,
         driver,
         nodes: nodes.to_vec(),
+        driver_endpoint: args.driver_endpoint.clone(),
         pids: running.pids(),
     };
     record.store(layout)?;
@@ -587,10 +586,15 @@ fn print_summary(
     }
     args.extras.print_summary();
     println!("\nTry, in another terminal:");
-    println!(
-        "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",
-        workload::NAMESPACE
-    );
+    if args.driver_endpoint.is_none() {
+        println!(
+            "  {me} inject --dir {dir} pvc {}/data-1 --side controller --status Inaccessible --reason VolumeNotFound --message \"backing volume missing\"",
+            workload::NAMESPACE
+        );
+    } else {
+        // `inject` changes the reference driver, which is not running: faults come from yours.
+        println!("  (make a fault the way your driver detects it; its reports then show up here)");
+    }
     println!("  kubectl --kubeconfig {kc} get pvc data-1 -o yaml");
     println!("  {me} status --kubeconfig {kc}");
     println!("\nPress Ctrl-C to stop everything.");

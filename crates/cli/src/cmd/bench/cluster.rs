@@ -7,7 +7,7 @@ use crate::cmd::up::layout::{self, Layout, Tokens};
 use crate::cmd::up::workload::{self, Sample};
 use anyhow::Context as _;
 use futures::StreamExt as _;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -78,8 +78,17 @@ fn millis(d: Duration) -> String {
     format!("{}ms", d.as_millis().max(1))
 }
 
+/// Setup progress: one line redrawn in place on a terminal; elsewhere (a log file, a pipe)
+/// only the start and the end, each on its own line, so the output has no carriage returns.
 fn progress(what: &str, done: usize, total: usize) {
-    print!("\r  {what}: {done}/{total}");
+    if std::io::stdout().is_terminal() {
+        print!("\r  {what}: {done}/{total}");
+        if done == total {
+            println!();
+        }
+    } else if done == 0 || done == total {
+        println!("  {what}: {done}/{total}");
+    }
     let _ = std::io::stdout().flush();
 }
 
@@ -322,14 +331,14 @@ async fn fill(
         );
         async move {
             let volume_id = workload::create_volume(&controller, &s.volume).await?;
-            let pod_uid = workload::ensure_objects(&client, &driver, &s, &volume_id).await?;
+            let ensured = workload::ensure_objects(&client, &driver, &s, &volume_id).await?;
             workload::stage_and_publish(
                 &layout.node_endpoint(&s.node),
                 &layout.kubelet_root(&s.node),
                 &driver,
                 &s,
                 &volume_id,
-                &pod_uid,
+                &ensured.pod_uid,
             )
             .await?;
             anyhow::Ok(Volume {
@@ -347,7 +356,6 @@ async fn fill(
             progress(what, n, total);
         }
     }
-    println!();
     cluster
         .volumes
         .sort_by_key(|v| v.sample.claim[5..].parse::<usize>().unwrap_or(usize::MAX));

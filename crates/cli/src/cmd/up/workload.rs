@@ -55,20 +55,30 @@ fn typed<T: serde::de::DeserializeOwned>(
     serde_json::from_value(value).with_context(|| format!("building the {what} object"))
 }
 
-/// Creates `obj`, or returns the stored one when it already exists.
-async fn ensure<K>(api: &Api<K>, obj: K, what: &str) -> anyhow::Result<K>
+/// Creates `obj`, or returns the stored one when it already exists; `true` when it was created.
+async fn ensure<K>(api: &Api<K>, obj: K, what: &str) -> anyhow::Result<(K, bool)>
 where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let name = obj.meta().name.clone().unwrap_or_default();
     match api.create(&PostParams::default(), &obj).await {
-        Ok(created) => Ok(created),
+        Ok(created) => Ok((created, true)),
         Err(kube::Error::Api(status)) if status.code == 409 => api
             .get(&name)
             .await
+            .map(|kept| (kept, false))
             .with_context(|| format!("reading the existing {what} {name}")),
         Err(e) => Err(e).with_context(|| format!("creating {what} {name}")),
     }
+}
+
+/// What [`ensure_objects`] found of one sample.
+#[derive(Debug, Clone)]
+pub struct Ensured {
+    /// The pod's UID.
+    pub pod_uid: String,
+    /// Whether any of the sample's objects had to be created (else all were kept).
+    pub created: bool,
 }
 
 async fn patch_status<K>(
@@ -112,7 +122,7 @@ pub async fn register_cluster(
             json!({"metadata": {"name": node}, "spec": {"drivers": [{"name": driver, "nodeID": node, "topologyKeys": []}]}}),
             "CSINode",
         )?;
-        let stored = ensure(&csinode_api, obj, "CSINode").await?;
+        let (stored, _) = ensure(&csinode_api, obj, "CSINode").await?;
         let has_driver = stored.spec.drivers.iter().any(|d| d.name == driver);
         if !has_driver {
             let mut drivers =
@@ -293,13 +303,12 @@ fn remove_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Ensures the PVC, PV and pod of one sample exist and are bound and running.
-/// Returns the pod's UID.
 pub async fn ensure_objects(
     client: &kube::Client,
     driver: &str,
     sample: &Sample,
     volume_id: &str,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Ensured> {
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
@@ -310,7 +319,7 @@ pub async fn ensure_objects(
                      "resources": {"requests": {"storage": size}}, "volumeName": sample.volume}}),
         "PersistentVolumeClaim",
     )?;
-    let pvc = ensure(&pvcs, pvc, "PersistentVolumeClaim").await?;
+    let (pvc, pvc_created) = ensure(&pvcs, pvc, "PersistentVolumeClaim").await?;
     let pvc_uid = pvc.metadata.uid.clone().unwrap_or_default();
     let pv = typed(
         json!({"metadata": {"name": sample.volume, "annotations": {"pv.kubernetes.io/provisioned-by": driver}},
@@ -321,7 +330,7 @@ pub async fn ensure_objects(
                      "csi": {"driver": driver, "volumeHandle": volume_id}}}),
         "PersistentVolume",
     )?;
-    ensure(&pvs, pv, "PersistentVolume").await?;
+    let (_, pv_created) = ensure(&pvs, pv, "PersistentVolume").await?;
     patch_status(
         &pvs,
         &sample.volume,
@@ -343,7 +352,7 @@ pub async fn ensure_objects(
                      "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": sample.claim}}]}}),
         "Pod",
     )?;
-    let pod = ensure(&pods, pod, "Pod").await?;
+    let (pod, pod_created) = ensure(&pods, pod, "Pod").await?;
     let now = jiff::Timestamp::now().to_string();
     patch_status(
         &pods,
@@ -355,9 +364,14 @@ pub async fn ensure_objects(
         "Pod",
     )
     .await?;
-    pod.metadata
+    let pod_uid = pod
+        .metadata
         .uid
-        .with_context(|| format!("pod {} has no uid", sample.pod))
+        .with_context(|| format!("pod {} has no uid", sample.pod))?;
+    Ok(Ensured {
+        pod_uid,
+        created: pvc_created || pv_created || pod_created,
+    })
 }
 
 /// Where the kubelet would stage a volume: `<root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount`.
