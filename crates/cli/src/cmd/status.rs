@@ -5,6 +5,7 @@
 pub mod findings;
 pub mod kubeconfig;
 pub mod render;
+pub mod wait;
 mod watch;
 
 use anyhow::Context as _;
@@ -21,6 +22,9 @@ use std::time::Duration;
 
 /// The file name under which `kubectl` finds this binary as the plugin `kubectl volhealth`.
 pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-volhealth";
+
+/// How often `--wait-for` looks again.
+const WAIT_POLL: Duration = Duration::from_millis(250);
 
 /// When to colour the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -54,6 +58,14 @@ pub struct Args {
     /// Keep running and redraw whenever a PVC, pod or CSINode changes.
     #[arg(short = 'w', long)]
     pub watch: bool,
+    /// Wait until the cluster shows this, then print: KIND/NAME=REASON (e.g.
+    /// pvc/data-1=VolumeNotFound), KIND/NAME=healthy, or healthy (nothing in scope). Repeat to
+    /// wait for all of them. Exits 1 if --timeout passes first.
+    #[arg(long, value_name = "EXPECT", value_parser = wait::parse_arg, conflicts_with = "watch")]
+    pub wait_for: Vec<wait::Expectation>,
+    /// How long --wait-for waits.
+    #[arg(long, default_value = "60s", value_parser = volhealth_daemon::duration::parse, requires = "wait_for")]
+    pub timeout: Duration,
     /// Give up on a connection or a request after this long (e.g. 10s, 500ms).
     #[arg(long, default_value = "10s", value_parser = volhealth_daemon::duration::parse)]
     pub request_timeout: Duration,
@@ -62,18 +74,36 @@ pub struct Args {
     pub color: Colour,
 }
 
-/// The arguments to parse: when the program was started as `kubectl-volhealth` (a kubectl
-/// plugin), `kubectl volhealth -A` means `volhealth status -A`.
-pub fn plugin_argv(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+/// The arguments of `kubectl volhealth` when the program was started as `kubectl-volhealth`
+/// (a kubectl plugin), else `None`. The plugin is `status`: `kubectl volhealth -A` and
+/// `kubectl volhealth status -A` mean the same, and the program name is the one the user typed,
+/// so `--help` shows `kubectl volhealth [OPTIONS]`.
+pub fn plugin_argv(args: impl IntoIterator<Item = OsString>) -> Option<Vec<OsString>> {
     let mut args: Vec<OsString> = args.into_iter().collect();
     let called_as_plugin = args
         .first()
         .and_then(|a0| std::path::Path::new(a0).file_name())
         .is_some_and(|name| name == KUBECTL_PLUGIN_NAME);
-    if called_as_plugin {
-        args.insert(1, OsString::from("status"));
+    if !called_as_plugin {
+        return None;
     }
-    args
+    args[0] = OsString::from(PLUGIN_COMMAND);
+    if args.get(1).is_some_and(|a| a == "status") {
+        args.remove(1);
+    }
+    Some(args)
+}
+
+/// How the user types the plugin.
+pub const PLUGIN_COMMAND: &str = "kubectl volhealth";
+
+/// `kubectl volhealth`: the flags of `volhealth status`, under the name kubectl users type.
+#[derive(Debug, clap::Parser)]
+#[command(name = PLUGIN_COMMAND, bin_name = PLUGIN_COMMAND, version, about = "Show every volume and storage health condition in the cluster.", long_about = None)]
+pub struct PluginCli {
+    /// The flags of `volhealth status`.
+    #[command(flatten)]
+    pub args: Args,
 }
 
 /// Which PVCs and pods to read.
@@ -204,8 +234,26 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         format: args.output,
         colour: use_colour(args.color),
     };
-    let snapshot = read(&conn, &scope).await?;
-    let found = findings::collect(&snapshot);
+    let mut found = findings::collect(&read(&conn, &scope).await?);
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    loop {
+        let unmet = wait::unmet(&args.wait_for, &found);
+        if unmet.is_empty() {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let names: Vec<String> = unmet.iter().map(|e| e.to_string()).collect();
+            let now = frame(&found, &scope, style, false)?;
+            anyhow::bail!(
+                "waited {:?} and the cluster does not show {} yet; it shows:\n{}",
+                args.timeout,
+                names.join(", "),
+                now.trim_end()
+            );
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+        found = findings::collect(&read(&conn, &scope).await?);
+    }
     if args.watch {
         let streaming = kubeconfig::connect(
             args.kubeconfig.as_deref(),
@@ -234,20 +282,37 @@ mod tests {
         let argv = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(
             plugin_argv(argv(&["/usr/local/bin/kubectl-volhealth", "-A"])),
-            argv(&["/usr/local/bin/kubectl-volhealth", "status", "-A"])
+            Some(argv(&["kubectl volhealth", "-A"]))
+        );
+        assert_eq!(
+            plugin_argv(argv(&["kubectl-volhealth", "status", "-A"])),
+            Some(argv(&["kubectl volhealth", "-A"])),
+            "the form the help used to show works too"
         );
         assert_eq!(
             plugin_argv(argv(&["kubectl-volhealth"])),
-            argv(&["kubectl-volhealth", "status"])
+            Some(argv(&["kubectl volhealth"]))
         );
-        assert_eq!(
-            plugin_argv(argv(&["/bin/volhealth", "up"])),
-            argv(&["/bin/volhealth", "up"])
+        assert_eq!(plugin_argv(argv(&["/bin/volhealth", "up"])), None);
+        assert_eq!(plugin_argv(argv(&["kubectl-volhealth-x", "up"])), None);
+        assert_eq!(plugin_argv(Vec::new()), None);
+    }
+
+    #[test]
+    fn the_plugin_parses_what_its_help_shows() {
+        use clap::{CommandFactory as _, Parser as _};
+        let help = PluginCli::command().render_usage().to_string();
+        assert!(
+            help.contains("Usage: kubectl volhealth [OPTIONS]"),
+            "{help}"
         );
-        assert_eq!(
-            plugin_argv(argv(&["kubectl-volhealth-x", "up"])),
-            argv(&["kubectl-volhealth-x", "up"])
-        );
-        assert!(plugin_argv(Vec::new()).is_empty());
+        for argv in [
+            &["kubectl-volhealth", "-A"][..],
+            &["kubectl-volhealth", "status", "-A"],
+            &["kubectl-volhealth", "-n", "kube-system", "-o", "wide"],
+        ] {
+            let args = plugin_argv(argv.iter().map(OsString::from)).unwrap();
+            assert!(PluginCli::try_parse_from(args).is_ok(), "{argv:?}");
+        }
     }
 }

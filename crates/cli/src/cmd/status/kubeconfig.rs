@@ -32,8 +32,9 @@ pub async fn connect(
     };
     let (mut config, origin) = match kubeconfig {
         Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let file = Kubeconfig::read_from(path).map_err(|e| {
+                anyhow::anyhow!("reading kubeconfig {}: {}", path.display(), root_cause(&e))
+            })?;
             let config = kube::Config::from_custom_kubeconfig(file, &options)
                 .await
                 .with_context(|| format!("using kubeconfig {}", path.display()))?;
@@ -49,9 +50,20 @@ pub async fn connect(
             )
         }
         None => {
-            let config = kube::Config::infer().await.context(
-                "finding a kubeconfig (tried --kubeconfig, KUBECONFIG, ~/.kube/config and the in-cluster service account)",
-            )?;
+            // kube's error repeats each candidate's failure in every layer; one line names
+            // the candidates and the cause that matters, the kubeconfig's.
+            let config = kube::Config::infer().await.map_err(|e| {
+                let kubeconfig = match std::env::var_os("KUBECONFIG") {
+                    Some(v) if !v.is_empty() => {
+                        format!("KUBECONFIG={}", std::path::PathBuf::from(v).display())
+                    }
+                    _ => "~/.kube/config".to_string(),
+                };
+                anyhow::anyhow!(
+                    "no usable kubeconfig: {kubeconfig}: {}; not in a cluster either (no service account). Pass --kubeconfig FILE or set KUBECONFIG",
+                    root_cause(&e)
+                )
+            })?;
             (
                 config,
                 "kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster service account"
@@ -76,6 +88,16 @@ pub async fn connect(
         default_namespace,
         origin,
     })
+}
+
+/// The innermost message of an error chain: the cause itself, without the layers that
+/// wrap it (which often repeat it).
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    inner.to_string()
 }
 
 /// Explains a failed API call: unreachable, refused credentials, or another API error.

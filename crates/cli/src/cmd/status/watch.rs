@@ -3,7 +3,7 @@
 //! column); piped, each change appends a new frame (JSON: one document per line).
 
 use super::findings::{self, Finding, Snapshot};
-use super::kubeconfig::Connection;
+use super::kubeconfig::{Connection, root_cause};
 use super::render::Format;
 use super::{Scope, Style, frame};
 use anyhow::Context as _;
@@ -43,7 +43,14 @@ impl Stores {
     }
 }
 
-type Changes = Pin<Box<dyn Stream<Item = Result<(), String>> + Send>>;
+/// A watch's failure: what it watches, and the innermost cause (a refused connection, a
+/// 403), which says more than the client library's wrapping of it.
+struct WatchError {
+    what: &'static str,
+    cause: String,
+}
+
+type Changes = Pin<Box<dyn Stream<Item = Result<&'static str, WatchError>> + Send>>;
 
 fn watch_into<K>(api: Api<K>, what: &'static str) -> (Store<K>, Changes)
 where
@@ -59,7 +66,12 @@ where
     let (store, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
-        .map(move |r| r.map(|_| ()).map_err(|e| format!("watching {what}: {e}")));
+        .map(move |r| {
+            r.map(|_| what).map_err(|e| WatchError {
+                what,
+                cause: root_cause(&e),
+            })
+        });
     (store, stream.boxed())
 }
 
@@ -119,7 +131,9 @@ pub async fn run(
         .context("installing the SIGTERM handler")?;
     let mut refresh = tokio::time::interval(AGE_REFRESH);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_error: Option<String> = None;
+    // The watches that are failing now. While an outage lasts, every watch fails on every
+    // retry: the user is told once when it starts and once when all answer again.
+    let mut failing: std::collections::BTreeSet<&'static str> = Default::default();
     loop {
         let mut force = false;
         tokio::select! {
@@ -129,15 +143,20 @@ pub async fn run(
             item = changes.next() => match item {
                 None => anyhow::bail!("the watches ended unexpectedly"),
                 Some(Err(e)) => {
-                    // The watcher retries with backoff; say so once per distinct error.
-                    if last_error.as_deref() != Some(e.as_str()) {
-                        eprintln!("volhealth: warning: {e} (retrying)");
-                        last_error = Some(e);
+                    // The watcher retries with backoff.
+                    if failing.is_empty() {
+                        eprintln!(
+                            "volhealth: warning: watching {} failed: {}; retrying until the API server answers (not repeated)",
+                            e.what, e.cause
+                        );
                     }
+                    failing.insert(e.what);
                     continue;
                 }
-                Some(Ok(())) => {
-                    last_error = None;
+                Some(Ok(what)) => {
+                    if failing.remove(what) && failing.is_empty() {
+                        eprintln!("volhealth: the API server answers again; watching");
+                    }
                     // Drain the rest of a burst before drawing.
                     while let Ok(Some(_)) = tokio::time::timeout(SETTLE, changes.next()).await {}
                 }
