@@ -184,10 +184,13 @@ impl Report {
     }
 }
 
-/// `1.2 ms`, `340 µs`, `2.5 s`.
+/// `1.2 ms`, `340 µs`, `2.5 s`; `<1 µs` for what took less than a microsecond (never `0 µs`,
+/// which reads as a measurement that failed).
 pub fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
-    if us < 1000 {
+    if us == 0 {
+        "<1 µs".to_string()
+    } else if us < 1000 {
         format!("{us} µs")
     } else if us < 1_000_000 {
         format!("{:.1} ms", us as f64 / 1000.0)
@@ -198,6 +201,15 @@ pub fn format_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn durations_read_as_measurements() {
+        use super::format_duration;
+        assert_eq!(format_duration(Duration::from_nanos(300)), "<1 µs");
+        assert_eq!(format_duration(Duration::from_micros(340)), "340 µs");
+        assert_eq!(format_duration(Duration::from_micros(1200)), "1.2 ms");
+        assert_eq!(format_duration(Duration::from_millis(2500)), "2.5 s");
+    }
+
     use super::*;
 
     #[test]

@@ -26,15 +26,28 @@ pub struct Args {
     /// KEY=VALUE lines sent as secrets wherever CSI carries them.
     #[arg(long, value_name = "FILE")]
     secrets_file: Option<PathBuf>,
-    /// Deadline of each RPC, in seconds.
-    #[arg(long, default_value_t = 10)]
-    rpc_timeout: u64,
-    /// How long an injected condition may take to appear or clear, in seconds.
-    #[arg(long, default_value_t = 30)]
-    inject_timeout: u64,
+    /// Deadline of each RPC (e.g. 10s, 500ms; a plain number is seconds).
+    #[arg(long, default_value = "10s", value_parser = seconds_or_duration)]
+    rpc_timeout: Duration,
+    /// How long an injected condition may take to appear or clear (e.g. 30s, 1m; a plain
+    /// number is seconds).
+    #[arg(long, default_value = "30s", value_parser = seconds_or_duration)]
+    inject_timeout: Duration,
     /// Directory for the temporary staging and target paths (must be visible to the node plugin).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+}
+
+/// The shortest deadline either timeout flag gives.
+const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// A duration as every other volhealth flag takes it (`10s`, `500ms`), or a plain number of
+/// seconds as these two flags took before.
+fn seconds_or_duration(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => volhealth_daemon::duration::parse(s).map_err(|e| e.to_string()),
+    }
 }
 
 /// Runs the suite; exit code 0 only when nothing failed.
@@ -42,8 +55,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut options = volhealth_conformance::Options::new(args.csi_address);
     options.node_csi_address = args.node_csi_address;
     options.inject_cmd = args.inject_cmd;
-    options.rpc_timeout = Duration::from_secs(args.rpc_timeout.max(1));
-    options.inject_timeout = Duration::from_secs(args.inject_timeout.max(1));
+    options.rpc_timeout = args.rpc_timeout.max(MIN_TIMEOUT);
+    options.inject_timeout = args.inject_timeout.max(MIN_TIMEOUT);
     options.work_dir = args.work_dir;
     if let Some(f) = &args.secrets_file {
         options.secrets = volhealth_conformance::secrets::load(f)?;
@@ -61,4 +74,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_take_durations_and_plain_seconds() {
+        assert_eq!(seconds_or_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(seconds_or_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(seconds_or_duration("10"), Ok(Duration::from_secs(10)));
+        assert!(seconds_or_duration("ten").is_err());
+    }
 }

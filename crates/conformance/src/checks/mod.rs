@@ -60,13 +60,17 @@ impl Runner<'_> {
             "" => String::new(),
             r => format!(": {r}"),
         };
+        // A skipped case ran nothing, so it has no time worth showing.
+        let took = match outcome {
+            Outcome::Skip(_) => String::new(),
+            _ => format!(" ({})", format_duration(duration)),
+        };
         let _ = writeln!(
             self.progress,
-            "[{n:>2}/{}] {} {} ({}){reason}",
+            "[{n:>2}/{}] {} {}{took}{reason}",
             self.total,
             outcome.label(),
             case.name,
-            format_duration(duration)
         );
         if let Ok(mut r) = self.results.lock() {
             r.push(CaseResult {
