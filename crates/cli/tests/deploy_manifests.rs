@@ -334,3 +334,60 @@ fn the_shipped_remediation_policy_passes_the_real_parser() {
             .any(|a| matches!(a, volhealth_remediate::Action::Annotate { .. }))
     );
 }
+
+/// The container snippets of docs/deploy.md (YAML blocks with a `command:`), each as
+/// (command, args).
+fn guide_snippets() -> Vec<(serde_json::Value, serde_json::Value)> {
+    let guide = std::fs::read_to_string(manifests().join("../../docs/deploy.md")).unwrap();
+    let mut out = Vec::new();
+    let mut block: Option<String> = None;
+    for line in guide.lines() {
+        match (&mut block, line.trim()) {
+            (None, "```yaml") => block = Some(String::new()),
+            (Some(text), "```") => {
+                if text.contains("command:") {
+                    let v = &documents(text)[0];
+                    out.push((v["command"].clone(), v["args"].clone()));
+                }
+                block = None;
+            }
+            (Some(text), _) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_deploy_guide_shows_the_containers_as_shipped() {
+    let snippets = guide_snippets();
+    let shipped: Vec<serde_json::Value> = [
+        "monitor-example/monitor-sidecar.yaml",
+        "agent/daemonset.yaml",
+        "remediate/deployment.yaml",
+    ]
+    .iter()
+    .flat_map(|f| containers(f))
+    .collect();
+    for binary in ["volhealth-monitor", "volhealth-agent"] {
+        assert!(
+            snippets.iter().any(|(c, _)| c.to_string().contains(binary)),
+            "docs/deploy.md shows no container running {binary}"
+        );
+    }
+    for (command, args) in &snippets {
+        let container = shipped
+            .iter()
+            .find(|c| &c["command"] == command)
+            .unwrap_or_else(|| {
+                panic!("docs/deploy.md shows command {command}, which no shipped container runs")
+            });
+        assert_eq!(
+            args, &container["args"],
+            "docs/deploy.md shows other args for {command} than deploy/kubernetes ships"
+        );
+    }
+}

@@ -25,6 +25,9 @@ pub struct Cluster {
     pub kubectl: bool,
     /// More `up` flags, given on every launch.
     pub extra: Vec<String>,
+    /// Where `up` runs without `--dir` (its default `.volhealth` is then `dir`), as a user runs
+    /// it from a checkout; `None`: `up` gets `--dir`.
+    pub checkout: Option<PathBuf>,
     proc: Option<Proc>,
 }
 
@@ -40,12 +43,33 @@ impl Cluster {
     pub fn start_with(nodes: u16, extra: &[&str]) -> Cluster {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = deep_dir(tmp.path()).join("state");
+        Cluster::start_at(tmp, dir, None, nodes, extra)
+    }
+
+    /// Like [`Cluster::start`], run as the README runs it: in a (deep) checkout directory,
+    /// without `--dir`, so its state is the default `.volhealth` there.
+    pub fn start_in_checkout(nodes: u16, extra: &[&str]) -> Cluster {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let checkout = deep_dir(tmp.path()).join("volhealth");
+        std::fs::create_dir_all(&checkout).expect("create the checkout dir");
+        let dir = checkout.join(".volhealth");
+        Cluster::start_at(tmp, dir, Some(checkout), nodes, extra)
+    }
+
+    fn start_at(
+        tmp: tempfile::TempDir,
+        dir: PathBuf,
+        checkout: Option<PathBuf>,
+        nodes: u16,
+        extra: &[&str],
+    ) -> Cluster {
         let mut cluster = Cluster {
             kubeconfig: dir.join("kubeconfig"),
             dir,
             tmp,
             kubectl: have_tool("kubectl", &["version", "--client"]),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            checkout,
             proc: None,
         };
         cluster.launch_with(nodes, &[]);
@@ -66,10 +90,11 @@ impl Cluster {
     pub fn launch_with(&mut self, nodes: u16, extra: &[&str]) {
         let nodes = nodes.to_string();
         let dir = self.dir.to_string_lossy().to_string();
-        let mut args = vec![
-            "up",
-            "--dir",
-            &dir,
+        let mut args = vec!["up"];
+        if self.checkout.is_none() {
+            args.extend(["--dir", &dir]);
+        }
+        args.extend([
             "--nodes",
             &nodes,
             "--listen",
@@ -78,13 +103,13 @@ impl Cluster {
             "1s",
             "--agent-interval",
             "1s",
-        ];
+        ]);
         args.extend(self.extra.iter().map(String::as_str));
         args.extend_from_slice(extra);
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.
         let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
-        let mut proc = Proc::start("up", self.tmp.path(), &args);
+        let mut proc = Proc::start_in("up", self.tmp.path(), self.checkout.as_deref(), &args, &[]);
         wait_for(
             Duration::from_secs(120),
             "volhealth up to be running",

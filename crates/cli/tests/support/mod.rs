@@ -37,6 +37,17 @@ impl Proc {
 
     /// Like [`Proc::start`], with extra environment variables.
     pub fn start_with_env(name: &str, log_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
+        Self::start_in(name, log_dir, None, args, env)
+    }
+
+    /// Like [`Proc::start_with_env`], in the working directory `cwd` when one is given.
+    pub fn start_in(
+        name: &str,
+        log_dir: &Path,
+        cwd: Option<&Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Proc {
         std::fs::create_dir_all(log_dir).expect("create log dir");
         let log_path = log_dir.join(format!("{name}.log"));
         let log = std::fs::OpenOptions::new()
@@ -51,6 +62,9 @@ impl Proc {
             .stderr(log);
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
         }
         let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
         Proc {
