@@ -80,6 +80,23 @@ fn up_runs_the_monitor_and_agents_against_an_outside_driver() {
         })
         .collect();
     assert_eq!(ids.len(), 2, "one node holds two sample volumes: {ids:?}");
+
+    // `inject --dir` would change the reference driver, which this up does not run: it must
+    // refuse, never report an injection that changes nothing.
+    let dir = cluster.dir.to_string_lossy().to_string();
+    let refused = std::process::Command::new(bin())
+        .args(["inject", "pvc", "default/data-1", "--dir", &dir])
+        .args([
+            "--side", "node", "--status", "Degraded", "--reason", "SlowIo",
+        ])
+        .output()
+        .expect("run inject");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "inject succeeded: {said}");
+    assert!(
+        said.contains("not the reference driver") && said.contains("--driver-endpoint"),
+        "{said}"
+    );
     let inject = |args: &[&str]| {
         let out = std::process::Command::new(bin())
             .args(["inject", "--state-dir", &state_s])

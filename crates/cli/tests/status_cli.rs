@@ -327,4 +327,115 @@ async fn kubectl_volhealth_runs_status() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("kubectl-volhealth"));
+
+    // The help shows the form kubectl users type, and the form it used to show works too.
+    let help = Command::new("kubectl")
+        .args(["volhealth", "--help"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("Usage: kubectl volhealth [OPTIONS]"),
+        "{help}"
+    );
+    let out = Command::new("kubectl")
+        .args(["volhealth", "status", "-A", "-o", "json"])
+        .env("PATH", &path)
+        .env("KUBECONFIG", &api.kubeconfig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl volhealth status -A: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(doc["items"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_tells_of_an_outage_once_and_of_its_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+    let mut child = Command::new(bin())
+        .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
+        .arg(&api.kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _reaped = Reaped(child);
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = warnings.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            seen.lock().unwrap().push(line);
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("first document");
+
+    // The API server goes away: four watches fail on every retry, the user is told once.
+    let port = api.url.rsplit(':').next().unwrap().to_string();
+    api.proc.kill();
+    let lines = || warnings.lock().unwrap().clone();
+    support::wait_for(Duration::from_secs(30), "the outage warning", || {
+        (!lines().is_empty()).then_some(())
+    });
+    let window = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < window {
+        assert_eq!(lines().len(), 1, "one line per outage: {:#?}", lines());
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+    let first = lines()[0].clone();
+    assert!(
+        first.contains("retrying") && !first.contains("ServiceError"),
+        "{first}"
+    );
+
+    // Back on the same port with the same data: said once more, then nothing.
+    let data = tmp.path().join("data").to_string_lossy().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let _again = support::Proc::start(
+        "apiserver-again",
+        tmp.path(),
+        &[
+            "apiserver",
+            "--insecure-http",
+            "--listen",
+            &listen,
+            "--data-dir",
+            &data,
+        ],
+    );
+    support::wait_for(Duration::from_secs(60), "the end of the outage", || {
+        lines()
+            .iter()
+            .any(|l| l.contains("answers again"))
+            .then_some(())
+    });
+    assert_eq!(lines().len(), 2, "{:#?}", lines());
+}
+
+/// A child killed and reaped when the test ends, also when it fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

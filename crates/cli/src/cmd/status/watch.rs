@@ -19,6 +19,8 @@ use std::time::Duration;
 
 /// How long to wait for more events before drawing, so a burst draws once.
 const SETTLE: Duration = Duration::from_millis(150);
+/// The longest a burst of events is drained before drawing, so a steady stream still draws.
+const MAX_DRAIN: Duration = Duration::from_secs(1);
 /// How often a terminal table is redrawn anyway, so AGE keeps counting.
 const AGE_REFRESH: Duration = Duration::from_secs(5);
 
@@ -95,6 +97,37 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
     .context("writing to stdout")
 }
 
+/// The watches that are failing now. While an outage lasts, every watch fails on every retry:
+/// the user is told once when it starts and once when all answer again.
+#[derive(Default)]
+struct Failures {
+    failing: std::collections::BTreeSet<&'static str>,
+}
+
+impl Failures {
+    /// Takes one item of the watches in; `true` when it is a change to draw.
+    fn note(&mut self, item: Result<&'static str, WatchError>) -> bool {
+        match item {
+            Err(e) => {
+                if self.failing.is_empty() {
+                    eprintln!(
+                        "volhealth: warning: watching {} failed: {}; retrying until the API server answers (not repeated)",
+                        e.what, e.cause
+                    );
+                }
+                self.failing.insert(e.what);
+                false
+            }
+            Ok(what) => {
+                if self.failing.remove(what) && self.failing.is_empty() {
+                    eprintln!("volhealth: the API server answers again; watching");
+                }
+                true
+            }
+        }
+    }
+}
+
 /// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
 pub async fn run(
     conn: Connection,
@@ -131,9 +164,7 @@ pub async fn run(
         .context("installing the SIGTERM handler")?;
     let mut refresh = tokio::time::interval(AGE_REFRESH);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The watches that are failing now. While an outage lasts, every watch fails on every
-    // retry: the user is told once when it starts and once when all answer again.
-    let mut failing: std::collections::BTreeSet<&'static str> = Default::default();
+    let mut failures = Failures::default();
     loop {
         let mut force = false;
         tokio::select! {
@@ -142,23 +173,22 @@ pub async fn run(
             _ = refresh.tick() => force = in_place,
             item = changes.next() => match item {
                 None => anyhow::bail!("the watches ended unexpectedly"),
-                Some(Err(e)) => {
-                    // The watcher retries with backoff.
-                    if failing.is_empty() {
-                        eprintln!(
-                            "volhealth: warning: watching {} failed: {}; retrying until the API server answers (not repeated)",
-                            e.what, e.cause
-                        );
+                Some(item) => {
+                    let mut changed = failures.note(item);
+                    // Drain the rest of a burst before drawing (errors included: during an
+                    // outage they keep coming, and each must still be noted).
+                    let drain_until = tokio::time::Instant::now() + MAX_DRAIN;
+                    while let Ok(Ok(Some(item))) = tokio::time::timeout_at(
+                        drain_until,
+                        tokio::time::timeout(SETTLE, changes.next()),
+                    )
+                    .await
+                    {
+                        changed |= failures.note(item);
                     }
-                    failing.insert(e.what);
-                    continue;
-                }
-                Some(Ok(what)) => {
-                    if failing.remove(what) && failing.is_empty() {
-                        eprintln!("volhealth: the API server answers again; watching");
+                    if !changed {
+                        continue;
                     }
-                    // Drain the rest of a burst before drawing.
-                    while let Ok(Some(_)) = tokio::time::timeout(SETTLE, changes.next()).await {}
                 }
             },
         }
