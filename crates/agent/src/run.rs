@@ -132,10 +132,19 @@ async fn run_inner(
             }
         }
     });
+    // A refused watch sends its cause and then drops the store's writer, which also ends
+    // `wait_until_ready`; the cause is taken first, whichever of the two is seen first, so the
+    // error names the server's answer instead of the dropped writer.
     tokio::select! {
+        biased;
         _ = &mut shutdown => return Ok(()),
         Some(e) = fatal_rx.recv() => return Err(e),
-        r = store.wait_until_ready() => r.map_err(|e| Error::Kube { action: "watching the node's pods".into(), message: e.to_string() })?,
+        r = store.wait_until_ready() => if let Err(e) = r {
+            return Err(fatal_rx.try_recv().unwrap_or_else(|_| Error::Kube {
+                action: "watching the node's pods".into(),
+                message: e.to_string(),
+            }));
+        },
     }
     ready.store(true, Ordering::Release);
     tracing::info!(node = %node, interval = ?config.interval, "agent started");

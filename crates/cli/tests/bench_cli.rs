@@ -82,6 +82,10 @@ fn a_small_bench_reports_every_figure_and_draws_the_picture() {
     );
     assert!(stdout.contains("lag controller p50 / p99"), "{stdout}");
     assert!(
+        !stdout.contains("per 1,000") && !stdout.contains('\r'),
+        "no per-1,000 figures at 40 PVCs, no carriage returns into a pipe:\n{stdout}"
+    );
+    assert!(
         !support::deep_dir(tmp.path()).join("cluster").exists(),
         "--dir is removed without --keep"
     );

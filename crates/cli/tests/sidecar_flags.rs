@@ -158,3 +158,33 @@ fn metrics_address_and_http_endpoint_exclude_each_other() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --metrics-path"));
 }
+
+#[test]
+fn leader_election_timings_client_go_refuses_are_refused_naming_the_flag() {
+    for (timings, named) in [
+        (["5s", "3s", "4s"], "--leader-election-renew-deadline (3s)"),
+        (
+            ["0s", "10s", "2s"],
+            "--leader-election-lease-duration must be at least 1s",
+        ),
+        (
+            ["10s", "10s", "2s"],
+            "--leader-election-lease-duration (10s) must be greater",
+        ),
+    ] {
+        let out = volhealth()
+            .args(["monitor", "--csi-address", "/nonexistent/csi.sock"])
+            .args(["--leader-election", "--leader-election-lease-duration"])
+            .arg(timings[0])
+            .arg("--leader-election-renew-deadline")
+            .arg(timings[1])
+            .arg("--leader-election-retry-period")
+            .arg(timings[2])
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("run the monitor");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{timings:?} accepted");
+        assert!(stderr.contains(named), "{timings:?}: {stderr}");
+    }
+}

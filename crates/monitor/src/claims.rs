@@ -49,4 +49,7 @@ pub trait ClaimStore: Send + Sync + 'static {
     fn bound_claims(&self, driver: &str) -> BTreeMap<String, BoundClaim>;
     /// One claim as stored, if it exists.
     fn claim(&self, key: &ClaimKey) -> Option<StoredClaim>;
+    /// Whether the claim `key`, still the object `uid` and still naming the PV `pv_name`, has
+    /// lost that PV (deleted, or being deleted), so the health it got from it is stale.
+    fn released(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool;
 }

@@ -157,16 +157,46 @@ impl MonitorConfig {
             return Err("--kube-api-burst must be at least 1".into());
         }
         if let Some(le) = &self.leader_election {
-            let secs = |d: Duration| d.as_secs();
-            if secs(le.retry_period) == 0 || secs(le.renew_deadline) == 0 {
-                return Err("leader-election periods must be at least 1s".into());
+            le.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// client-go's `JitterFactor`: a renew deadline must exceed the retry period by this factor, so
+/// a leader tries to renew more than once before its deadline passes.
+pub const LEADER_ELECTION_JITTER: f64 = 1.2;
+
+impl LeaderElection {
+    /// The rules client-go's leader election refuses to start without, each message naming the
+    /// flag that is wrong: every period at least a second (the Lease counts whole seconds), the
+    /// lease longer than the renew deadline, the renew deadline longer than 1.2 retry periods.
+    pub fn validate(&self) -> Result<(), String> {
+        let show = |d: Duration| volhealth_daemon::duration::format(d);
+        for (flag, d) in [
+            ("--leader-election-lease-duration", self.lease_duration),
+            ("--leader-election-renew-deadline", self.renew_deadline),
+            ("--leader-election-retry-period", self.retry_period),
+        ] {
+            if d < Duration::from_secs(1) {
+                return Err(format!("{flag} must be at least 1s, got {}", show(d)));
             }
-            if le.renew_deadline >= le.lease_duration {
-                return Err(
-                    "--leader-election-renew-deadline must be shorter than the lease duration"
-                        .into(),
-                );
-            }
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(format!(
+                "--leader-election-lease-duration ({}) must be greater than --leader-election-renew-deadline ({})",
+                show(self.lease_duration),
+                show(self.renew_deadline)
+            ));
+        }
+        if self.renew_deadline.as_secs_f64()
+            <= LEADER_ELECTION_JITTER * self.retry_period.as_secs_f64()
+        {
+            return Err(format!(
+                "--leader-election-renew-deadline ({}) must be greater than {LEADER_ELECTION_JITTER} x --leader-election-retry-period ({}), so the leader retries before its deadline",
+                show(self.renew_deadline),
+                show(self.retry_period)
+            ));
         }
         Ok(())
     }
@@ -184,6 +214,38 @@ pub fn lease_name(driver_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leader_election_timings_are_checked_as_client_go_does() {
+        let le = |lease: u64, renew: u64, retry: u64| LeaderElection {
+            lease_duration: Duration::from_secs(lease),
+            renew_deadline: Duration::from_secs(renew),
+            retry_period: Duration::from_secs(retry),
+            ..LeaderElection::default()
+        };
+        assert_eq!(LeaderElection::default().validate(), Ok(()));
+        assert_eq!(le(4, 3, 1).validate(), Ok(()));
+        let err = |l: LeaderElection| l.validate().unwrap_err();
+        // The leader would re-read less often than its deadline.
+        assert!(
+            err(le(5, 3, 4)).starts_with("--leader-election-renew-deadline (3s) must be greater than 1.2 x --leader-election-retry-period (4s)"),
+            "{}",
+            err(le(5, 3, 4))
+        );
+        // A 0 s lease names the lease, not the renew deadline.
+        assert!(
+            err(le(0, 10, 2)).starts_with("--leader-election-lease-duration must be at least 1s"),
+            "{}",
+            err(le(0, 10, 2))
+        );
+        assert!(err(le(10, 10, 2)).starts_with("--leader-election-lease-duration (10s) must be greater than --leader-election-renew-deadline (10s)"));
+        assert!(
+            err(le(15, 10, 0)).starts_with("--leader-election-retry-period must be at least 1s")
+        );
+        // 1.2 x 5 s is 6 s: a 6 s deadline is not enough, as in client-go.
+        assert!(le(15, 6, 5).validate().is_err());
+        assert_eq!(le(15, 7, 5).validate(), Ok(()));
+    }
 
     #[test]
     fn lease_name_keeps_only_safe_characters() {

@@ -175,6 +175,9 @@ impl HealthSource for FakeDriver {
 #[derive(Default)]
 pub(crate) struct ApiState {
     pub(crate) claims: BTreeMap<String, BoundClaim>,
+    /// Claims whose PV was deleted (or is being deleted) while they still name it, by volume id:
+    /// no longer bound, still stored.
+    pub(crate) released: BTreeMap<String, BoundClaim>,
     pub(crate) rv: u64,
     pub(crate) patches: Vec<(ClaimKey, Option<VolumeHealthStatus>)>,
     pub(crate) events: Vec<HealthEvent>,
@@ -214,11 +217,28 @@ impl FakeApi {
             );
         });
     }
+    /// Deletes the PV of `vol`: its claim stays, no longer bound (with a new uid when
+    /// `recreated`, as a claim deleted and created again under the same name).
+    pub(crate) fn delete_pv(&self, vol: &str, recreated: bool) {
+        self.with(|s| {
+            if let Some(mut c) = s.claims.remove(vol) {
+                if recreated {
+                    c.stored.uid.push_str("-again");
+                }
+                s.released.insert(vol.into(), c);
+            }
+        });
+    }
     pub(crate) fn patches(&self) -> Vec<(ClaimKey, Option<VolumeHealthStatus>)> {
         self.with(|s| s.patches.clone())
     }
     pub(crate) fn stored(&self, vol: &str) -> Option<VolumeHealthStatus> {
-        self.with(|s| s.claims.get(vol).and_then(|c| c.stored.health.clone()))
+        self.with(|s| {
+            s.claims
+                .get(vol)
+                .or_else(|| s.released.get(vol))
+                .and_then(|c| c.stored.health.clone())
+        })
     }
     pub(crate) fn event_reasons(&self) -> Vec<&'static str> {
         self.with(|s| s.events.iter().map(|e| e.reason).collect())
@@ -234,8 +254,16 @@ impl ClaimStore for FakeApi {
         self.with(|s| {
             s.claims
                 .values()
+                .chain(s.released.values())
                 .find(|c| &c.key == key)
                 .map(|c| c.stored.clone())
+        })
+    }
+    fn released(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool {
+        self.with(|s| {
+            s.released
+                .values()
+                .any(|c| c.pv_name == pv_name && &c.key == key && c.stored.uid == uid)
         })
     }
 }
@@ -260,6 +288,7 @@ impl HealthPatcher for FakeApi {
             let claim = s
                 .claims
                 .values_mut()
+                .chain(s.released.values_mut())
                 .find(|c| &c.key == key)
                 .ok_or(ApiFailure {
                     code: Some(404),

@@ -166,6 +166,10 @@ pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     last_unmapped_log: Option<Instant>,
     /// Where the driver's interval may be overridden (its CSIDriver's annotation).
     intervals: Option<Arc<DriverIntervals>>,
+    /// The claims with health that were bound to the driver's volumes when the last cycle
+    /// started: a claim that drops out because its PV was deleted (or is being deleted) loses
+    /// the health that PV gave it.
+    previously_bound: BTreeMap<String, BoundClaim>,
 }
 
 /// Resolves when an interval changes; never when there is nothing to follow.
@@ -200,6 +204,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             failures: FailureLog::new(),
             last_unmapped_log: None,
             intervals: None,
+            previously_bound: BTreeMap::new(),
         }
     }
 
@@ -244,7 +249,45 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             // Nothing to call, so nothing would notice a driver upgrade: ask again next time.
             Mode::Off => self.connection_lost = true,
         }
+        self.clear_released(&bound);
         self.refresh_status_metrics(&bound);
+        // Only a claim with health (stored, or on its way) can need clearing later: in a
+        // healthy cluster nothing is kept.
+        let shared = &self.shared;
+        self.previously_bound = bound
+            .into_iter()
+            .filter(|(_, c)| {
+                has_conditions(&shared.effective(&c.key, &c.stored))
+                    || shared.queue.pending(&c.key).is_some()
+            })
+            .collect();
+    }
+
+    /// Clears the health of claims whose PV was deleted (or is being deleted) since the last
+    /// cycle, unless the claim was recreated or bound to another volume meanwhile: nothing else
+    /// would ever clear it, and a claim must not show a failing volume it no longer has. The
+    /// upstream sidecar does the same on a PV's deletion.
+    fn clear_released(&mut self, bound: &BTreeMap<String, BoundClaim>) {
+        let claims = self.shared.claims().clone();
+        let released: Vec<BoundClaim> = self
+            .previously_bound
+            .iter()
+            .filter(|(volume_id, _)| !bound.contains_key(*volume_id))
+            .filter(|(_, old)| claims.released(&old.pv_name, &old.key, &old.stored.uid))
+            .filter_map(|(_, old)| {
+                let stored = claims.claim(&old.key)?;
+                Some(BoundClaim {
+                    stored,
+                    ..old.clone()
+                })
+            })
+            .collect();
+        for claim in released {
+            if has_conditions(&self.shared.effective(&claim.key, &claim.stored)) {
+                tracing::info!(claim = %claim.key, pv = %claim.pv_name, "the claim's volume was deleted; clearing the health it reported");
+                self.apply(&claim, &Report::healthy());
+            }
+        }
     }
 
     /// Runs cycles every interval while `leader` is true, re-probing capabilities after connection loss.

@@ -3,8 +3,8 @@
 
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 use crate::watched::{
-    PvRecord, PvcRecord, WatchedPv, WatchedPvc, map_bound_claims, pv_key, pv_record, pvc_key,
-    pvc_record,
+    PvRecord, PvcRecord, WatchedPv, WatchedPvc, is_released, map_bound_claims, pv_key, pv_record,
+    pvc_key, pvc_record,
 };
 use kube::{Api, Client};
 use std::collections::BTreeMap;
@@ -50,5 +50,11 @@ impl ClaimStore for KubeClaims {
 
     fn claim(&self, key: &ClaimKey) -> Option<StoredClaim> {
         self.pvcs.read().get(key).map(PvcRecord::stored)
+    }
+
+    fn released(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool {
+        let pvs = self.pvs.read();
+        let pvcs = self.pvcs.read();
+        is_released(pv_name, key, uid, &pvs, &pvcs)
     }
 }

@@ -79,6 +79,8 @@ pub struct PvRecord {
     volume_handle: Box<str>,
     claim: ClaimKey,
     claim_uid: Option<Box<str>>,
+    /// The PV has a deletionTimestamp: it is not probed, and its claim's health is stale.
+    deleting: bool,
 }
 
 /// A claim: enough to join it with its PV and to tell what is stored.
@@ -110,6 +112,7 @@ pub fn pv_key(pv: &WatchedPv) -> Option<Box<str>> {
 /// The record of a PV, or None when it is of no interest: not a CSI volume, no volume handle,
 /// or not bound to a claim.
 pub fn pv_record(pv: WatchedPv) -> Option<(Box<str>, PvRecord)> {
+    let deleting = pv.metadata.deletion_timestamp.is_some();
     let name = pv.metadata.name?;
     let spec = pv.spec?;
     let csi = spec.csi?;
@@ -125,6 +128,7 @@ pub fn pv_record(pv: WatchedPv) -> Option<(Box<str>, PvRecord)> {
             name: claim_ref.name?,
         },
         claim_uid: claim_ref.uid.map(Into::into),
+        deleting,
     };
     Some((name.into(), record))
 }
@@ -166,7 +170,8 @@ pub fn map_bound_claims(
 ) -> BTreeMap<String, BoundClaim> {
     let mut out = BTreeMap::new();
     for (pv_name, pv) in pvs {
-        if &*pv.driver != driver {
+        // A PV being deleted is not probed (as upstream's sidecar skips it).
+        if &*pv.driver != driver || pv.deleting {
             continue;
         }
         let Some(pvc) = pvcs.get(&pv.claim) else {
@@ -188,6 +193,25 @@ pub fn map_bound_claims(
         );
     }
     out
+}
+
+/// Whether the claim `claim`, still the object `uid` and still naming `pv_name` in its
+/// `spec.volumeName`, has lost that volume: the PV is gone, or is being deleted. Its health
+/// then came from a volume that no longer exists. A claim recreated under the same name (another
+/// uid) or bound to another volume is not such a claim.
+pub fn is_released(
+    pv_name: &str,
+    claim: &ClaimKey,
+    uid: &str,
+    pvs: &HashMap<Box<str>, PvRecord>,
+    pvcs: &HashMap<ClaimKey, PvcRecord>,
+) -> bool {
+    let Some(pvc) = pvcs.get(claim) else {
+        return false;
+    };
+    let same_claim = &*pvc.uid == uid && pvc.volume_name.as_deref() == Some(pv_name);
+    let volume_gone = pvs.get(pv_name).is_none_or(|pv| pv.deleting);
+    same_claim && volume_gone
 }
 
 /// PV and PVC objects as the API server sends them, decoded and compacted as the watch does.
@@ -298,6 +322,54 @@ mod tests {
         assert_eq!(a.stored.uid, "uid-a");
         assert_eq!(a.stored.resource_version.as_deref(), Some("1"));
         assert_eq!(a.stored.health, None);
+    }
+
+    #[test]
+    fn a_pv_being_deleted_is_not_probed_and_releases_its_claim() {
+        let mut deleting = pv_json("pv-a", "d", "vol-a", Some(("ns", "a")));
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-12-04T10:00:00Z");
+        let live = pv_json("pv-b", "d", "vol-b", Some(("ns", "b")));
+        let pvs = pvs(&[deleting, live]);
+        let pvcs = pvcs(&[
+            pvc_json("ns", "a", "pv-a", "Bound"),
+            pvc_json("ns", "b", "pv-b", "Bound"),
+            pvc_json("ns", "c", "pv-gone", "Bound"),
+            pvc_json("ns", "d", "pv-other", "Bound"),
+        ]);
+        let key = |n: &str| ClaimKey {
+            namespace: "ns".into(),
+            name: n.into(),
+        };
+        assert_eq!(
+            map_bound_claims("d", &pvs, &pvcs)
+                .keys()
+                .collect::<Vec<_>>(),
+            vec!["vol-b"]
+        );
+        assert!(
+            is_released("pv-a", &key("a"), "uid-a", &pvs, &pvcs),
+            "being deleted"
+        );
+        assert!(
+            is_released("pv-gone", &key("c"), "uid-c", &pvs, &pvcs),
+            "gone"
+        );
+        assert!(
+            !is_released("pv-b", &key("b"), "uid-b", &pvs, &pvcs),
+            "still there"
+        );
+        assert!(
+            !is_released("pv-a", &key("a"), "another-uid", &pvs, &pvcs),
+            "the claim was recreated"
+        );
+        assert!(
+            !is_released("pv-gone", &key("d"), "uid-d", &pvs, &pvcs),
+            "the claim names another volume now"
+        );
+        assert!(
+            !is_released("pv-gone", &key("zz"), "uid-zz", &pvs, &pvcs),
+            "no claim"
+        );
     }
 
     #[test]

@@ -237,3 +237,42 @@ async fn shutdown_does_not_wait_for_a_get_cycle_to_finish() {
     );
     assert_eq!(driver.gets().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_pv_takes_its_health_off_the_claim_unless_the_claim_was_recreated() {
+    for mode in [Mode::List { get: true }, Mode::Get] {
+        let mut r = rig(mode, &["vol-a", "vol-b", "vol-c"]);
+        for v in ["vol-a", "vol-b"] {
+            r.driver.set(v, degraded("Slow"));
+        }
+        r.cycle().await;
+        assert_eq!(
+            reasons(&r.api.stored("vol-a")),
+            [("Degraded".into(), "Slow".into())]
+        );
+        let before = r.api.patches().len();
+        let gets_before = r.driver.gets().len();
+
+        // a's PV is deleted while the claim still names it; b's claim was deleted and created
+        // again under the same name, and carries health of its own; c was never unhealthy.
+        r.api.delete_pv("vol-a", false);
+        r.api.delete_pv("vol-b", true);
+        r.api.delete_pv("vol-c", false);
+        r.cycle().await;
+        r.cycle().await;
+        let patches = r.api.patches()[before..].to_vec();
+        assert_eq!(patches.len(), 1, "{mode:?}: {patches:?}");
+        assert_eq!(patches[0].0.name, "pvc-a");
+        assert_eq!(patches[0].1, None, "the field is removed");
+        assert_eq!(r.api.stored("vol-a"), None);
+        assert_eq!(
+            reasons(&r.api.stored("vol-b")),
+            [("Degraded".into(), "Slow".into())],
+            "a recreated claim keeps what it has"
+        );
+        assert!(
+            !r.driver.gets()[gets_before..].iter().any(|v| v == "vol-a"),
+            "{mode:?}: a deleted PV is not probed"
+        );
+    }
+}

@@ -16,7 +16,8 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as PartialMet
 #[doc(hidden)]
 pub use kube::Resource as PartialResource;
 
-/// The identity and version of an object: all the writers read of its metadata.
+/// The identity and version of an object, and whether it is being deleted: all the writers
+/// read of its metadata.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 struct SlimMeta {
@@ -24,9 +25,10 @@ struct SlimMeta {
     namespace: Option<String>,
     uid: Option<String>,
     resource_version: Option<String>,
+    deletion_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
-/// Decodes `metadata` keeping only name, namespace, uid and resourceVersion
+/// Decodes `metadata` keeping only name, namespace, uid, resourceVersion and deletionTimestamp
 /// (`#[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]`).
 pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
     let m = SlimMeta::deserialize(d)?;
@@ -35,6 +37,7 @@ pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error
         namespace: m.namespace,
         uid: m.uid,
         resource_version: m.resource_version,
+        deletion_timestamp: m.deletion_timestamp,
         ..ObjectMeta::default()
     })
 }

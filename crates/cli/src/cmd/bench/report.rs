@@ -393,6 +393,30 @@ mod tests {
     }
 
     #[test]
+    fn per_1000_figures_only_from_1000_pvcs_and_with_the_profile() {
+        let report = |pvcs: usize, release_build: bool| Report {
+            setup: Some(Setup {
+                pvcs,
+                nodes: 1,
+                interval_s: 1.0,
+                agent_interval_s: 1.0,
+                mode: super::super::cluster::Mode::List,
+                page_size: 500,
+                unhealthy_volumes: 0,
+                window_s: 1.0,
+                monitor_flags: Vec::new(),
+                cpus: 2,
+                release_build,
+            }),
+            ..Default::default()
+        };
+        assert!(!report(200, false).monitor_row().contains("per 1,000"));
+        assert!(report(5000, false).monitor_row().contains("(debug build)"));
+        assert!(report(1000, true).monitor_row().contains("per 1,000 PVCs"));
+        assert!(report(1000, true).monitor_row().contains("(release build)"));
+    }
+
+    #[test]
     fn a_burst_reports_the_first_500_and_all() {
         let curve: Vec<f64> = (1..=600).map(|i| f64::from(i) / 100.0).collect();
         let b = Burst::of(curve.clone(), 600);
