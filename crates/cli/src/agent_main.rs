@@ -9,6 +9,10 @@ use std::process::ExitCode;
 
 #[path = "cmd/agent.rs"]
 mod agent;
+#[path = "cmd/go_flags.rs"]
+mod go_flags;
+#[path = "cmd/kube_json.rs"]
+mod kube_json;
 #[path = "cmd/logging.rs"]
 mod logging;
 // Shared with the multi-call binary, which uses more of it than this one does.
@@ -20,20 +24,21 @@ mod single;
 
 /// The paths the agent's command module names, as the multi-call binary has them.
 mod cmd {
-    pub(crate) use super::logging;
     pub(crate) use super::runtime::set_metrics_path;
+    pub(crate) use super::{go_flags, kube_json, logging};
 }
 
 /// The node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
 #[derive(Debug, Parser)]
-#[command(name = "volhealth-agent", version, about, long_about = None)]
+#[command(name = "volhealth-agent", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(flatten)]
     args: agent::Args,
 }
 
 fn main() -> ExitCode {
-    let Cli { args } = Cli::parse();
+    // Flags as Go's flag package takes them (`-v=5`, `-csi-address=…`), as the Go sidecar did.
+    let Cli { args } = Cli::parse_from(go_flags::normalize(std::env::args_os(), 1));
     let log = args.log.clone();
     single::main_of(
         "volhealth-agent",

@@ -25,12 +25,20 @@ enum Command {
     /// Inject or clear health conditions and RPC faults in a running reference driver.
     Inject(cmd::inject::Args),
     /// Run the controller-side monitor that writes pvc.status.healthStatus.
-    Monitor(cmd::monitor::Args),
+    // A flag given twice takes the last value, as Go's flag package does.
+    #[command(args_override_self = true)]
+    Monitor(Box<cmd::monitor::Args>),
     /// Run the node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
+    // A flag given twice takes the last value, as Go's flag package does.
+    #[command(args_override_self = true)]
     Agent(cmd::agent::Args),
     /// Run the kube-scheduler extender that keeps pods off nodes whose storage health their driver's policy rejects.
+    // A flag given twice takes the last value, as Go's flag package does.
+    #[command(args_override_self = true)]
     SchedulerExtender(cmd::scheduler_extender::Args),
     /// Run the remediation controller: act on health conditions as a policy file says (dry-run by default).
+    // A flag given twice takes the last value, as Go's flag package does.
+    #[command(args_override_self = true)]
     Remediate(cmd::remediate::Args),
     /// Start the whole system on this machine: API server, driver, monitor, agents, sample workload.
     Up(cmd::up::Args),
@@ -66,13 +74,29 @@ impl Command {
     }
 }
 
+/// The subcommands that stand in for Go sidecars and controllers: they take flags as Go's flag
+/// package does (`-v=5`, `-csi-address=…`), as the manifests written for those pass them.
+const GO_FLAG_COMMANDS: [&str; 4] = ["monitor", "agent", "remediate", "scheduler-extender"];
+
+/// `argv`, with Go-style flags normalised when the subcommand is one of [`GO_FLAG_COMMANDS`].
+fn sidecar_argv(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let sidecar = argv
+        .get(1)
+        .is_some_and(|c| GO_FLAG_COMMANDS.iter().any(|g| c == g));
+    if sidecar {
+        cmd::go_flags::normalize(argv, 2)
+    } else {
+        argv
+    }
+}
+
 fn main() -> ExitCode {
     // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
     let cli = match cmd::status::plugin_argv(std::env::args_os()) {
         Some(argv) => Cli {
             command: Command::Status(cmd::status::PluginCli::parse_from(argv).args),
         },
-        None => Cli::parse(),
+        None => Cli::parse_from(sidecar_argv(std::env::args_os().collect())),
     };
     // `status` speaks for itself on stderr; client-library logs would only repeat its errors.
     let default_log = cmd::logging::LogArgs::default();
@@ -110,7 +134,7 @@ fn main() -> ExitCode {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),
         Command::Driver(a) => cmd::block_on(cmd::driver::run(a)),
         Command::Inject(a) => cmd::block_on(cmd::inject::run(a)),
-        Command::Monitor(a) => cmd::block_on_with(cmd::MONITOR_THREADS, cmd::monitor::run(a)),
+        Command::Monitor(a) => cmd::block_on_with(cmd::MONITOR_THREADS, cmd::monitor::run(*a)),
         Command::Agent(a) => cmd::block_on_with(cmd::Threads::One, cmd::agent::run(a)),
         Command::SchedulerExtender(a) => cmd::block_on(cmd::scheduler_extender::run(a)),
         Command::Remediate(a) => cmd::block_on(cmd::remediate::run(a)),

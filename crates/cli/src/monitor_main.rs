@@ -5,6 +5,10 @@
 use clap::Parser;
 use std::process::ExitCode;
 
+#[path = "cmd/go_flags.rs"]
+mod go_flags;
+#[path = "cmd/kube_json.rs"]
+mod kube_json;
 #[path = "cmd/logging.rs"]
 mod logging;
 #[path = "cmd/monitor.rs"]
@@ -18,20 +22,21 @@ mod single;
 
 /// The paths the monitor's command module names, as the multi-call binary has them.
 mod cmd {
-    pub(crate) use super::logging;
     pub(crate) use super::runtime::set_metrics_path;
+    pub(crate) use super::{go_flags, kube_json, logging};
 }
 
 /// The controller-side monitor that writes pvc.status.healthStatus.
 #[derive(Debug, Parser)]
-#[command(name = "volhealth-monitor", version, about, long_about = None)]
+#[command(name = "volhealth-monitor", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(flatten)]
     args: monitor::Args,
 }
 
 fn main() -> ExitCode {
-    let Cli { args } = Cli::parse();
+    // Flags as Go's flag package takes them (`-v=5`, `-csi-address=…`), as the Go sidecar did.
+    let Cli { args } = Cli::parse_from(go_flags::normalize(std::env::args_os(), 1));
     let log = args.log.clone();
     single::main_of(
         "volhealth-monitor",

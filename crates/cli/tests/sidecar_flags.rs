@@ -43,15 +43,24 @@ fn json_logs_are_one_object_per_line_and_never_coloured() {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
+    // The Kubernetes components' JSON shape: ts, v and msg, key/values flat beside them.
     let serving = logs
         .iter()
         .find(|v| {
-            v["fields"]["message"]
+            v["msg"]
                 .as_str()
                 .is_some_and(|m| m.starts_with("serving /metrics"))
         })
         .unwrap_or_else(|| panic!("no JSON line for the endpoint in:\n{stderr}"));
-    assert_eq!(serving["level"], "INFO", "{serving}");
+    assert_eq!(serving["v"], 0, "an info line: {serving}");
+    assert!(
+        serving.get("level").is_none(),
+        "info lines carry no level: {serving}"
+    );
+    assert!(
+        serving["ts"].as_f64().is_some_and(|t| t > 1.7e9),
+        "{serving}"
+    );
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
 
@@ -77,7 +86,15 @@ fn verbosity_and_format_are_accepted_by_every_daemon() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--log-format"));
+    // The flag is --logging-format, as the Kubernetes components name it; --log-format is its
+    // other spelling.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--logging-format"));
+    for sub in ["monitor", "agent", "remediate", "scheduler-extender"] {
+        volhealth()
+            .args([sub, "-v=5", "--logging-format=json", "--help"])
+            .assert()
+            .success();
+    }
 }
 
 #[test]
@@ -187,4 +204,51 @@ fn leader_election_timings_client_go_refuses_are_refused_naming_the_flag() {
         assert!(!out.status.success(), "{timings:?} accepted");
         assert!(stderr.contains(named), "{timings:?}: {stderr}");
     }
+}
+
+#[test]
+fn flags_as_go_parses_them_one_dash_bool_values_and_the_last_of_a_repeat() {
+    // Parsed (the error is the missing kubeconfig's, not the command line's).
+    let out = Command::cargo_bin("volhealth-agent")
+        .expect("the agent binary")
+        .args([
+            "-v=5",
+            "-node-name=node-a",
+            "-kubeconfig=/nonexistent/kubeconfig",
+        ])
+        .args(["-http-endpoint=127.0.0.1:0", "--logtostderr=true"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run the agent");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    assert!(!stderr.contains("unexpected argument"), "{stderr}");
+
+    // --leader-election=false is off; the last --monitor-interval wins, as in Go.
+    let out = volhealth()
+        .args([
+            "monitor",
+            "-csi-address=/nonexistent/csi.sock",
+            "--leader-election=false",
+        ])
+        .args(["--monitor-interval=1m", "--monitor-interval=0s"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("run the monitor");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--monitor-interval must be positive"),
+        "{stderr}"
+    );
+
+    // A bool flag never takes the next word as its value.
+    let out = volhealth()
+        .args(["monitor", "--leader-election", "false"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("run the monitor");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unexpected argument 'false'"), "{stderr}");
 }

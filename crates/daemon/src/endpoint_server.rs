@@ -16,6 +16,9 @@ use std::sync::{Arc, OnceLock};
 /// Where the metrics page is served unless `--metrics-path` says otherwise.
 pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
+/// The liveness path the upstream sidecars' deployments probe.
+pub const LEADER_ELECTION_HEALTHZ: &str = "/healthz/leader-election";
+
 /// The metrics path of this process, set once from the command line.
 static METRICS_PATH: OnceLock<String> = OnceLock::new();
 
@@ -25,7 +28,7 @@ pub fn set_metrics_path(path: &str) -> std::result::Result<(), String> {
     if !path.starts_with('/') {
         return Err("must start with /".into());
     }
-    if path == "/healthz" || path == "/readyz" {
+    if path == "/healthz" || path == "/readyz" || path == LEADER_ELECTION_HEALTHZ {
         return Err("is taken by the health checks".into());
     }
     if path.contains(['{', '}', '*']) {
@@ -98,11 +101,14 @@ impl Endpoints {
         self
     }
 
-    /// The three routes, for serving elsewhere or for in-process tests.
+    /// The routes, for serving elsewhere or for in-process tests.
     pub fn into_router(self) -> Router {
         Router::new()
             .route(metrics_path(), get(metrics_page))
             .route("/healthz", get(healthz))
+            // The upstream sidecars' liveness probe path (csi-lib-utils' leader-election check):
+            // a manifest written for them probes it, and gets the same check as /healthz.
+            .route(LEADER_ELECTION_HEALTHZ, get(healthz))
             .route("/readyz", get(readyz))
             .with_state(self)
     }
@@ -251,6 +257,11 @@ mod tests {
         assert!(body.ends_with("# EOF\n"), "{body}");
 
         assert_eq!(get(&base, "/healthz").await, (200, ct(), "ok".into()));
+        assert_eq!(
+            get(&base, LEADER_ELECTION_HEALTHZ).await,
+            (200, ct(), "ok".into()),
+            "the upstream sidecars' probe path answers as /healthz"
+        );
         let (code, _, body) = get(&base, "/readyz").await;
         assert_eq!((code, body.as_str()), (503, "warming up"));
 

@@ -76,6 +76,8 @@ pub struct LeaderElection {
     pub retry_period: Duration,
     /// The holder identity; `None` = host name plus a random suffix.
     pub identity: Option<String>,
+    /// Labels put on the Lease once this replica holds it (`--leader-election-labels`).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for LeaderElection {
@@ -86,6 +88,7 @@ impl Default for LeaderElection {
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
             identity: None,
+            labels: Default::default(),
         }
     }
 }

@@ -95,6 +95,11 @@ mod tests {
             status_of(&r, "/healthz").await.0,
             StatusCode::SERVICE_UNAVAILABLE
         );
+        assert_eq!(
+            status_of(&r, "/healthz/leader-election").await.0,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the upstream probe path fails with the election"
+        );
         shared
             .metrics
             .writer

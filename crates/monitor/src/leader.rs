@@ -70,6 +70,22 @@ fn holds(
     valid > now
 }
 
+/// Puts `labels` (`--leader-election-labels`) on the Lease this replica now holds. The Lease
+/// manager creates the Lease without labels, so the holder adds them; a failure is logged and
+/// costs nothing else (the labels are for people and tools, not for the election).
+async fn label(api: &Api<Lease>, name: &str, labels: &std::collections::BTreeMap<String, String>) {
+    if labels.is_empty() {
+        return;
+    }
+    let patch = kube::api::Patch::Merge(serde_json::json!({ "metadata": { "labels": labels } }));
+    if let Err(e) = api
+        .patch(name, &kube::api::PatchParams::default(), &patch)
+        .await
+    {
+        tracing::warn!(lease = %name, error = %e, "could not label the leader Lease");
+    }
+}
+
 /// Starts electing on Lease `name` in `namespace` as `identity`.
 pub async fn start(
     client: Client,
@@ -99,6 +115,7 @@ pub async fn start(
     let api = Api::<Lease>::namespaced(client, namespace);
     let (name, identity, retry) = (name.to_string(), identity.to_string(), le.retry_period);
     let renew_deadline = le.renew_deadline;
+    let labels = le.labels.clone();
     tokio::spawn(async move {
         let mut confirmed: Option<Instant> = None;
         loop {
@@ -121,6 +138,7 @@ pub async fn start(
             if lead != was {
                 if lead {
                     tracing::info!(lease = %name, %identity, "acquired the leader Lease");
+                    label(&api, &name, &labels).await;
                 } else {
                     tracing::warn!(lease = %name, %identity, "not (or no longer) the leader; not writing");
                 }

@@ -270,6 +270,7 @@ impl World {
                 renew_deadline: Duration::from_secs(2),
                 retry_period: Duration::from_secs(1),
                 identity: Some(format!("monitor-{n}")),
+                labels: Default::default(),
             }),
             ..MonitorConfig::default()
         };

@@ -1,5 +1,5 @@
-//! Log flags as the Kubernetes sidecars take them (`--v=N`, `--log-format`), and the `tracing`
-//! set-up they drive.
+//! Log flags as the Kubernetes sidecars take them (`--v=N`, `--logging-format`, klog's legacy
+//! flags), and the `tracing` set-up they drive.
 //!
 //! Verbosity: klog's `--v` levels map onto `tracing` levels for volhealth's own crates, while
 //! libraries stay at `info` (`warn` for the chattiest):
@@ -23,7 +23,8 @@ pub enum LogFormat {
     /// Human-readable lines.
     #[default]
     Text,
-    /// One JSON object per line.
+    /// One JSON object per line, in the Kubernetes components' shape (`ts`, `v`, `msg`, flat
+    /// key/values).
     Json,
 }
 
@@ -34,9 +35,81 @@ pub struct LogArgs {
     /// set, takes precedence).
     #[arg(long = "v", value_name = "N", default_value_t = 0)]
     pub verbosity: u8,
-    /// Log line format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    /// Log line format: text, or json as the Kubernetes components write it (--log-format is
+    /// the same flag).
+    #[arg(long = "logging-format", alias = "log-format", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// klog's flags, which older sidecar manifests still pass.
+    #[command(flatten)]
+    pub klog: KlogFlags,
+}
+
+/// Declares klog's command-line flags: each is accepted, in klog's own spelling, and has no
+/// effect here (logs always go to stderr, the format is --logging-format's).
+macro_rules! klog_flags {
+    (bools: [$(($b:ident, $bname:literal)),* $(,)?], values: [$(($v:ident, $vname:literal)),* $(,)?]) => {
+        /// klog's flags (`--logtostderr`, `--log_dir`, `--vmodule`, ...): accepted so that a
+        /// manifest written for a Go sidecar starts, and named in one warning.
+        #[derive(Debug, Clone, Default, clap::Args)]
+        pub struct KlogFlags {
+            $(
+                #[doc = concat!("klog's --", $bname, " (no effect).")]
+                #[arg(long = $bname, hide = true, num_args = 0..=1, require_equals = true,
+                      default_missing_value = "true", value_parser = crate::cmd::go_flags::parse_bool)]
+                pub $b: Option<bool>,
+            )*
+            $(
+                #[doc = concat!("klog's --", $vname, " (no effect).")]
+                #[arg(long = $vname, hide = true, value_name = "VALUE")]
+                pub $v: Option<String>,
+            )*
+        }
+
+        impl KlogFlags {
+            /// The flags that were given, as `--name`.
+            pub fn given(&self) -> Vec<&'static str> {
+                let mut out = Vec::new();
+                $(if self.$b.is_some() { out.push(concat!("--", $bname)); })*
+                $(if self.$v.is_some() { out.push(concat!("--", $vname)); })*
+                out
+            }
+        }
+    };
+}
+
+klog_flags! {
+    bools: [
+        (logtostderr, "logtostderr"),
+        (alsologtostderr, "alsologtostderr"),
+        (add_dir_header, "add_dir_header"),
+        (one_output, "one_output"),
+        (skip_headers, "skip_headers"),
+        (skip_log_headers, "skip_log_headers"),
+        (log_json_split_stream, "log-json-split-stream"),
+        (log_text_split_stream, "log-text-split-stream"),
+    ],
+    values: [
+        (log_dir, "log_dir"),
+        (log_file, "log_file"),
+        (log_file_max_size, "log_file_max_size"),
+        (log_backtrace_at, "log_backtrace_at"),
+        (stderrthreshold, "stderrthreshold"),
+        (vmodule, "vmodule"),
+        (log_flush_frequency, "log-flush-frequency"),
+        (log_json_info_buffer_size, "log-json-info-buffer-size"),
+        (log_text_info_buffer_size, "log-text-info-buffer-size"),
+    ]
+}
+
+/// Says once, after logging is set up, which flags of the Go sidecars were given that have no
+/// effect here.
+pub fn warn_ignored(flags: &[&str]) {
+    if !flags.is_empty() {
+        tracing::warn!(
+            flags = %flags.join(", "),
+            "ignoring flags of the upstream sidecar that have no effect here"
+        );
+    }
 }
 
 /// The `tracing` filter for a klog verbosity.
@@ -96,12 +169,16 @@ fn init_with(args: &LogArgs, writer: tracing_subscriber::fmt::writer::BoxMakeWri
         .with_ansi(ansi);
     let lines = match args.log_format {
         LogFormat::Text => lines.with_filter(filter).boxed(),
-        LogFormat::Json => lines.json().with_filter(filter).boxed(),
+        LogFormat::Json => lines
+            .event_format(crate::cmd::kube_json::KubeJson)
+            .with_filter(filter)
+            .boxed(),
     };
     let _ = tracing_subscriber::registry()
         .with(lines)
         .with(volhealth_daemon::kube_requests::layer())
         .try_init();
+    warn_ignored(&args.klog.given());
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 use volhealth_monitor::{LeaderElection, MonitorConfig, SecretRef, config};
 
+use crate::cmd::go_flags;
+
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,9 +29,13 @@ pub struct Args {
     /// Most ControllerGetVolumeHealth calls in flight.
     #[arg(long, default_value_t = config::DEFAULT_WORKER_THREADS)]
     pub worker_threads: usize,
-    /// Elect a leader on a Lease so only one replica writes.
-    #[arg(long)]
+    /// Elect a leader on a Lease so only one replica writes (--leader-election=false: off).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          default_value = "false", action = clap::ArgAction::Set, value_parser = go_flags::parse_bool)]
     pub leader_election: bool,
+    /// Labels to put on the leader Lease, as KEY:VALUE,KEY2:VALUE2.
+    #[arg(long, value_name = "KEY:VALUE,...", value_parser = parse_lease_labels)]
+    pub leader_election_labels: Option<LeaseLabels>,
     /// Namespace of the Lease (default: the in-cluster namespace, else "default").
     #[arg(long)]
     pub leader_election_namespace: Option<String>,
@@ -64,6 +70,90 @@ pub struct Args {
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
+    /// Flags of the upstream sidecar that mean nothing here.
+    #[command(flatten)]
+    pub upstream: UpstreamFlags,
+}
+
+/// The Lease's labels of `--leader-election-labels`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseLabels(pub std::collections::BTreeMap<String, String>);
+
+/// Parses `KEY:VALUE,KEY2:VALUE2` as the upstream sidecar's `--leader-election-labels` does.
+fn parse_lease_labels(s: &str) -> Result<LeaseLabels, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair
+            .split_once(':')
+            .filter(|(k, _)| !k.trim().is_empty())
+            .ok_or_else(|| format!("{pair:?} is not KEY:VALUE"))?;
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(LeaseLabels(out))
+}
+
+/// Flags of csi-external-health-monitor-controller (v0.18 and v0.19) that have no meaning
+/// for volhealth's monitor: accepted, so a manifest written for the Go sidecar starts, and named
+/// in one warning.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UpstreamFlags {
+    /// v0.18's node watcher (removed in v0.19): no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go_flags::parse_bool)]
+    pub enable_node_watcher: Option<bool>,
+    /// Go's GOMAXPROCS from the cgroup: no effect.
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go_flags::parse_bool)]
+    pub automaxprocs: Option<bool>,
+    /// v0.18's ListVolumes interval: no effect (one --monitor-interval paces every mode).
+    #[arg(long, hide = true, value_name = "D")]
+    pub list_volumes_interval: Option<String>,
+    /// The upstream work queue's refill interval: no effect.
+    #[arg(long, hide = true, value_name = "D")]
+    pub volume_list_add_interval: Option<String>,
+    /// v0.18's node list interval (removed in v0.19): no effect.
+    #[arg(long, hide = true, value_name = "D")]
+    pub node_list_add_interval: Option<String>,
+    /// The informers' resync period: no effect (the caches are watches).
+    #[arg(long, hide = true, value_name = "D")]
+    pub resync: Option<String>,
+    /// The upstream work queue's first retry delay: no effect (volhealth's writer backs off itself).
+    #[arg(long, hide = true, value_name = "D")]
+    pub retry_interval_start: Option<String>,
+    /// The upstream work queue's longest retry delay: no effect.
+    #[arg(long, hide = true, value_name = "D")]
+    pub retry_interval_max: Option<String>,
+}
+
+impl UpstreamFlags {
+    /// The flags that were given, as `--name`.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--enable-node-watcher", self.enable_node_watcher.is_some()),
+            ("--automaxprocs", self.automaxprocs.is_some()),
+            (
+                "--list-volumes-interval",
+                self.list_volumes_interval.is_some(),
+            ),
+            (
+                "--volume-list-add-interval",
+                self.volume_list_add_interval.is_some(),
+            ),
+            (
+                "--node-list-add-interval",
+                self.node_list_add_interval.is_some(),
+            ),
+            ("--resync", self.resync.is_some()),
+            (
+                "--retry-interval-start",
+                self.retry_interval_start.is_some(),
+            ),
+            ("--retry-interval-max", self.retry_interval_max.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
 }
 
 /// Turns the flags into the library's configuration.
@@ -87,6 +177,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
                     &args.leader_election_retry_period,
                 )?,
                 identity: None,
+                labels: args
+                    .leader_election_labels
+                    .clone()
+                    .map(|l| l.0)
+                    .unwrap_or_default(),
             })
         })
         .transpose()?;
@@ -123,6 +218,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::cmd::logging::warn_ignored(&args.upstream.given());
     let cfg = config_from(&args)?;
     volhealth_daemon::in_progress::name_run_loop(format!("the monitor of {}", cfg.csi_address));
     volhealth_monitor::run(cfg, shutdown_signal::sigint_or_sigterm())

@@ -17,7 +17,9 @@ pub struct Args {
     #[arg(long)]
     pub policy: PathBuf,
     /// Only say what would be done (log and Event); --dry-run=false acts.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value = "true", action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = crate::cmd::go_flags::parse_bool)]
     pub dry_run: bool,
     /// How often the rules are evaluated.
     #[arg(long, default_value = "5s")]
@@ -26,7 +28,9 @@ pub struct Args {
     #[arg(long, default_value = ":8082")]
     pub http_endpoint: String,
     /// Elect a leader on the Lease `volhealth-remediate` so only one replica acts.
-    #[arg(long)]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          default_value = "false", action = clap::ArgAction::Set,
+          value_parser = crate::cmd::go_flags::parse_bool)]
     pub leader_election: bool,
     /// Namespace of the leader Lease.
     #[arg(long, default_value = "kube-system")]
