@@ -30,7 +30,7 @@ mod cmd {
 
 /// The node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
 #[derive(Debug, Parser)]
-#[command(name = "volhealth-agent", version, about, long_about = None, args_override_self = true)]
+#[command(name = "volhealth-agent", version = volhealth_daemon::build_info::VERSION, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(flatten)]
     args: agent::Args,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 /// Kubernetes volume health monitoring (KEP-1432), out of tree.
 #[derive(Debug, Parser)]
-#[command(name = "volhealth", version, about, long_about = None, propagate_version = true)]
+#[command(name = "volhealth", version = volhealth_daemon::build_info::VERSION, about, long_about = None, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -28,7 +28,7 @@ mod cmd {
 
 /// The controller-side monitor that writes pvc.status.healthStatus.
 #[derive(Debug, Parser)]
-#[command(name = "volhealth-monitor", version, about, long_about = None, args_override_self = true)]
+#[command(name = "volhealth-monitor", version = volhealth_daemon::build_info::VERSION, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(flatten)]
     args: monitor::Args,

@@ -107,8 +107,9 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
         let page = scrape_text(&kc, component, url);
         let kind = component.split('-').next().unwrap_or_default();
         let build = format!(
-            "volhealth_build_info{{component=\"{kind}\",version=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION")
+            "volhealth_build_info{{component=\"{kind}\",version=\"{}\",revision=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            volhealth_daemon::build_info::REVISION
         );
         assert!(page.contains(&build), "{component}:\n{page}");
         for family in [

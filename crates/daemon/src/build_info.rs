@@ -1,6 +1,18 @@
-//! `volhealth_build_info{component,version} 1`: which build of which component is running.
+//! `volhealth_build_info{component,version,revision} 1` and `--version`: which build of which
+//! component is running.
 
 use std::sync::OnceLock;
+
+/// The git revision the binary was built from (`unknown` when neither git nor the build said).
+pub const REVISION: &str = env!("VOLHEALTH_GIT_REVISION");
+
+/// What `--version` prints after the program name: the release and the git revision.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("VOLHEALTH_GIT_REVISION"),
+    ")"
+);
 
 /// The component name set by the binary; `volhealth` until then.
 static COMPONENT: OnceLock<String> = OnceLock::new();
@@ -28,9 +40,10 @@ pub fn openmetrics() -> String {
     format!(
         "# HELP volhealth_build_info Which volhealth build runs this component (always 1).\n\
          # TYPE volhealth_build_info gauge\n\
-         volhealth_build_info{{component=\"{}\",version=\"{}\"}} 1\n",
+         volhealth_build_info{{component=\"{}\",version=\"{}\",revision=\"{}\"}} 1\n",
         escape(component()),
         escape(env!("CARGO_PKG_VERSION")),
+        escape(REVISION),
     )
 }
 
@@ -40,9 +53,13 @@ mod tests {
 
     #[test]
     fn names_the_version_and_escapes_labels() {
-        assert!(
-            openmetrics().contains(&format!("version=\"{}\"}} 1\n", env!("CARGO_PKG_VERSION")))
-        );
+        assert!(openmetrics().contains(&format!(
+            "version=\"{}\",revision=\"{}\"}} 1\n",
+            env!("CARGO_PKG_VERSION"),
+            REVISION
+        )));
+        assert!(!REVISION.is_empty());
+        assert!(VERSION.starts_with(env!("CARGO_PKG_VERSION")));
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

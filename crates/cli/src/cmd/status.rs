@@ -99,7 +99,7 @@ pub const PLUGIN_COMMAND: &str = "kubectl volhealth";
 
 /// `kubectl volhealth`: the flags of `volhealth status`, under the name kubectl users type.
 #[derive(Debug, clap::Parser)]
-#[command(name = PLUGIN_COMMAND, bin_name = PLUGIN_COMMAND, version, about = "Show every volume and storage health condition in the cluster.", long_about = None)]
+#[command(name = PLUGIN_COMMAND, bin_name = PLUGIN_COMMAND, version = volhealth_daemon::build_info::VERSION, about = "Show every volume and storage health condition in the cluster.", long_about = None)]
 pub struct PluginCli {
     /// The flags of `volhealth status`.
     #[command(flatten)]
