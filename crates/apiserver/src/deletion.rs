@@ -154,5 +154,5 @@ pub fn delete_collection(st: &AppState, c: &Call) -> Result<Response, ApiError> 
             Err(e) => return Err(e),
         }
     }
-    Ok(list_response(def, c, st.store.current_rv(), &deleted))
+    Ok(list_response(def, c, st.store.current_rv(), &deleted, None))
 }

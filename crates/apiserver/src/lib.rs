@@ -25,6 +25,7 @@ mod metrics;
 mod names;
 mod objects;
 mod openapi;
+mod paging;
 pub mod patch;
 mod protobuf;
 mod quantity;

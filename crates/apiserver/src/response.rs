@@ -58,7 +58,13 @@ pub(crate) fn list_response(
     c: &Call,
     rv: u64,
     items: &[Arc<Value>],
+    more: Option<&(String, u64)>,
 ) -> Response {
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some((token, remaining)) = more {
+        meta["continue"] = json!(token);
+        meta["remainingItemCount"] = json!(remaining);
+    }
     let items: Vec<std::borrow::Cow<'_, Value>> = items
         .iter()
         .map(|o| convert::from_storage(def, o))
@@ -66,14 +72,17 @@ pub(crate) fn list_response(
     match request::format(&c.accept, c.q("includeObject")) {
         Format::Table(inc) => {
             let refs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
-            json_response(200, &table::table(def.printer, &refs, rv, inc, true))
+            let mut t = table::table(def.printer, &refs, rv, inc, true);
+            // kubectl reads a long table in chunks too.
+            t["metadata"] = meta;
+            json_response(200, &t)
         }
         Format::Partial => json_response(
             200,
             &json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": rv.to_string()},
+                "metadata": meta,
                 "items": items.iter().map(|o| table::partial_metadata(o)).collect::<Vec<_>>(),
             }),
         ),
@@ -82,7 +91,7 @@ pub(crate) fn list_response(
             &json!({
                 "kind": format!("{}List", def.kind),
                 "apiVersion": def.api_version(),
-                "metadata": {"resourceVersion": rv.to_string()},
+                "metadata": meta,
                 "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
             }),
         ),

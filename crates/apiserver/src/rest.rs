@@ -166,7 +166,14 @@ fn get(st: &AppState, c: &Call) -> Result<Response, ApiError> {
 
 fn list(st: &AppState, c: &Call) -> Result<Response, ApiError> {
     let (rv, items) = select(st, &c.target, &c.query)?;
-    Ok(list_response(c.target.def, c, rv, &items))
+    let chunk = crate::paging::chunk(rv, items, &c.query)?;
+    Ok(list_response(
+        c.target.def,
+        c,
+        chunk.resource_version,
+        &chunk.items,
+        chunk.more.as_ref(),
+    ))
 }
 
 fn write(st: &AppState, c: &Call) -> Result<Response, ApiError> {

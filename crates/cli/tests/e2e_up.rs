@@ -93,6 +93,23 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     assert_eq!(pods, ["web-1", "web-2"]);
     assert_eq!(pvs, ["pv-data-1", "pv-data-2"]);
 
+    // `status --as`: the admin may act as a node, which may not list every claim.
+    let kc = c.kubeconfig.to_string_lossy().to_string();
+    let (ok, _, err) = c.volhealth(&["status", "-A", "--kubeconfig", &kc]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = c.volhealth(&[
+        "status",
+        "-A",
+        "--kubeconfig",
+        &kc,
+        "--as",
+        "system:node:node-1",
+        "--as-group",
+        "system:nodes",
+    ]);
+    assert!(!ok, "a node listed every claim");
+    assert!(err.contains("403 Forbidden"), "{err}");
+
     // Each agent has its node's own identity (a client certificate), scoped like the kubelet's:
     // its own pods and CSINode, never PVC status. The monitor's identity (its service account's
     // token) may write PVC status. Nobody is an administrator without credentials.

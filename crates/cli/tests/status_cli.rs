@@ -439,3 +439,81 @@ impl Drop for Reaped {
         let _ = self.0.wait();
     }
 }
+
+/// `LIST` requests the API server has answered for `resource`, from its own metrics.
+fn lists_of(api: &ApiServer, resource: &str) -> f64 {
+    let (_, _, page) = support::http_get(&format!("{}/metrics", api.url), None).unwrap();
+    page.lines()
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(r#"verb="LIST""#)
+                && l.contains(&format!(r#"resource="{resource}""#))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_come_in_pages_of_500_and_a_label_selector_narrows_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+    break_all(&api).await;
+    // 501 more claims in another namespace: two pages.
+    for i in 0..501 {
+        create(&api, "/api/v1/namespaces/other/persistentvolumeclaims", json!({
+            "metadata": {"name": format!("bulk-{i}"), "labels": {"tier": "bulk"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+        .await;
+    }
+    let before = lists_of(&api, "persistentvolumeclaims");
+    let (code, out, err) = status(&api.kubeconfig, &["-A", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_of(&out)["items"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        lists_of(&api, "persistentvolumeclaims") - before,
+        2.0,
+        "502 claims are read in two requests of at most 500"
+    );
+
+    // -l: only PVCs and pods with the labels (web-1's claim data-1 has none).
+    let (code, out, err) = status(&api.kubeconfig, &["-A", "-l", "tier=bulk", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let kinds: Vec<String> = json_of(&out)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["CSINode"],
+        "storage conditions are not label-selected: {out}"
+    );
+
+    // The real kubectl reads the chunks too (its table requests included).
+    if have_tool("kubectl", &["version", "--client"]) {
+        for output in ["name", "wide"] {
+            let out = Command::new("kubectl")
+                .args([
+                    "get",
+                    "pvc",
+                    "-A",
+                    "--chunk-size=100",
+                    "--no-headers",
+                    "-o",
+                    output,
+                ])
+                .env("KUBECONFIG", &api.kubeconfig)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+            assert_eq!(lines, 502, "kubectl -o {output} saw every claim");
+        }
+    }
+}

@@ -52,6 +52,15 @@ pub struct Args {
     /// Show PVCs and pods of every namespace.
     #[arg(short = 'A', long = "all-namespaces", conflicts_with = "namespace")]
     pub all_namespaces: bool,
+    /// Only PVCs and pods with these labels (a label selector, as kubectl's -l: app=web,tier!=db).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Act as this user (the kubeconfig's identity must be allowed to impersonate it).
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Act as this group too (repeat for several; needs --as).
+    #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
+    pub as_group: Vec<String>,
     /// Output format: table, wide, json or yaml.
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: Format,
@@ -111,6 +120,29 @@ pub struct PluginCli {
 pub(crate) struct Scope {
     /// `None` = every namespace.
     pub namespace: Option<String>,
+    /// Label selector for PVCs and pods (`-l`).
+    pub selector: Option<String>,
+}
+
+/// Objects asked for per list request: a cluster's tens of thousands of pods come in pages, as
+/// kubectl reads them, not in one response the server must build whole.
+pub(crate) const LIST_PAGE: u32 = 500;
+
+/// Every object of `api` matching `lp`, read [`LIST_PAGE`] at a time.
+async fn list_all<K>(api: &Api<K>, lp: &ListParams) -> kube::Result<Vec<K>>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut items = Vec::new();
+    let mut lp = lp.clone().limit(LIST_PAGE);
+    loop {
+        let page = api.list(&lp).await?;
+        items.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => lp = lp.continue_token(&token),
+            None => return Ok(items),
+        }
+    }
 }
 
 impl Scope {
@@ -129,6 +161,10 @@ impl Scope {
 /// Reads everything `status` shows, once.
 pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow::Result<Snapshot> {
     let lp = ListParams::default();
+    let selected = match &scope.selector {
+        Some(sel) => lp.clone().labels(sel),
+        None => lp.clone(),
+    };
     let where_ = scope
         .namespace
         .as_deref()
@@ -141,10 +177,10 @@ pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow
     let csinode_api = Api::<CSINode>::all(conn.client.clone());
     let pv_api = Api::<PersistentVolume>::all(conn.client.clone());
     let (pvcs, pods, csinodes, pvs) = (
-        pvc_api.list(&lp),
-        pod_api.list(&lp),
-        csinode_api.list(&lp),
-        pv_api.list(&lp),
+        list_all(&pvc_api, &selected),
+        list_all(&pod_api, &selected),
+        list_all(&csinode_api, &lp),
+        list_all(&pv_api, &lp),
     );
     let (pvcs, pods, csinodes, pvs) = futures::join!(pvcs, pods, csinodes, pvs);
     let pvcs = pvcs.map_err(|e| {
@@ -153,11 +189,11 @@ pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow
     let pods = pods.map_err(|e| kubeconfig::explain(&e, &format!("listing Pods{where_}"), conn))?;
     let csinodes = csinodes.map_err(|e| kubeconfig::explain(&e, "listing CSINodes", conn))?;
     // PVs only name the driver of a volume; an identity that may not list them still gets the rest.
-    let pvs = pvs.map(|l| l.items).unwrap_or_default();
+    let pvs = pvs.unwrap_or_default();
     Ok(Snapshot {
-        pvcs: pvcs.items,
-        pods: pods.items,
-        csinodes: csinodes.items,
+        pvcs,
+        pods,
+        csinodes,
         pvs,
     })
 }
@@ -212,11 +248,16 @@ fn use_colour(choice: Colour) -> bool {
 
 /// Runs `volhealth status`.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let conn = kubeconfig::connect(
+    let who = kubeconfig::Impersonation {
+        user: args.as_user.clone(),
+        groups: args.as_group.clone(),
+    };
+    let conn = kubeconfig::connect_as(
         args.kubeconfig.as_deref(),
         args.context.as_deref(),
         args.request_timeout,
         false,
+        &who,
     )
     .await?;
     let scope = Scope {
@@ -229,6 +270,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .unwrap_or_else(|| conn.default_namespace.clone()),
             )
         },
+        selector: args.selector.clone(),
     };
     let style = Style {
         format: args.output,
@@ -255,11 +297,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         found = findings::collect(&read(&conn, &scope).await?);
     }
     if args.watch {
-        let streaming = kubeconfig::connect(
+        let streaming = kubeconfig::connect_as(
             args.kubeconfig.as_deref(),
             args.context.as_deref(),
             args.request_timeout,
             true,
+            &who,
         )
         .await?;
         watch::run(streaming, scope, style, found).await?;

@@ -18,6 +18,16 @@ pub struct Connection {
     pub origin: String,
 }
 
+/// Whom to act as (kubectl's `--as` and `--as-group`): the API server checks that the
+/// identity of the kubeconfig may impersonate them.
+#[derive(Debug, Clone, Default)]
+pub struct Impersonation {
+    /// The user to act as.
+    pub user: Option<String>,
+    /// The groups to act as (with `user`).
+    pub groups: Vec<String>,
+}
+
 /// Builds a client. `timeout` bounds connecting and, unless `streaming`, each response (a watch
 /// may rightly stay silent for minutes, so it gets no read timeout).
 pub async fn connect(
@@ -25,6 +35,24 @@ pub async fn connect(
     context: Option<&str>,
     timeout: Duration,
     streaming: bool,
+) -> anyhow::Result<Connection> {
+    connect_as(
+        kubeconfig,
+        context,
+        timeout,
+        streaming,
+        &Impersonation::default(),
+    )
+    .await
+}
+
+/// Like [`connect`], acting as `who` when it names someone.
+pub async fn connect_as(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    timeout: Duration,
+    streaming: bool,
+    who: &Impersonation,
 ) -> anyhow::Result<Connection> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
@@ -71,6 +99,12 @@ pub async fn connect(
             )
         }
     };
+    if let Some(user) = &who.user {
+        config.auth_info.impersonate = Some(user.clone());
+        if !who.groups.is_empty() {
+            config.auth_info.impersonate_groups = Some(who.groups.clone());
+        }
+    }
     config.connect_timeout = Some(timeout);
     config.read_timeout = if streaming { None } else { Some(timeout) };
     config.write_timeout = Some(timeout);

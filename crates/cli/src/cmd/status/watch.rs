@@ -54,7 +54,7 @@ struct WatchError {
 
 type Changes = Pin<Box<dyn Stream<Item = Result<&'static str, WatchError>> + Send>>;
 
-fn watch_into<K>(api: Api<K>, what: &'static str) -> (Store<K>, Changes)
+fn watch_into<K>(api: Api<K>, what: &'static str, selector: Option<&str>) -> (Store<K>, Changes)
 where
     K: kube::Resource
         + Clone
@@ -66,7 +66,11 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+    let mut config = watcher::Config::default().page_size(super::LIST_PAGE);
+    if let Some(sel) = selector {
+        config = config.labels(sel);
+    }
+    let stream = reflector::reflector(writer, watcher(api, config))
         .default_backoff()
         .map(move |r| {
             r.map(|_| what).map_err(|e| WatchError {
@@ -140,15 +144,18 @@ pub async fn run(
     draw(&frame(&first, &scope, style, true)?, in_place, style.format)?;
     let mut last: Vec<Finding> = first;
 
+    let sel = scope.selector.as_deref();
     let (pvcs, s1) = watch_into(
         scope.api::<PersistentVolumeClaim>(&conn.client),
         "PersistentVolumeClaims",
+        sel,
     );
-    let (pods, s2) = watch_into(scope.api::<Pod>(&conn.client), "Pods");
-    let (csinodes, s3) = watch_into(Api::<CSINode>::all(conn.client.clone()), "CSINodes");
+    let (pods, s2) = watch_into(scope.api::<Pod>(&conn.client), "Pods", sel);
+    let (csinodes, s3) = watch_into(Api::<CSINode>::all(conn.client.clone()), "CSINodes", None);
     let (pvs, s4) = watch_into(
         Api::<PersistentVolume>::all(conn.client.clone()),
         "PersistentVolumes",
+        None,
     );
     let stores = Stores {
         pvcs,
