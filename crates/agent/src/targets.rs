@@ -10,7 +10,7 @@ use k8s_openapi::api::storage::v1::StorageHealth;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use volhealth_model::sanitize::Condition;
-use volhealth_writer::events::{Subject, transition_event};
+use volhealth_writer::events::{Subject, transition_events};
 use volhealth_writer::{
     ApiFailure, Clock, EventSink, HealthEvent, ObjectRef, Patched, Stored, Target,
 };
@@ -50,14 +50,14 @@ fn entry_events<E, C: Condition>(
     let names: BTreeSet<&str> = before.iter().chain(after).map(&name).collect();
     names
         .into_iter()
-        .filter_map(|n| {
+        .flat_map(|n| {
             let find = |list: &[E]| -> Vec<C> {
                 list.iter()
                     .find(|e| name(e) == n)
                     .map(|e| conditions(e).to_vec())
                     .unwrap_or_default()
             };
-            transition_event(
+            transition_events(
                 object,
                 subject,
                 Some(&format!("{noun} {n}")),

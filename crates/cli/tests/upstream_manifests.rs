@@ -192,3 +192,19 @@ async fn every_upstream_flag_is_taken_the_meaningless_ones_named_once() {
     );
     assert_eq!(labels.get("tier").map(String::as_str), Some("storage"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_event_reasons_raise_volume_condition_abnormal_beside_ours() {
+    let world = World::start("list,get").await;
+    let volume = world.bound_claim("data").await;
+    let _monitor = world
+        .start_monitor("monitor", &["--upstream-event-reasons"])
+        .await;
+    world.inject_condition(&volume, "Inaccessible", "VolumeNotFound");
+    world.wait_event("data", "VolumeConditionAbnormal").await;
+    let reasons = world.wait_event("data", "VolumeHealthDegraded").await;
+    assert!(
+        reasons.iter().any(|r| r == "VolumeConditionAbnormal"),
+        "{reasons:?}"
+    );
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use volhealth_model::{
     Report, VolumeHealthCondition, VolumeHealthStatus, Write, condition_keys, reconcile_pvc,
 };
-use volhealth_writer::events::{Subject, transition_event};
+use volhealth_writer::events::{Subject, transition_events};
 use volhealth_writer::{
     ApiFailure, Clock, HealthEvent, ObjectRef, Patched, QueuedTarget, Stored, Target,
 };
@@ -102,15 +102,13 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> 
         after: &Health,
     ) -> Vec<HealthEvent> {
         let object = claim_ref(key, stored.uid.as_deref());
-        transition_event(
+        transition_events(
             &object,
             Subject::Volume,
             None,
             conditions(before),
             conditions(after),
         )
-        .into_iter()
-        .collect()
     }
 }
 

@@ -30,6 +30,35 @@ pub const REASON_STORAGE_CHANGED: &str = "StorageConditionsChanged";
 pub const REASON_STORAGE_RECOVERED: &str = "StorageHealthRecovered";
 /// Warning: the driver sent a status value this version does not know.
 pub const REASON_UNKNOWN: &str = "UnknownVolumeHealthCondition";
+/// Warning, only with `--upstream-event-reasons`: a volume is abnormal, with the driver's
+/// message, as the upstream sidecar up to v0.18 and the kubelet before v1.37 reported it.
+pub const REASON_UPSTREAM_ABNORMAL: &str = "VolumeConditionAbnormal";
+
+/// Every reason the writers' Events carry (docs/kubectl.md lists exactly these).
+pub const ALL_REASONS: [&str; 8] = [
+    REASON_VOLUME_DEGRADED,
+    REASON_VOLUME_CHANGED,
+    REASON_VOLUME_RECOVERED,
+    REASON_STORAGE_DEGRADED,
+    REASON_STORAGE_CHANGED,
+    REASON_STORAGE_RECOVERED,
+    REASON_UNKNOWN,
+    REASON_UPSTREAM_ABNORMAL,
+];
+
+/// Whether volume transitions also raise [`REASON_UPSTREAM_ABNORMAL`]; set once at start.
+static UPSTREAM_REASONS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Makes every abnormal volume transition also raise the upstream Event
+/// ([`REASON_UPSTREAM_ABNORMAL`]), for alerting and dashboards built on the Go components'
+/// Events. Process-wide, like the command-line flag it stands for; the first call wins.
+pub fn emit_upstream_reasons(on: bool) {
+    let _ = UPSTREAM_REASONS.set(on);
+}
+
+fn upstream_reasons() -> bool {
+    UPSTREAM_REASONS.get().copied().unwrap_or(false)
+}
 
 /// Events sent per second at most, sustained (their own budget, apart from status writes).
 pub const EVENT_QPS: f64 = 5.0;
@@ -167,6 +196,53 @@ pub fn transition_event<C: Condition>(
         reason,
         message,
     })
+}
+
+/// The Events of a stored change of one condition list: [`transition_event`]'s, and for volume
+/// conditions that are abnormal after it, the upstream [`REASON_UPSTREAM_ABNORMAL`] beside it
+/// when [`emit_upstream_reasons`] is on.
+pub fn transition_events<C: Condition>(
+    object: &ObjectRef,
+    subject: Subject,
+    context: Option<&str>,
+    before: &[C],
+    after: &[C],
+) -> Vec<HealthEvent> {
+    transition_events_with(upstream_reasons(), object, subject, context, before, after)
+}
+
+fn transition_events_with<C: Condition>(
+    upstream: bool,
+    object: &ObjectRef,
+    subject: Subject,
+    context: Option<&str>,
+    before: &[C],
+    after: &[C],
+) -> Vec<HealthEvent> {
+    let Some(primary) = transition_event(object, subject, context, before, after) else {
+        return Vec::new();
+    };
+    let abnormal = upstream && subject == Subject::Volume && !after.is_empty();
+    let mut out = vec![primary];
+    if abnormal {
+        // The upstream message is the driver's message itself.
+        let message = after
+            .iter()
+            .map(|c| match c.message() {
+                Some(m) if !m.is_empty() => m.to_string(),
+                _ => format!("{}/{}", c.status(), c.reason()),
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let prefix = context.map(|c| format!("{c}: ")).unwrap_or_default();
+        out.push(HealthEvent {
+            object: object.clone(),
+            event_type: EventType::Warning,
+            reason: REASON_UPSTREAM_ABNORMAL,
+            message: format!("{prefix}{message}"),
+        });
+    }
+    out
 }
 
 /// The Warning for status values this version does not know (`what` lists them).
@@ -535,6 +611,66 @@ mod tests {
     fn recorder() -> EventRecorder {
         let mut r = prometheus_client::registry::Registry::default();
         EventRecorder::new(Arc::new(WriterMetrics::new(&mut r)))
+    }
+
+    #[test]
+    fn the_upstream_reason_comes_beside_ours_for_abnormal_volumes_only() {
+        let o = pvc("data-1");
+        let deg = vec![c("SlowDisk", "writes take 800 ms")];
+        let reasons = |upstream: bool,
+                       subject: Subject,
+                       before: &[VolumeHealthCondition],
+                       after: &[VolumeHealthCondition]| {
+            transition_events_with(upstream, &o, subject, None, before, after)
+                .into_iter()
+                .map(|e| (e.reason, e.message))
+                .collect::<Vec<_>>()
+        };
+        let on = reasons(true, Subject::Volume, &[], &deg);
+        assert_eq!(on.len(), 2);
+        assert_eq!(on[0].0, REASON_VOLUME_DEGRADED);
+        assert_eq!(
+            on[1],
+            (REASON_UPSTREAM_ABNORMAL, "writes take 800 ms".to_string())
+        );
+        assert_eq!(
+            reasons(false, Subject::Volume, &[], &deg).len(),
+            1,
+            "off by default"
+        );
+        assert_eq!(
+            reasons(true, Subject::Volume, &deg, &[]).len(),
+            1,
+            "a recovery is not abnormal"
+        );
+        assert_eq!(
+            reasons(true, Subject::Storage, &[], &deg).len(),
+            1,
+            "volumes only"
+        );
+        assert!(
+            reasons(true, Subject::Volume, &deg, &deg).is_empty(),
+            "no transition"
+        );
+    }
+
+    #[test]
+    fn the_docs_list_exactly_the_reasons_the_writers_emit() {
+        let doc = include_str!("../../../docs/kubectl.md");
+        let section = doc
+            .split("## Events the writers raise")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .unwrap_or_else(|| panic!("docs/kubectl.md has no section on the Events"));
+        let mut documented: Vec<&str> = section
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split('`').next())
+            .collect();
+        documented.sort_unstable();
+        let mut emitted = ALL_REASONS.to_vec();
+        emitted.sort_unstable();
+        assert_eq!(documented, emitted);
     }
 
     fn ev(name: &str, reason: &'static str) -> HealthEvent {
