@@ -174,6 +174,12 @@ impl Agent {
         self.pod_writer.api_unreachable() || self.storage_writer.api_unreachable()
     }
 
+    /// Whether the API server drops the health fields from the agent's writes (its
+    /// `CSIVolumeHealth` feature gate is off), for `/readyz`.
+    pub fn drops_field(&self) -> bool {
+        self.pod_writer.drops_field() || self.storage_writer.drops_field()
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the maps inconsistent in a harmful way: they are caches.
         self.state

@@ -24,41 +24,49 @@ use volhealth_writer::intervals::{DriverIntervals, NODE_ANNOTATION};
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
     let metrics = Arc::new(Metrics::new());
     let ready = Arc::new(AtomicBool::new(false));
-    let api_unreachable = Arc::new(AtomicBool::new(false));
+    let api = ApiFlags::default();
     let mut tasks = JoinSet::new();
     if let Some(addr) = config.http_endpoint {
         let page = metrics.clone();
         let ready_flag = flag_check(ready.clone(), "not ready");
-        let unreachable = api_unreachable.clone();
-        let endpoints = Endpoints::new(move || page.encode()).readyz(move || {
-            ready_flag()?;
-            if unreachable.load(Ordering::Acquire) {
-                return Err("the API server cannot be reached for status writes".into());
-            }
-            Ok(())
-        });
+        let unreachable = api.unreachable.clone();
+        let dropped = api.field_dropped.clone();
+        let endpoints = Endpoints::new(move || page.encode())
+            .readyz(move || {
+                ready_flag()?;
+                if unreachable.load(Ordering::Acquire) {
+                    return Err("the API server cannot be reached for status writes".into());
+                }
+                Ok(())
+            })
+            .readyz_warning(move || {
+                dropped.load(Ordering::Acquire).then(|| {
+                    "the API server accepts pod.status.volumeHealth / csinode.status.storageHealth writes but drops the fields (its CSIVolumeHealth feature gate is off): nothing shows node-side health".to_string()
+                })
+            });
         let bound = BoundEndpoint::bind(addr, endpoints).await?;
         // Stopped by `abort_all` below, together with the other tasks.
         tasks.spawn(bound.serve(std::future::pending()));
     }
-    let result = run_inner(
-        config,
-        metrics,
-        ready,
-        api_unreachable,
-        &mut tasks,
-        shutdown,
-    )
-    .await;
+    let result = run_inner(config, metrics, ready, api, &mut tasks, shutdown).await;
     tasks.abort_all();
     result
+}
+
+/// What `/readyz` says of the agent's writes, refreshed every second from its writers.
+#[derive(Clone, Default)]
+struct ApiFlags {
+    /// The last write could not reach the API server (unready).
+    unreachable: Arc<AtomicBool>,
+    /// The API server drops the health fields (a warning; ready all the same).
+    field_dropped: Arc<AtomicBool>,
 }
 
 async fn run_inner(
     config: AgentConfig,
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
-    api_unreachable: Arc<AtomicBool>,
+    api: ApiFlags,
     tasks: &mut JoinSet<()>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
@@ -164,7 +172,10 @@ async fn run_inner(
     });
     let readiness = async {
         loop {
-            api_unreachable.store(agent.api_unreachable(), Ordering::Release);
+            api.unreachable
+                .store(agent.api_unreachable(), Ordering::Release);
+            api.field_dropped
+                .store(agent.drops_field(), Ordering::Release);
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     };

@@ -315,8 +315,11 @@ fn update(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         {
             return Err(ApiError::conflict(def.group, def.plural, &name));
         }
-        let new = objects::merge_update(def, old, proposed, status_only)?;
+        let mut new = objects::merge_update(def, old, proposed, status_only)?;
         if c.dry_run() {
+            // A dry run answers what a real write would store: admitted (validated, with the
+            // fields of disabled feature gates dropped), as kube-apiserver's dry run is.
+            objects::admit(st.gates, def, Some(old), &mut new)?;
             return Err(dry_run_answer(new));
         }
         save(st, old, new, def)
@@ -442,6 +445,7 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             apply::record(api_def, &mut new, a, manager, sub, &objects::now_rfc3339());
         }
         if c.dry_run() {
+            objects::admit(st.gates, def, Some(old), &mut new)?;
             return Err(dry_run_answer(new));
         }
         save(st, old, new, def)

@@ -287,6 +287,23 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
         1,
         "logged once"
     );
+    // Said where an operator looks: /readyz (still 200), a gauge, and one Event.
+    let readyz = monitor.metrics_url.replace("/metrics", "/readyz");
+    let (code, _, body) = support::http_get(&readyz, None).unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains(
+            "warning: the API server accepts pvc.status.healthStatus writes but drops the field"
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        monitor
+            .metric("csi_volume_health_status_field_dropped", &[])
+            .await,
+        1.0
+    );
+    world.wait_event("claim-a", "HealthStatusNotStored").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

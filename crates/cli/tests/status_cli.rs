@@ -517,3 +517,53 @@ async fn lists_come_in_pages_of_500_and_a_label_selector_narrows_them() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_drops_the_fields_is_never_shown_as_healthy() {
+    // Gate on, nothing reported: "no conditions", and the dry run stores nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed(&api).await;
+    let (code, out, err) = status(&api.kubeconfig, &["-A"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("No volume or storage health conditions"),
+        "{out}"
+    );
+    let (_, _, body) = support::http_get(
+        &format!(
+            "{}/api/v1/namespaces/default/persistentvolumeclaims/data-1",
+            api.url
+        ),
+        None,
+    )
+    .unwrap();
+    assert!(
+        !body.contains("healthStatus"),
+        "the dry run stored nothing: {body}"
+    );
+
+    // Gate off: the same cluster says so instead.
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &["--feature-gates", "CSIVolumeHealth=false"]);
+    seed(&api).await;
+    break_all(&api).await; // dropped on save
+    let (code, out, err) = status(&api.kubeconfig, &["-A"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("The API server does not store volume health")
+            && out.contains("CSIVolumeHealth feature gate is off")
+            && !out.contains("No volume"),
+        "{out}"
+    );
+    let (_, out, _) = status(&api.kubeconfig, &["-A", "-o", "json"]);
+    let doc = json_of(&out);
+    assert_eq!(doc["healthy"], false, "{doc}");
+    assert!(
+        doc["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("CSIVolumeHealth"),
+        "{doc}"
+    );
+}

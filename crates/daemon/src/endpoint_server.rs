@@ -57,7 +57,11 @@ pub struct Endpoints {
     metrics: Encode,
     healthz: Check,
     readyz: Check,
+    readyz_warning: Warning,
 }
+
+/// A condition worth telling an operator that does not make the component unready.
+pub type Warning = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 impl std::fmt::Debug for Endpoints {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,6 +79,7 @@ impl Endpoints {
             metrics: Arc::new(encode),
             healthz: pass.clone(),
             readyz: pass,
+            readyz_warning: Arc::new(|| None),
         }
     }
 
@@ -98,6 +103,16 @@ impl Endpoints {
         check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
     ) -> Endpoints {
         self.readyz = Arc::new(check);
+        self
+    }
+
+    /// Adds a warning to a passing `/readyz` (200, `ok` and then `warning: …`): something an
+    /// operator must know that restarting or unreadying the pod would not mend.
+    pub fn readyz_warning(
+        mut self,
+        warning: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Endpoints {
+        self.readyz_warning = Arc::new(warning);
         self
     }
 
@@ -146,7 +161,13 @@ async fn healthz(State(e): State<Endpoints>) -> (StatusCode, String) {
 }
 
 async fn readyz(State(e): State<Endpoints>) -> (StatusCode, String) {
-    answer(&e.readyz)
+    let (code, mut body) = answer(&e.readyz);
+    if code == StatusCode::OK
+        && let Some(warning) = (e.readyz_warning)()
+    {
+        body.push_str(&format!("\nwarning: {warning}"));
+    }
+    (code, body)
 }
 
 /// The endpoint bound to its address and not yet serving.

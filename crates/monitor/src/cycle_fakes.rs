@@ -17,7 +17,7 @@ pub(crate) use volhealth_csi::v1::VolumeHealth;
 pub(crate) use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 pub(crate) use volhealth_model::{VolumeHealthCondition, VolumeHealthStatus};
 pub(crate) use volhealth_writer::events::{
-    REASON_UNKNOWN, REASON_VOLUME_DEGRADED as REASON_DEGRADED,
+    REASON_FIELD_DROPPED, REASON_UNKNOWN, REASON_VOLUME_DEGRADED as REASON_DEGRADED,
     REASON_VOLUME_RECOVERED as REASON_RECOVERED,
 };
 pub(crate) use volhealth_writer::{

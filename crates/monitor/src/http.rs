@@ -35,7 +35,13 @@ pub fn endpoints<C: ClaimStore, P: HealthPatcher, K: Clock>(
 ) -> Endpoints {
     let metrics = shared.clone();
     let ready = flags.ready.clone();
+    let dropping = shared.clone();
     Endpoints::new(move || metrics.metrics.encode())
+        .readyz_warning(move || {
+            dropping.writer.drops_field().then(|| {
+                "the API server accepts pvc.status.healthStatus writes but drops the field (its CSIVolumeHealth feature gate is off): no claim shows health".to_string()
+            })
+        })
         .healthz(flag_check(flags.live.clone(), "leader election failed"))
         .readyz(move || {
             if !ready.load(Ordering::Acquire) {

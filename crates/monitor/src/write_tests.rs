@@ -65,11 +65,50 @@ async fn dropped_writes_are_counted_and_retried_slowly() {
         "{}",
         r.metrics()
     );
+    // One transition Event, not one per attempt, and the one Event saying the gate is off.
     assert_eq!(
         r.api.event_reasons(),
-        vec![REASON_DEGRADED],
+        vec![REASON_FIELD_DROPPED, REASON_DEGRADED],
         "one Event, not one per attempt"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_drops_the_field_is_said_once_shown_while_it_lasts_and_forgotten_after() {
+    let mut r = rig(Mode::Get, &["vol-a", "vol-b"]);
+    r.api.with(|s| s.drop_health = true);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.driver.set("vol-b", degraded("Slow"));
+    r.cycle().await;
+    assert!(r.shared.writer.drops_field());
+    let gauge = |v: u8| {
+        format!(
+            r#"csi_volume_health_status_field_dropped{{resource="persistentvolumeclaims/status"}} {v}"#
+        )
+    };
+    assert!(r.metrics().contains(&gauge(1)), "{}", r.metrics());
+    let said = |r: &Rig| {
+        r.api
+            .event_reasons()
+            .iter()
+            .filter(|e| **e == REASON_FIELD_DROPPED)
+            .count()
+    };
+    assert_eq!(said(&r), 1, "once for the run, not per claim");
+
+    // The gate is turned on: the next write is stored and the warning goes.
+    r.api.with(|s| s.drop_health = false);
+    for _ in 0..4 {
+        tokio::time::advance(INTERVAL).await;
+        r.cycle().await;
+    }
+    assert_eq!(
+        reasons(&r.api.stored("vol-a")),
+        [("Degraded".into(), "Slow".into())]
+    );
+    assert!(!r.shared.writer.drops_field());
+    assert!(r.metrics().contains(&gauge(0)), "{}", r.metrics());
+    assert_eq!(said(&r), 1);
 }
 
 #[tokio::test(start_paused = true)]

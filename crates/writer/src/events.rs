@@ -34,8 +34,13 @@ pub const REASON_UNKNOWN: &str = "UnknownVolumeHealthCondition";
 /// message, as the upstream sidecar up to v0.18 and the kubelet before v1.37 reported it.
 pub const REASON_UPSTREAM_ABNORMAL: &str = "VolumeConditionAbnormal";
 
+/// Warning, once per run: the API server accepts health writes but drops the field (its
+/// `CSIVolumeHealth` feature gate is off), so no object shows health.
+pub const REASON_FIELD_DROPPED: &str = "HealthStatusNotStored";
+
 /// Every reason the writers' Events carry (docs/kubectl.md lists exactly these).
-pub const ALL_REASONS: [&str; 8] = [
+pub const ALL_REASONS: [&str; 9] = [
+    REASON_FIELD_DROPPED,
     REASON_VOLUME_DEGRADED,
     REASON_VOLUME_CHANGED,
     REASON_VOLUME_RECOVERED,
@@ -243,6 +248,19 @@ fn transition_events_with<C: Condition>(
         });
     }
     out
+}
+
+/// The one Warning saying that the API server drops the health field of `resource` (on the
+/// first object whose write it dropped).
+pub fn field_dropped_event(object: &ObjectRef, resource: &str) -> HealthEvent {
+    HealthEvent {
+        object: object.clone(),
+        event_type: EventType::Warning,
+        reason: REASON_FIELD_DROPPED,
+        message: format!(
+            "The API server accepted the write of {resource} but did not store the health field: its CSIVolumeHealth feature gate is off, so no object shows volume health until it is turned on (--feature-gates=CSIVolumeHealth=true). Writes continue slowly and resume when it is"
+        ),
+    }
 }
 
 /// The Warning for status values this version does not know (`what` lists them).

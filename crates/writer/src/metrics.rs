@@ -105,6 +105,7 @@ pub struct WriterMetrics {
     probe_duration: HistogramFamily,
     writes_total: Family<WriteLabels, Counter>,
     writes_dropped: Family<ResourceLabels, Counter>,
+    field_dropped: Family<ResourceLabels, Gauge>,
     unknown_total: Family<UnknownLabels, Counter>,
     events_total: Family<EventLabels, Counter>,
     cycle_duration: Family<CycleLabels, Histogram, fn() -> Histogram>,
@@ -119,6 +120,7 @@ impl WriterMetrics {
             probe_duration: Family::new_with_constructor(probe_histogram),
             writes_total: Family::default(),
             writes_dropped: Family::default(),
+            field_dropped: Family::default(),
             unknown_total: Family::default(),
             events_total: Family::default(),
             cycle_duration: Family::new_with_constructor(cycle_histogram),
@@ -144,6 +146,11 @@ impl WriterMetrics {
             "csi_volume_health_status_writes_dropped",
             "Health status writes the API server accepted without storing the field or refused (feature gate off?)",
             m.writes_dropped.clone(),
+        );
+        registry.register(
+            "csi_volume_health_status_field_dropped",
+            "1 while the API server drops the health field of this resource on write (its CSIVolumeHealth feature gate is off), else 0",
+            m.field_dropped.clone(),
         );
         registry.register(
             "csi_volume_health_unknown_condition",
@@ -210,6 +217,15 @@ impl WriterMetrics {
                 result: result.into(),
             })
             .get()
+    }
+
+    /// Records whether the last answered write of `resource` had its health field dropped.
+    pub fn set_field_dropped(&self, resource: &str, dropped: bool) {
+        self.field_dropped
+            .get_or_create(&ResourceLabels {
+                resource: resource.into(),
+            })
+            .set(i64::from(dropped));
     }
 
     /// Counts one status write of `resource` by result.

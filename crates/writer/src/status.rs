@@ -5,7 +5,7 @@
 
 use crate::api::{ApiFailure, FailureKind};
 use crate::backoff::{RefusalBackoff, UnreachableBackoff};
-use crate::events::{EventRecorder, HealthEvent};
+use crate::events::{EventRecorder, HealthEvent, field_dropped_event};
 use crate::metrics::WriterMetrics;
 use crate::overlay::OwnWrites;
 use std::fmt::Display;
@@ -88,6 +88,10 @@ struct State<K, V> {
     overlay: OwnWrites<K, V>,
     refusals: RefusalBackoff<K>,
     unreachable: UnreachableBackoff,
+    /// The last answered write had its health field dropped (the API server's gate is off).
+    field_dropped: bool,
+    /// The one Event saying so was raised.
+    dropped_announced: bool,
 }
 
 /// The shared write path for one [`Target`].
@@ -122,6 +126,8 @@ impl<T: Target> StatusWriter<T> {
                 overlay: OwnWrites::new(),
                 refusals: RefusalBackoff::new(interval),
                 unreachable: UnreachableBackoff::new(interval),
+                field_dropped: false,
+                dropped_announced: false,
             }),
         }
     }
@@ -164,6 +170,12 @@ impl<T: Target> StatusWriter<T> {
         self.state().unreachable.is_unreachable()
     }
 
+    /// Whether the API server dropped the health field from the last write it answered: its
+    /// `CSIVolumeHealth` feature gate is off, and no object will show health (for `/readyz`).
+    pub fn drops_field(&self) -> bool {
+        self.state().field_dropped
+    }
+
     /// Forgets objects that no longer exist.
     pub fn retain(&self, keep: impl Fn(&T::Key) -> bool) {
         let mut s = self.state();
@@ -195,18 +207,32 @@ impl<T: Target> StatusWriter<T> {
                 self.state().unreachable.reached();
                 if !self.target.is_empty(&after) && self.target.is_empty(&patched.value) {
                     self.metrics.write(resource, "dropped");
-                    let (hold, first) = self.state().refusals.refused(key);
+                    self.metrics.set_field_dropped(resource, true);
+                    let (hold, first, announce) = {
+                        let mut s = self.state();
+                        s.field_dropped = true;
+                        let announce = !std::mem::replace(&mut s.dropped_announced, true);
+                        let (hold, first) = s.refusals.refused(key);
+                        (hold, first, announce)
+                    };
                     if first {
                         tracing::warn!(object = %key, %resource, retry_in = %volhealth_daemon::duration::format(hold),
                             "the API server accepted the write but did not store the health field (is its CSIVolumeHealth feature gate off?); retrying this object slowly");
                         // The status cannot carry the news, so the transition is at least an Event, once.
-                        self.raise(self.target.transitions(key, stored, before, &after));
+                        let transitions = self.target.transitions(key, stored, before, &after);
+                        if announce && let Some(first) = transitions.first() {
+                            self.events
+                                .record(field_dropped_event(&first.object, resource));
+                        }
+                        self.raise(transitions);
                     }
                     return Outcome::Dropped;
                 }
                 self.metrics.write(resource, "success");
+                self.metrics.set_field_dropped(resource, false);
                 let again = {
                     let mut s = self.state();
+                    s.field_dropped = false;
                     s.overlay.record(
                         key,
                         stored.resource_version.clone(),

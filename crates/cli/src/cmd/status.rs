@@ -3,6 +3,7 @@
 //! conditions (backend) — as a table for people or a documented JSON/YAML document for scripts.
 
 pub mod findings;
+pub mod gate;
 pub mod kubeconfig;
 pub mod render;
 pub mod wait;
@@ -276,7 +277,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         format: args.output,
         colour: use_colour(args.color),
     };
-    let mut found = findings::collect(&read(&conn, &scope).await?);
+    let mut snapshot = read(&conn, &scope).await?;
+    let mut found = findings::collect(&snapshot);
     let deadline = tokio::time::Instant::now() + args.timeout;
     loop {
         let unmet = wait::unmet(&args.wait_for, &found);
@@ -294,7 +296,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         tokio::time::sleep(WAIT_POLL).await;
-        found = findings::collect(&read(&conn, &scope).await?);
+        snapshot = read(&conn, &scope).await?;
+        found = findings::collect(&snapshot);
     }
     if args.watch {
         let streaming = kubeconfig::connect_as(
@@ -308,7 +311,33 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         watch::run(streaming, scope, style, found).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let text = frame(&found, &scope, style, false)?;
+    // Nothing to show: make sure that is not because the server drops the fields.
+    let gate = if found.is_empty() {
+        gate::check(&conn, &snapshot).await
+    } else {
+        gate::Gate::Stored
+    };
+    let text = match (&gate, style.format) {
+        (gate::Gate::Dropped { object }, Format::Table | Format::Wide) => {
+            gate::dropped_message(object)
+        }
+        (gate::Gate::Dropped { object }, Format::Json | Format::Yaml) => render::document_with(
+            &found,
+            scope.namespace.as_deref(),
+            jiff::Timestamp::now(),
+            style.format,
+            false,
+            &[gate::dropped_message(object)
+                .replace('\n', " ")
+                .trim()
+                .to_string()],
+        )?,
+        (gate::Gate::Unknown(why), Format::Table | Format::Wide) => format!(
+            "{}(Could not check that the API server stores the health fields: a dry-run write was refused: {why}.)\n",
+            frame(&found, &scope, style, false)?
+        ),
+        _ => frame(&found, &scope, style, false)?,
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .context("writing to stdout")?;

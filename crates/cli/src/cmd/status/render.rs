@@ -34,10 +34,14 @@ pub struct Report<'a> {
     pub namespace: Option<&'a str>,
     /// When the API was read.
     pub generated_at: String,
-    /// True when `items` is empty.
+    /// True when `items` is empty and nothing in `warnings` says health could not be shown.
     pub healthy: bool,
     /// Every unhealthy condition.
     pub items: &'a [Finding],
+    /// Why the items may not be the whole story, e.g. the API server drops the health fields
+    /// (left out when there is none).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
 }
 
 /// Renders the machine-readable document (JSON pretty-printed unless `one_line`).
@@ -48,13 +52,26 @@ pub fn document(
     format: Format,
     one_line: bool,
 ) -> anyhow::Result<String> {
+    document_with(findings, namespace, now, format, one_line, &[])
+}
+
+/// Like [`document`], with `warnings` (which make `healthy` false).
+pub fn document_with(
+    findings: &[Finding],
+    namespace: Option<&str>,
+    now: Timestamp,
+    format: Format,
+    one_line: bool,
+    warnings: &[String],
+) -> anyhow::Result<String> {
     let report = Report {
         api_version: REPORT_API_VERSION,
         kind: REPORT_KIND,
         namespace,
         generated_at: now.to_string(),
-        healthy: findings.is_empty(),
+        healthy: findings.is_empty() && warnings.is_empty(),
         items: findings,
+        warnings,
     };
     Ok(match format {
         Format::Yaml => serde_yaml::to_string(&report)
