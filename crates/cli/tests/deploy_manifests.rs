@@ -109,6 +109,7 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
             "agent",
             "monitor",
             "monitor-example",
+            "namespace-example",
             "remediate",
             "scheduler-extender"
         ]
