@@ -22,8 +22,21 @@ fn manifests() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
 }
 
-/// Every directory under deploy/kubernetes with a kustomization.yaml, sorted.
+/// Every directory under deploy/kubernetes with a kustomization.yaml, sorted: the
+/// Kustomizations, and the Components (which render only as part of a Kustomization).
+fn kustomizations_and_components() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (components, kustomizations) = all_kustomization_dirs().into_iter().partition(|d| {
+        let text = std::fs::read_to_string(d.join("kustomization.yaml")).unwrap();
+        documents(&text)[0]["kind"] == "Component"
+    });
+    (kustomizations, components)
+}
+
 fn kustomizations() -> Vec<PathBuf> {
+    kustomizations_and_components().0
+}
+
+fn all_kustomization_dirs() -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![manifests()];
     while let Some(dir) = stack.pop() {
@@ -138,6 +151,31 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
 }
 
 #[test]
+fn every_component_is_rendered_by_a_kustomization() {
+    let (kustomizations, components) = kustomizations_and_components();
+    let names: Vec<String> = components
+        .iter()
+        .map(|d| d.strip_prefix(manifests()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["components/monitor-sidecar"]);
+    // A Component does not render on its own: it is validated through a kustomization using it.
+    for c in &components {
+        let used = kustomizations.iter().any(|k| {
+            let text = std::fs::read_to_string(k.join("kustomization.yaml")).unwrap();
+            documents(&text)[0]["components"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|entry| {
+                    k.join(entry.as_str().unwrap()).canonicalize().unwrap()
+                        == c.canonicalize().unwrap()
+                })
+        });
+        assert!(used, "no kustomization renders {}", c.display());
+    }
+}
+
+#[test]
 fn the_validation_refuses_a_misspelt_field() {
     let Some(python) = validator() else {
         return;
@@ -168,7 +206,7 @@ fn containers(file: &str) -> Vec<serde_json::Value> {
 fn the_containers_pass_only_flags_the_binary_takes() {
     let mut seen = Vec::new();
     for file in [
-        "monitor-example/monitor-sidecar.yaml",
+        "components/monitor-sidecar/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
         "remediate/deployment.yaml",
     ] {
@@ -230,22 +268,73 @@ fn the_containers_pass_only_flags_the_binary_takes() {
     assert_eq!(seen, ["agent", "monitor", "remediate"]);
 }
 
+/// The one object of `kind` named `name` in `objects`.
+fn named<'a>(objects: &'a [serde_json::Value], kind: &str, name: &str) -> &'a serde_json::Value {
+    let mut found = objects
+        .iter()
+        .filter(|o| o["kind"] == kind && o["metadata"]["name"] == name);
+    let one = found
+        .next()
+        .unwrap_or_else(|| panic!("no {kind} {name} rendered"));
+    assert!(found.next().is_none(), "two {kind} {name} rendered");
+    one
+}
+
 #[test]
-fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
+fn the_monitor_component_adds_a_container_and_changes_nothing_the_driver_declares() {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return;
     }
-    let objects = documents(&render(&manifests().join("monitor-example")));
-    let deployment = objects
+    // The driver as its manifests declare it, and as the example renders it with the component.
+    let declared_text =
+        std::fs::read_to_string(manifests().join("monitor-example/driver-controller.yaml"))
+            .unwrap();
+    let declared = documents(&declared_text);
+    let before = declared
         .iter()
         .find(|o| o["kind"] == "Deployment")
         .expect("the driver's Deployment");
-    let pod = &deployment["spec"]["template"]["spec"];
-    // One socket volume, shared by the driver and the monitor, which finds the driver's socket.
+    let name = before["metadata"]["name"].as_str().unwrap();
+    let objects = documents(&render(&manifests().join("monitor-example")));
+    let after = named(&objects, "Deployment", name);
+    let (old_pod, pod) = (
+        &before["spec"]["template"]["spec"],
+        &after["spec"]["template"]["spec"],
+    );
+
+    // The driver's identity and volumes are untouched: the socket volume is still its hostPath,
+    // with exactly one source.
+    assert_eq!(pod["serviceAccountName"], old_pod["serviceAccountName"]);
+    assert_eq!(pod["volumes"], old_pod["volumes"]);
     let volumes = pod["volumes"].as_array().unwrap();
     assert_eq!(volumes.len(), 1, "{volumes:?}");
-    let socket_dir = volumes[0]["name"].as_str().unwrap();
+    let socket_volume = &volumes[0];
+    let socket_dir = socket_volume["name"].as_str().unwrap();
+    let sources: Vec<&String> = socket_volume
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "name")
+        .collect();
+    assert_eq!(sources, ["hostPath"], "{socket_volume}");
+    // Every container the driver declares is rendered exactly as declared; one is added.
     let containers = pod["containers"].as_array().unwrap();
+    let old_containers = old_pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), old_containers.len() + 1);
+    for c in old_containers {
+        assert!(containers.contains(c), "{} changed", c["name"]);
+    }
+    let monitor = containers
+        .iter()
+        .find(|c| c["name"] == "csi-external-health-monitor-controller")
+        .expect("the monitor container");
+    assert!(
+        monitor["image"].as_str().unwrap().starts_with("volhealth:"),
+        "{}",
+        monitor["image"]
+    );
+
+    // The monitor mounts the driver's socket volume and looks for the socket the driver serves.
     let mount_of = |c: &serde_json::Value| {
         c["volumeMounts"]
             .as_array()
@@ -261,10 +350,6 @@ fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
             })
             .unwrap_or_else(|| panic!("{} does not mount {socket_dir}", c["name"]))
     };
-    let monitor = containers
-        .iter()
-        .find(|c| c["name"] == "csi-external-health-monitor-controller")
-        .expect("the monitor container");
     let driver = containers
         .iter()
         .find(|c| c["name"] == "csi-driver")
@@ -292,26 +377,167 @@ fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
         in_volume(served, &mount_of(driver)),
         "the monitor looks for another socket than the driver serves"
     );
-    // The pod runs as the service account the rendered bindings grant, in their namespace.
-    let sa = objects
+
+    // The driver's own service account, in its namespace, gets the monitor's ClusterRole and the
+    // leader-election Role (in the pod's namespace, where the Lease is).
+    let account = serde_json::json!([{
+        "kind": "ServiceAccount",
+        "name": old_pod["serviceAccountName"],
+        "namespace": after["metadata"]["namespace"],
+    }]);
+    let sidecar_rbac: Vec<&serde_json::Value> = objects
         .iter()
-        .find(|o| o["kind"] == "ServiceAccount")
-        .expect("the ServiceAccount");
-    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
-    assert_eq!(
-        deployment["metadata"]["namespace"],
-        sa["metadata"]["namespace"]
+        .filter(|o| o["metadata"]["labels"]["app.kubernetes.io/component"] == "monitor-sidecar")
+        .collect();
+    let crb = sidecar_rbac
+        .iter()
+        .find(|o| o["kind"] == "ClusterRoleBinding")
+        .expect("the component's ClusterRoleBinding");
+    assert_eq!(crb["subjects"], account);
+    assert_eq!(crb["roleRef"]["kind"], "ClusterRole");
+    let cluster_role = named(
+        &objects,
+        "ClusterRole",
+        crb["roleRef"]["name"].as_str().unwrap(),
     );
-    for binding in objects
+    assert!(
+        cluster_role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"][0] == "persistentvolumeclaims/status"),
+        "{cluster_role}"
+    );
+    let rb = sidecar_rbac
         .iter()
-        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
-    {
-        assert_eq!(binding["subjects"][0]["name"], sa["metadata"]["name"]);
-        assert_eq!(
-            binding["subjects"][0]["namespace"],
-            sa["metadata"]["namespace"]
-        );
+        .find(|o| o["kind"] == "RoleBinding")
+        .expect("the component's RoleBinding");
+    assert_eq!(rb["subjects"], account);
+    assert_eq!(rb["metadata"]["namespace"], after["metadata"]["namespace"]);
+    let role = named(&objects, "Role", rb["roleRef"]["name"].as_str().unwrap());
+    assert_eq!(
+        role["metadata"]["namespace"],
+        after["metadata"]["namespace"]
+    );
+    // The same grant as the monitor's own leader-election Role.
+    let base = documents(&std::fs::read_to_string(manifests().join("monitor/rbac.yaml")).unwrap());
+    let base_role = base.iter().find(|o| o["kind"] == "Role").unwrap();
+    assert_eq!(role["rules"], base_role["rules"]);
+}
+
+/// `to` relative to `from` (both absolute directories), as kustomize wants a base named.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let (from, to) = (from.canonicalize().unwrap(), to.canonicalize().unwrap());
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in from.components().skip(common) {
+        out.push("..");
     }
+    for c in to.components().skip(common) {
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_component_binds_the_account_and_namespace_each_driver_has() {
+    if !support::have_tool("kubectl", &["version", "--client"]) {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let component = relative(dir.path(), &manifests().join("components/monitor-sidecar"));
+    // Two drivers, each in its own overlay: another account, another namespace, an emptyDir socket.
+    for (driver, namespace, account) in [
+        ("alpha", "storage-alpha", "alpha-controller-sa"),
+        ("beta", "storage-beta", "beta-controller-sa"),
+    ] {
+        let overlay = dir.path().join(driver);
+        std::fs::create_dir(&overlay).unwrap();
+        std::fs::write(
+            overlay.join("kustomization.yaml"),
+            format!(
+                "resources: [driver.yaml]\ncomponents: [../{}]\n",
+                component.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            overlay.join("driver.yaml"),
+            format!(
+                "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {driver}-controller
+  namespace: {namespace}
+  labels: {{volhealth.io/monitor-sidecar: \"true\"}}
+spec:
+  selector: {{matchLabels: {{app: {driver}}}}}
+  template:
+    metadata: {{labels: {{app: {driver}}}}}
+    spec:
+      serviceAccountName: {account}
+      containers: [{{name: driver, image: {driver}:1, volumeMounts: [{{name: socket-dir, mountPath: /csi}}]}}]
+      volumes: [{{name: socket-dir, emptyDir: {{}}}}]
+"
+            ),
+        )
+        .unwrap();
+    }
+    let alpha = documents(&render(&dir.path().join("alpha")));
+    let beta = documents(&render(&dir.path().join("beta")));
+    let mut cluster_bindings = Vec::new();
+    for (objects, namespace, account) in [
+        (&alpha, "storage-alpha", "alpha-controller-sa"),
+        (&beta, "storage-beta", "beta-controller-sa"),
+    ] {
+        let subject = serde_json::json!([
+            {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+        ]);
+        let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], account);
+        assert_eq!(
+            pod["volumes"],
+            serde_json::json!([{"name": "socket-dir", "emptyDir": {}}])
+        );
+        assert_eq!(pod["containers"].as_array().unwrap().len(), 2);
+        for kind in ["ClusterRoleBinding", "RoleBinding"] {
+            let b = objects.iter().find(|o| o["kind"] == kind).unwrap();
+            assert_eq!(b["subjects"], subject, "{kind}");
+        }
+        for kind in ["Role", "RoleBinding"] {
+            let o = objects.iter().find(|o| o["kind"] == kind).unwrap();
+            assert_eq!(o["metadata"]["namespace"], namespace, "{kind}");
+        }
+        let crb = objects
+            .iter()
+            .find(|o| o["kind"] == "ClusterRoleBinding")
+            .unwrap();
+        cluster_bindings.push(crb["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    // Two drivers in one cluster do not overwrite each other's cluster-wide grant.
+    assert_ne!(cluster_bindings[0], cluster_bindings[1]);
+    // A driver Deployment without the label gets no container (the patch targets the label).
+    let overlay = dir.path().join("alpha");
+    let unlabelled = std::fs::read_to_string(overlay.join("driver.yaml"))
+        .unwrap()
+        .replace("volhealth.io/monitor-sidecar: \"true\"", "app: alpha");
+    std::fs::write(overlay.join("driver.yaml"), unlabelled).unwrap();
+    let objects = documents(&render(&overlay));
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -366,7 +592,7 @@ fn guide_snippets() -> Vec<(serde_json::Value, serde_json::Value)> {
 fn the_deploy_guide_shows_the_containers_as_shipped() {
     let snippets = guide_snippets();
     let shipped: Vec<serde_json::Value> = [
-        "monitor-example/monitor-sidecar.yaml",
+        "components/monitor-sidecar/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
         "remediate/deployment.yaml",
     ]
