@@ -120,6 +120,7 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         names,
         [
             "agent",
+            "all",
             "monitor",
             "monitor-example",
             "namespace-example",
@@ -209,6 +210,7 @@ fn the_containers_pass_only_flags_the_binary_takes() {
         "components/monitor-sidecar/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
         "remediate/deployment.yaml",
+        "scheduler-extender/deployment.yaml",
     ] {
         for c in containers(file) {
             if c["image"] != "volhealth" {
@@ -265,7 +267,7 @@ fn the_containers_pass_only_flags_the_binary_takes() {
         }
     }
     seen.sort();
-    assert_eq!(seen, ["agent", "monitor", "remediate"]);
+    assert_eq!(seen, ["agent", "monitor", "remediate", "scheduler-extender"]);
 }
 
 /// The one object of `kind` named `name` in `objects`.
