@@ -193,6 +193,21 @@ fn every_component_is_rendered_by_a_kustomization() {
 }
 
 #[test]
+fn both_directory_tables_list_every_directory() {
+    let (kustomizations, components) = kustomizations_and_components();
+    for doc in ["README.md", "../../docs/deploy.md"] {
+        let text = std::fs::read_to_string(manifests().join(doc)).unwrap();
+        for dir in kustomizations.iter().chain(&components) {
+            let row = format!(
+                "| `{}/` |",
+                dir.strip_prefix(manifests()).unwrap().display()
+            );
+            assert!(text.contains(&row), "{doc} has no row {row}");
+        }
+    }
+}
+
+#[test]
 fn the_validation_refuses_a_misspelt_field() {
     let Some(python) = validator() else {
         return;
