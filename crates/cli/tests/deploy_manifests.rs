@@ -1,9 +1,12 @@
-//! The Kubernetes manifests in `deploy/kubernetes/`: every base and overlay renders with
-//! `kubectl kustomize`, and every object it renders validates against the Kubernetes 1.37 schemas
-//! in strict mode (`kubernetes-validate` from PyPI, run by the Python named by VOLHEALTH_PYTHON,
-//! default `python3`), which refuses a misspelt field; and the flags the containers pass are
-//! ones `volhealth monitor` and `volhealth agent` take; the example overlay gives the monitor the
-//! driver's socket and the service account its bindings grant.
+//! The Kubernetes manifests in `deploy/kubernetes/`: every kustomization renders with
+//! `kubectl kustomize` (and every Component is rendered by one), and every object it renders
+//! validates against the Kubernetes 1.37 schemas in strict mode (`kubernetes-validate` from PyPI,
+//! run by the Python named by VOLHEALTH_PYTHON, default `python3`), which refuses a misspelt
+//! field (the Prometheus Operator's PodMonitors, which it has no schema for, are checked in
+//! crates/deploy-tests); the flags the containers pass are ones the binaries take; the monitor
+//! Component adds its container to a driver without changing the driver's containers, service
+//! account or socket volume, gives it the driver's socket, and binds its roles to the driver's
+//! own account; and both directory tables list every directory.
 //!
 //! Without kubectl or kubernetes-validate the rendering tests print `SKIPPED` and pass, unless
 //! `VOLHEALTH_REQUIRE_TOOLS=1`.

@@ -1,6 +1,9 @@
 //! The monitoring files in `deploy/`: the alert rules pass `promtool check rules` and their unit
-//! tests (`promtool test rules`), the PrometheusRule carries the same groups, and every query of
-//! the Grafana dashboard parses and names only metrics the components export.
+//! tests (`promtool test rules`), every alert has a unit test in which it fires and a runbook
+//! section in docs/troubleshooting.md, the PrometheusRule carries the same groups, the rules'
+//! `up` jobs are the PodMonitors' jobs, and every query of the Grafana dashboard parses, names
+//! only metrics the components export and filters by its cluster variable; the dashboard's
+//! ConfigMap carries the dashboard for Grafana's sidecar.
 //!
 //! Needs `promtool` (Debian: package `prometheus`) for the promtool parts; without it they print
 //! `SKIPPED` and pass, unless `VOLHEALTH_REQUIRE_TOOLS=1`.
