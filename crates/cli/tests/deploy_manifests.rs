@@ -1,9 +1,10 @@
-//! The Kubernetes manifests in `deploy/kubernetes/`: every base and overlay renders with
-//! `kubectl kustomize`, and every object it renders validates against the Kubernetes 1.37 schemas
-//! in strict mode (`kubernetes-validate` from PyPI, run by the Python named by VOLHEALTH_PYTHON,
-//! default `python3`), which refuses a misspelt field; and the flags the containers pass are
-//! ones `volhealth monitor` and `volhealth agent` take; the example overlay gives the monitor the
-//! driver's socket and the service account its bindings grant.
+//! The Kubernetes manifests in `deploy/kubernetes/`: every kustomization renders with
+//! `kubectl kustomize` (and every Component is rendered by one), and every object it renders
+//! validates against the Kubernetes 1.37 schemas in strict mode (`kubernetes-validate` from PyPI,
+//! run by the Python named by VOLHEALTH_PYTHON, default `python3`), which refuses a misspelt
+//! field (the Prometheus Operator's PodMonitors, which it has no schema for, are checked in
+//! crates/deploy-tests, as are the monitor Component's renderings onto drivers); the flags the
+//! containers pass are ones the binaries take; and both directory tables list every directory.
 //!
 //! Without kubectl or kubernetes-validate the rendering tests print `SKIPPED` and pass, unless
 //! `VOLHEALTH_REQUIRE_TOOLS=1`.
@@ -22,8 +23,21 @@ fn manifests() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
 }
 
-/// Every directory under deploy/kubernetes with a kustomization.yaml, sorted.
+/// Every directory under deploy/kubernetes with a kustomization.yaml, sorted: the
+/// Kustomizations, and the Components (which render only as part of a Kustomization).
+fn kustomizations_and_components() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (components, kustomizations) = all_kustomization_dirs().into_iter().partition(|d| {
+        let text = std::fs::read_to_string(d.join("kustomization.yaml")).unwrap();
+        documents(&text)[0]["kind"] == "Component"
+    });
+    (kustomizations, components)
+}
+
 fn kustomizations() -> Vec<PathBuf> {
+    kustomizations_and_components().0
+}
+
+fn all_kustomization_dirs() -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![manifests()];
     while let Some(dir) = stack.pop() {
@@ -107,8 +121,12 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         names,
         [
             "agent",
+            "all",
+            "grafana-dashboard",
             "monitor",
             "monitor-example",
+            "namespace-example",
+            "podmonitors",
             "remediate",
             "scheduler-extender"
         ]
@@ -117,9 +135,23 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         return;
     };
     for dir in &dirs {
-        let yaml = render(dir);
-        let objects = documents(&yaml);
-        assert!(!objects.is_empty(), "{} renders nothing", dir.display());
+        let rendered = documents(&render(dir));
+        assert!(!rendered.is_empty(), "{} renders nothing", dir.display());
+        // The Prometheus Operator's kinds are CRDs, which kubernetes-validate has no schema
+        // for: their structure is checked by crates/deploy-tests/tests/podmonitors.rs.
+        let (custom, objects): (Vec<_>, Vec<_>) = rendered
+            .into_iter()
+            .partition(|o| o["apiVersion"] == "monitoring.coreos.com/v1");
+        for o in &custom {
+            assert_eq!(o["kind"], "PodMonitor", "{}: {o}", dir.display());
+        }
+        if objects.is_empty() {
+            continue;
+        }
+        let yaml: String = objects
+            .iter()
+            .map(|o| format!("---\n{}\n", serde_json::to_string(o).unwrap()))
+            .collect();
         let (ok, out) = validate(&python, &yaml);
         assert!(ok, "{} does not validate:\n{out}", dir.display());
         // Each object was checked against a schema (none skipped as an unknown kind).
@@ -133,6 +165,46 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
             assert!(out.contains(&id), "{}: no `{id}` in:\n{out}", dir.display());
         }
         assert!(!out.contains("WARN"), "{}:\n{out}", dir.display());
+    }
+}
+
+#[test]
+fn every_component_is_rendered_by_a_kustomization() {
+    let (kustomizations, components) = kustomizations_and_components();
+    let names: Vec<String> = components
+        .iter()
+        .map(|d| d.strip_prefix(manifests()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["components/monitor-sidecar"]);
+    // A Component does not render on its own: it is validated through a kustomization using it.
+    for c in &components {
+        let used = kustomizations.iter().any(|k| {
+            let text = std::fs::read_to_string(k.join("kustomization.yaml")).unwrap();
+            documents(&text)[0]["components"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|entry| {
+                    k.join(entry.as_str().unwrap()).canonicalize().unwrap()
+                        == c.canonicalize().unwrap()
+                })
+        });
+        assert!(used, "no kustomization renders {}", c.display());
+    }
+}
+
+#[test]
+fn both_directory_tables_list_every_directory() {
+    let (kustomizations, components) = kustomizations_and_components();
+    for doc in ["README.md", "../../docs/deploy.md"] {
+        let text = std::fs::read_to_string(manifests().join(doc)).unwrap();
+        for dir in kustomizations.iter().chain(&components) {
+            let row = format!(
+                "| `{}/` |",
+                dir.strip_prefix(manifests()).unwrap().display()
+            );
+            assert!(text.contains(&row), "{doc} has no row {row}");
+        }
     }
 }
 
@@ -167,9 +239,10 @@ fn containers(file: &str) -> Vec<serde_json::Value> {
 fn the_containers_pass_only_flags_the_binary_takes() {
     let mut seen = Vec::new();
     for file in [
-        "monitor-example/monitor-sidecar.yaml",
+        "components/monitor-sidecar/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
         "remediate/deployment.yaml",
+        "scheduler-extender/deployment.yaml",
     ] {
         for c in containers(file) {
             if c["image"] != "volhealth" {
@@ -226,91 +299,10 @@ fn the_containers_pass_only_flags_the_binary_takes() {
         }
     }
     seen.sort();
-    assert_eq!(seen, ["agent", "monitor", "remediate"]);
-}
-
-#[test]
-fn the_example_overlay_gives_the_monitor_the_drivers_socket_and_identity() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
-        return;
-    }
-    let objects = documents(&render(&manifests().join("monitor-example")));
-    let deployment = objects
-        .iter()
-        .find(|o| o["kind"] == "Deployment")
-        .expect("the driver's Deployment");
-    let pod = &deployment["spec"]["template"]["spec"];
-    // One socket volume, shared by the driver and the monitor, which finds the driver's socket.
-    let volumes = pod["volumes"].as_array().unwrap();
-    assert_eq!(volumes.len(), 1, "{volumes:?}");
-    let socket_dir = volumes[0]["name"].as_str().unwrap();
-    let containers = pod["containers"].as_array().unwrap();
-    let mount_of = |c: &serde_json::Value| {
-        c["volumeMounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == socket_dir)
-            .map(|m| {
-                m["mountPath"]
-                    .as_str()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string()
-            })
-            .unwrap_or_else(|| panic!("{} does not mount {socket_dir}", c["name"]))
-    };
-    let monitor = containers
-        .iter()
-        .find(|c| c["name"] == "csi-external-health-monitor-controller")
-        .expect("the monitor container");
-    let driver = containers
-        .iter()
-        .find(|c| c["name"] == "csi-driver")
-        .expect("the driver container");
-    let address = monitor["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "ADDRESS")
-        .and_then(|e| e["value"].as_str())
-        .expect("ADDRESS");
-    let served = driver["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|a| a.as_str().unwrap().strip_prefix("--endpoint=unix://"))
-        .expect("the driver's endpoint");
-    let in_volume = |path: &str, mount: &str| {
-        path.strip_prefix(&format!("{mount}/"))
-            .unwrap_or_else(|| panic!("{path} is not in {mount}"))
-            .to_string()
-    };
     assert_eq!(
-        in_volume(address, &mount_of(monitor)),
-        in_volume(served, &mount_of(driver)),
-        "the monitor looks for another socket than the driver serves"
+        seen,
+        ["agent", "monitor", "remediate", "scheduler-extender"]
     );
-    // The pod runs as the service account the rendered bindings grant, in their namespace.
-    let sa = objects
-        .iter()
-        .find(|o| o["kind"] == "ServiceAccount")
-        .expect("the ServiceAccount");
-    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
-    assert_eq!(
-        deployment["metadata"]["namespace"],
-        sa["metadata"]["namespace"]
-    );
-    for binding in objects
-        .iter()
-        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
-    {
-        assert_eq!(binding["subjects"][0]["name"], sa["metadata"]["name"]);
-        assert_eq!(
-            binding["subjects"][0]["namespace"],
-            sa["metadata"]["namespace"]
-        );
-    }
 }
 
 #[test]
@@ -365,7 +357,7 @@ fn guide_snippets() -> Vec<(serde_json::Value, serde_json::Value)> {
 fn the_deploy_guide_shows_the_containers_as_shipped() {
     let snippets = guide_snippets();
     let shipped: Vec<serde_json::Value> = [
-        "monitor-example/monitor-sidecar.yaml",
+        "components/monitor-sidecar/monitor-sidecar.yaml",
         "agent/daemonset.yaml",
         "remediate/deployment.yaml",
     ]

@@ -1,6 +1,7 @@
 //! Checks of the Kubernetes manifests in `deploy/kubernetes/`, which no crate builds on.
 //!
-//! - [`manifests`]: reading the shipped YAML files as the JSON objects the API server would see.
+//! - [`manifests`]: reading the shipped YAML files as the JSON objects the API server would see,
+//!   and rendering a kustomization with `kubectl kustomize`.
 //! - [`admission`]: a ValidatingAdmissionPolicy applied to one admission request, as the API
 //!   server applies it (match constraints, match conditions, variables, validations), with the
 //!   policy's CEL expressions run by the `cel` interpreter.
@@ -32,6 +33,14 @@ pub enum Error {
     /// The policy lacks a field the API server requires, or has one of the wrong shape.
     #[error("the policy: {0}")]
     Policy(String),
+    /// `kubectl kustomize` could not be run, or refused the kustomization.
+    #[error("kubectl kustomize {dir}: {message}")]
+    Kustomize {
+        /// The kustomization's directory.
+        dir: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// Result with this crate's [`Error`].

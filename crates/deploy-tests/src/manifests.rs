@@ -40,3 +40,35 @@ pub fn the_one<'a>(docs: &'a [serde_json::Value], kind: &str) -> Option<&'a serd
     let first = found.next()?;
     found.next().is_none().then_some(first)
 }
+
+/// Whether a test that needs `kubectl` may skip without it: not when `VOLHEALTH_REQUIRE_TOOLS=1`.
+fn may_skip() -> bool {
+    std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1")
+}
+
+/// The objects `kubectl kustomize DIR` renders, or None (after saying `SKIPPED`) when kubectl is
+/// not installed and `VOLHEALTH_REQUIRE_TOOLS` is not `1`.
+pub fn kustomize(dir: &Path) -> Result<Option<Vec<serde_json::Value>>> {
+    let shown = dir.display().to_string();
+    let fail = |message: String| Error::Kustomize {
+        dir: shown.clone(),
+        message,
+    };
+    let out = match std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && may_skip() => {
+            eprintln!("SKIPPED: kubectl is not installed");
+            return Ok(None);
+        }
+        Err(e) => return Err(fail(format!("running kubectl: {e}"))),
+    };
+    if !out.status.success() {
+        return Err(fail(String::from_utf8_lossy(&out.stderr).into_owned()));
+    }
+    let text = String::from_utf8(out.stdout).map_err(|e| fail(e.to_string()))?;
+    parse_documents(&text).map(Some).map_err(fail)
+}

@@ -237,7 +237,12 @@ fn other_users_are_not_matched() {
     let p = policy();
     for username in [
         "system:serviceaccount:kube-system:csi-external-health-monitor",
-        "system:serviceaccount:other:volhealth-agent",
+        // Names that merely end in, start with or contain the agent's.
+        "system:serviceaccount:kube-system:not-volhealth-agent",
+        "system:serviceaccount:kube-system:volhealth-agent-2",
+        "system:serviceaccount:volhealth-agent:volhealth-remediate",
+        "volhealth-agent",
+        "system:volhealth-agent",
         "system:node:node-b",
         "admin",
     ] {
@@ -253,6 +258,40 @@ fn other_users_are_not_matched() {
             "status",
         ));
         assert_eq!(d, Decision::NotMatched, "{username} on a CSINode");
+    }
+}
+
+#[test]
+fn the_agent_is_kept_to_its_node_in_any_namespace() {
+    // The policy is cluster-scoped, so a kustomize `namespace:` cannot rewrite it: it matches
+    // the agent's service account by name in whatever namespace the kit is rendered into.
+    let p = policy();
+    for namespace in ["kube-system", "storage-system", "other"] {
+        let agent = format!("system:serviceaccount:{namespace}:volhealth-agent");
+        assert_eq!(
+            p.admit(&pod_status_patch(
+                user(&agent, Some("node-a")),
+                Some("node-a")
+            )),
+            Decision::Allowed,
+            "{agent}"
+        );
+        denied(
+            p.admit(&pod_status_patch(
+                user(&agent, Some("node-a")),
+                Some("node-b"),
+            )),
+            "may only write the status of pods bound to that node",
+        );
+        denied(
+            p.admit(&csinode_write(
+                user(&agent, Some("node-a")),
+                "node-b",
+                "UPDATE",
+                "status",
+            )),
+            "may only write the CSINode of that node",
+        );
     }
 }
 

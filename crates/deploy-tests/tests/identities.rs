@@ -60,12 +60,29 @@ fn the_monitor_runs_as_the_account_its_bindings_grant() {
     let sa = the_one(&rbac, "ServiceAccount").unwrap();
     assert_eq!(user_of(sa), MONITOR_USER);
     assert_eq!(bindings_name_the_account(&rbac, sa), 2);
-    let patch = docs("monitor-example/monitor-sidecar.yaml");
-    let deployment = the_one(&patch, "Deployment").unwrap();
-    assert_eq!(
-        deployment["spec"]["template"]["spec"]["serviceAccountName"],
-        sa["metadata"]["name"]
-    );
+}
+
+#[test]
+fn the_monitor_sidecar_keeps_the_drivers_identity_and_volumes() {
+    // As a sidecar, the monitor runs as the driver pod's account (the component binds the
+    // monitor's roles to it): its patch neither replaces the account nor declares a volume.
+    let patch = docs("components/monitor-sidecar/monitor-sidecar.yaml");
+    let pod = &the_one(&patch, "Deployment").unwrap()["spec"]["template"]["spec"];
+    let keys: Vec<&String> = pod.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["containers"], "the patch sets more than containers");
+    let container = &pod["containers"][0];
+    assert_eq!(pod["containers"].as_array().unwrap().len(), 1);
+    assert!(!container["volumeMounts"].as_array().unwrap().is_empty());
+    // The component's grants: the ClusterRole of monitor/rbac.yaml, and a Role with its rules.
+    let rbac = docs("monitor/rbac.yaml");
+    let component = docs("components/monitor-sidecar/rbac.yaml");
+    let crb = the_one(&component, "ClusterRoleBinding").unwrap();
+    let cluster_role = the_one(&rbac, "ClusterRole").unwrap();
+    assert_eq!(crb["roleRef"]["name"], cluster_role["metadata"]["name"]);
+    let rb = the_one(&component, "RoleBinding").unwrap();
+    let role = the_one(&component, "Role").unwrap();
+    assert_eq!(rb["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(role["rules"], the_one(&rbac, "Role").unwrap()["rules"]);
 }
 
 #[test]
@@ -117,7 +134,11 @@ fn rules(file: &str) -> (Vec<Value>, String) {
 
 #[test]
 fn every_rule_is_explained_and_names_no_wildcard() {
-    for file in ["monitor/rbac.yaml", "agent/rbac.yaml"] {
+    for file in [
+        "monitor/rbac.yaml",
+        "agent/rbac.yaml",
+        "components/monitor-sidecar/rbac.yaml",
+    ] {
         let (rules, text) = rules(file);
         assert!(!rules.is_empty(), "{file}");
         for rule in &rules {
