@@ -91,6 +91,19 @@ fn sidecar_argv(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
 }
 
 fn main() -> ExitCode {
+    // Installed as `kubectl_complete-volhealth`, it completes `kubectl volhealth` for kubectl.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .first()
+        .is_some_and(|a0| cmd::status::complete::called_for_completion(a0))
+    {
+        let words: Vec<String> = argv[1..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        print!("{}", cmd::status::complete::complete(&words));
+        return ExitCode::SUCCESS;
+    }
     // Installed as `kubectl-volhealth`, the binary is the kubectl plugin for `status`.
     let cli = match cmd::status::plugin_argv(std::env::args_os()) {
         Some(argv) => Cli {

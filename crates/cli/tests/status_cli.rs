@@ -303,6 +303,7 @@ async fn kubectl_volhealth_runs_status() {
     let plugins = tmp.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     std::os::unix::fs::symlink(bin(), plugins.join("kubectl-volhealth")).unwrap();
+    std::os::unix::fs::symlink(bin(), plugins.join("kubectl_complete-volhealth")).unwrap();
     let path = format!(
         "{}:{}",
         plugins.display(),
@@ -327,6 +328,20 @@ async fn kubectl_volhealth_runs_status() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("kubectl-volhealth"));
+
+    // kubectl's own completion asks the plugin's completer (kubectl 1.26 and later).
+    let completed = Command::new("kubectl")
+        .args(["__complete", "volhealth", "-A", "--out"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&completed.stdout);
+    assert_eq!(
+        text.lines().take(2).collect::<Vec<_>>(),
+        ["--output", ":4"],
+        "{text}{}",
+        String::from_utf8_lossy(&completed.stderr)
+    );
 
     // The help shows the form kubectl users type, and the form it used to show works too.
     let help = Command::new("kubectl")

@@ -21,21 +21,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let me = me.canonicalize().unwrap_or(me);
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
-    let link = args.dir.join(PLUGIN_NAME);
-    match std::fs::symlink_metadata(&link) {
-        Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&link)
-            .with_context(|| format!("replacing the old {}", link.display()))?,
-        Ok(_) => anyhow::bail!(
-            "{} exists and is not a symlink; remove it first",
-            link.display()
-        ),
-        Err(_) => {}
+    // The plugin, and its completion as kubectl (1.26 and later) looks for it.
+    for name in [PLUGIN_NAME, crate::cmd::status::complete::COMPLETION_NAME] {
+        let link = args.dir.join(name);
+        match std::fs::symlink_metadata(&link) {
+            Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&link)
+                .with_context(|| format!("replacing the old {}", link.display()))?,
+            Ok(_) => anyhow::bail!(
+                "{} exists and is not a symlink; remove it first",
+                link.display()
+            ),
+            Err(_) => {}
+        }
+        std::os::unix::fs::symlink(&me, &link)
+            .with_context(|| format!("linking {} to {}", link.display(), me.display()))?;
+        println!("{} -> {}", link.display(), me.display());
     }
-    std::os::unix::fs::symlink(&me, &link)
-        .with_context(|| format!("linking {} to {}", link.display(), me.display()))?;
-    println!("{} -> {}", link.display(), me.display());
     println!(
-        "with {} on PATH, run: kubectl volhealth -A",
+        "with {} on PATH, run: kubectl volhealth -A (Tab completes it in kubectl's shell completion)",
         args.dir.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 //! PVC conditions (controller side), pod volume conditions (node side) and CSINode storage
 //! conditions (backend) — as a table for people or a documented JSON/YAML document for scripts.
 
+pub mod complete;
 pub mod findings;
 pub mod gate;
 pub mod kubeconfig;
