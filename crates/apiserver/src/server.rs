@@ -39,7 +39,7 @@ pub struct ServerConfig {
     pub gates: FeatureGates,
     /// Static tokens; None serves every request as `system:anonymous`.
     pub tokens: Option<Tokens>,
-    /// The authorizer chain (`--authorization-mode`); the default is `Node,AlwaysAllow`.
+    /// The authorizer chain (`--authorization-mode`); the default is `Node,RBAC`.
     pub authorization: Authorizer,
     /// Write a kubeconfig here once the listener is bound.
     pub write_kubeconfig: Option<PathBuf>,
@@ -63,7 +63,7 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
+    /// Defaults for a data directory: gate on, no tokens, `Node,RBAC`, 50k retained changes, 10 s bookmarks,
     /// as many connections as the open-files limit allows, 32 s to send a request head (as
     /// kube-apiserver), 16 MiB of unread
     /// events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on unless
