@@ -212,6 +212,7 @@ fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<R
     let def = convert::storage_def(api_def);
     let ns = c.target.ns.clone();
     namespace_must_exist(st, def, &ns)?;
+    crate::validation::check_create_status(def, &obj)?;
     let name = objects::prepare_create(def, &mut obj, &ns)?;
     objects::admit(st.gates, def, None, &mut obj)?;
     if c.dry_run() {
@@ -402,6 +403,7 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             let mut obj = convert::to_storage(api_def, obj);
             objects::metadata_mut(&mut obj)?.insert("name".into(), json!(name));
             namespace_must_exist(st, def, &c.target.ns)?;
+            crate::validation::check_create_status(def, &obj)?;
             objects::prepare_create(def, &mut obj, &c.target.ns)?;
             objects::admit(st.gates, def, None, &mut obj)?;
             apply::record(api_def, &mut obj, a, manager, sub, &objects::now_rfc3339());
@@ -423,6 +425,8 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
                 patched
             }
         };
+        // A number where a string belongs would otherwise be dropped silently (no precondition).
+        objects::check_string_fields(&patched)?;
         let patched = convert::to_storage(api_def, patched);
         if let Some(rv) = objects::resource_version(&patched)
             && Some(rv) != objects::resource_version(old)
