@@ -47,12 +47,14 @@ pub struct ServerConfig {
     pub retained_changes: u64,
     /// Interval of watch bookmarks (when the client allows them).
     pub bookmark_interval: Duration,
-    /// Most connections served at once; more wait until one closes. The default leaves a
+    /// Most connections served at once; when all are taken, the oldest that has sent no request
+    /// yet is closed for a new one, else new ones wait until one closes. The default leaves a
     /// reserve of the open-files limit for the store and the server's own files
     /// ([`default_max_connections`]).
     pub max_connections: usize,
     /// Time a client has to send a request's head, and the longest a kept-alive connection
-    /// may idle between requests.
+    /// may idle between requests. A new connection's TLS handshake and first head have at most
+    /// [`crate::FIRST_REQUEST_TIMEOUT`].
     pub header_read_timeout: Duration,
     /// Bytes of events one watcher may leave unread before it counts as slow.
     pub watch_backlog_bytes: usize,

@@ -3,6 +3,8 @@
 //! to it over real HTTP. Waits are on conditions with deadlines, never fixed sleeps.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
