@@ -45,6 +45,7 @@ pub mod tls;
 pub mod validation;
 mod watch;
 
+pub use backlog::{WATCH_QUEUE_BYTES, WATCH_QUEUE_EVENTS};
 pub use connections::{FIRST_REQUEST_TIMEOUT, default_max_connections};
 pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;

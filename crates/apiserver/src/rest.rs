@@ -145,7 +145,15 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     match c.verb {
         Verb::Get => get(&st, &c),
         Verb::List => list(&st, &c),
-        Verb::Watch => crate::watch::start(st, &c.target, &c.query, &c.accept),
+        Verb::Watch => crate::watch::start(
+            st,
+            &c.target,
+            &c.query,
+            &c.accept,
+            c.user
+                .as_ref()
+                .map_or(crate::authz::ANONYMOUS, |u| u.name.as_str()),
+        ),
         _ => {
             let st2 = st.clone();
             tokio::task::spawn_blocking(move || write(&st2, &c))

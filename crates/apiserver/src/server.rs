@@ -58,7 +58,10 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     /// Bytes of events one watcher may leave unread before it counts as slow.
     pub watch_backlog_bytes: usize,
-    /// How long a slow watcher's backlog may stay full before it is closed with a 410.
+    /// Events one watcher may leave unread before it counts as slow.
+    pub watch_backlog_events: usize,
+    /// How long a slow watcher's backlog may stay full before it is terminated (what it held
+    /// is dropped, and its stream ends with a 410).
     pub slow_watcher_patience: Duration,
     /// TLS and client certificates; None serves plain HTTP.
     pub tls: Option<tls::TlsConfig>,
@@ -67,9 +70,9 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// Defaults for a data directory: gate on, no tokens, `Node,RBAC`, 50k retained changes, 10 s bookmarks,
     /// as many connections as the open-files limit allows, 32 s to send a request head (as
-    /// kube-apiserver), 16 MiB of unread
-    /// events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on unless
-    /// told `--insecure-http`).
+    /// kube-apiserver), [`crate::WATCH_QUEUE_EVENTS`] events and [`crate::WATCH_QUEUE_BYTES`] of
+    /// unread events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on
+    /// unless told `--insecure-http`).
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -81,7 +84,8 @@ impl ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             max_connections: default_max_connections(),
             header_read_timeout: Duration::from_secs(32),
-            watch_backlog_bytes: 16 * 1024 * 1024,
+            watch_backlog_bytes: crate::backlog::WATCH_QUEUE_BYTES,
+            watch_backlog_events: crate::backlog::WATCH_QUEUE_EVENTS,
             slow_watcher_patience: Duration::from_secs(10),
             tls: None,
         }
@@ -159,6 +163,7 @@ pub async fn serve(
         address: addr.to_string(),
         watch_backlog: crate::backlog::Limits {
             bytes: config.watch_backlog_bytes,
+            events: config.watch_backlog_events.max(1),
             patience: config.slow_watcher_patience,
         },
         shutdown: stop_rx,
