@@ -34,7 +34,10 @@ async fn start() -> Server {
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let config = ServerConfig::new(dir.path().join("data"));
+    let mut config = ServerConfig::new(dir.path().join("data"));
+    // The benchmark's client is anonymous: allow it (the server's default is Node,RBAC).
+    config.authorization =
+        volhealth_apiserver::authz::Authorizer::parse("Node,AlwaysAllow").expect("a mode");
     tokio::spawn(async move {
         let _ = serve(listener, config, async move {
             let _ = rx.await;

@@ -96,10 +96,11 @@ pub struct Authorizer {
 }
 
 impl Default for Authorizer {
-    /// `Node,AlwaysAllow`: node identities scoped, everyone else allowed.
+    /// `Node,RBAC`, as real clusters run: node identities scoped, everyone else only as far as
+    /// roles and bindings allow.
     fn default() -> Authorizer {
         Authorizer {
-            modes: vec![Mode::Node, Mode::AlwaysAllow],
+            modes: vec![Mode::Node, Mode::Rbac],
         }
     }
 }
@@ -243,8 +244,8 @@ fn deny(user: &User, a: &Attributes<'_>, why: &str) -> ApiError {
     ApiError::forbidden(a.group, a.resource, a.name, msg)
 }
 
-/// The default chain (`Node,AlwaysAllow`) for one resource request, without a store: the node
-/// authorizer with `bound_node` as the object's node, then everything else allowed.
+/// The chain `Node,AlwaysAllow` for one resource request, without a store: the node authorizer
+/// with `bound_node` as the object's node, then everything else allowed.
 pub fn authorize(
     user: &User,
     a: &Attributes<'_>,

@@ -1,6 +1,8 @@
 //! hyper refuses a request head larger than its buffer (or a request line it cannot parse for
-//! length) itself, with a bodyless 431 or 414, before any handler runs. This wraps a connection
-//! and replaces those bodyless answers with the same `Status` body every other refusal has.
+//! length) itself, with a bodyless 431 or 414, and a head it cannot parse at all (a control
+//! character in a header value, say) with a bodyless 400, before any handler runs. This wraps a
+//! connection and replaces those bodyless answers with the same `Status` body every other
+//! refusal has.
 
 use crate::errors::ApiError;
 use std::io;
@@ -8,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// A connection whose bodyless 431/414 answers get a `Status` body.
+/// A connection whose bodyless 431/414/400 answers get a `Status` body.
 pub(crate) struct StatusRefusals<I> {
     inner: I,
     pending: Vec<u8>,
@@ -38,15 +40,16 @@ fn replacement(buf: &[u8]) -> Option<Vec<u8>> {
             "Request Header Fields Too Large",
         ),
         Some(" 414 ") => (414, "RequestURITooLong", "URI Too Long"),
+        Some(" 400 ") => (400, "BadRequest", "Bad Request"),
         _ => return None,
     };
     if !text.starts_with("HTTP/1.") || !bodyless {
         return None;
     }
-    let message = if code == 431 {
-        "the request head is larger than the server reads"
-    } else {
-        "the request URI is longer than the server reads"
+    let message = match code {
+        431 => "the request head is larger than the server reads",
+        414 => "the request URI is longer than the server reads",
+        _ => "the request head is malformed (a request line or header that does not parse)",
     };
     let body = ApiError::new(code, reason, message)
         .status_json()
@@ -115,7 +118,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_bodyless_431_and_414_are_replaced() {
+    fn only_bodyless_431_414_and_400_are_replaced() {
         let bare =
             b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
         let answer = String::from_utf8(replacement(bare).unwrap()).unwrap();
@@ -127,6 +130,12 @@ mod tests {
             (Some("Status"), Some(431))
         );
         assert!(replacement(b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\n\r\n").is_some());
+        let bad = replacement(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n").unwrap();
+        assert!(
+            String::from_utf8(bad)
+                .unwrap()
+                .contains("\"reason\":\"BadRequest\"")
+        );
         // The handler's own answers carry a body: left alone.
         assert!(
             replacement(

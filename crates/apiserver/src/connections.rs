@@ -1,10 +1,13 @@
-//! The accept loop: at most `max_connections` connections at a time, the TLS handshake (when
-//! serving TLS) and HTTP/1 request heads each done within `header_read_timeout` (which also
-//! closes idle keep-alive connections), half-closed clients still answered, and a graceful stop
-//! that waits for open connections. A verified client certificate's user goes into every request
-//! of its connection as an [`crate::authz::User`] extension.
+//! The accept loop: at most `max_connections` connections at a time (when all are taken, the
+//! oldest one that has not sent a complete first request is shed for a new one, see
+//! [`crate::slots`]), a new connection's TLS handshake and first request head done within
+//! [`FIRST_REQUEST_TIMEOUT`], later request heads within `header_read_timeout` (which also closes
+//! idle keep-alive connections), half-closed clients still answered, and a graceful stop that
+//! waits for open connections. A verified client certificate's user goes into every request of
+//! its connection as an [`crate::authz::User`] extension.
 
 use crate::authz::User;
+use crate::slots::{Slot, Slots};
 use crate::tls;
 use axum::Router;
 use hyper::body::Incoming;
@@ -16,12 +19,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{oneshot, watch};
 
 /// Largest request head hyper buffers; heads above the server's own limits but below this are
 /// answered with a Status body by the handler, larger ones by hyper, whose bodyless 431 gets
 /// its Status body from `bare_refusal`.
 const MAX_HEAD_BUFFER: usize = 512 * 1024;
+
+/// How long a new connection has to finish its TLS handshake (when serving TLS) and send its
+/// first complete request head. Shorter than `header_read_timeout` (32 s, as kube-apiserver's
+/// for every request), because a connection that has sent nothing yet costs a slot and a
+/// descriptor and gives nothing back; a real client sends its request at once. A shorter
+/// `header_read_timeout` wins.
+pub const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The highest `max_connections` honoured.
 const MAX_CONNECTIONS_CAP: usize = 1 << 20;
@@ -83,18 +93,14 @@ pub(crate) async fn serve(
     tls: Option<tls::Serving>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let max = limits.max_connections.clamp(1, MAX_CONNECTIONS_CAP);
-    let permits = Arc::new(Semaphore::new(max));
+    let slots = Slots::new(limits.max_connections.clamp(1, MAX_CONNECTIONS_CAP));
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
+    'accepting: loop {
+        tokio::select! {
+            _ = slots.room() => {}
             _ = &mut shutdown => break,
-        };
+        }
         let stream = tokio::select! {
             r = listener.accept() => match r {
                 Ok((stream, _)) => stream,
@@ -107,49 +113,104 @@ pub(crate) async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let app = app.clone();
-        let stop = stop_rx.clone();
-        let tls = tls.clone();
+        // The room seen before accepting may be gone (the connection that could have been shed
+        // sent its request meanwhile): then this one waits for a slot, unserved.
+        let (slot, shed) = loop {
+            if let Some(taken) = slots.try_take() {
+                break taken;
+            }
+            tokio::select! {
+                _ = slots.room() => {}
+                _ = &mut shutdown => break 'accepting,
+            }
+        };
+        let slot = Arc::new(slot);
+        let conn = connection(
+            stream,
+            app.clone(),
+            limits,
+            tls.clone(),
+            stop_rx.clone(),
+            slot.clone(),
+        );
         tokio::spawn(async move {
-            let _permit = permit;
-            // The protocol is detected from the first bytes, which nothing else times out.
-            let mut first = [0u8; 1];
-            match tokio::time::timeout(limits.header_read_timeout, stream.peek(&mut first)).await {
-                Ok(Ok(n)) if n > 0 => {}
-                _ => return,
-            }
-            let Some(tls) = tls else {
-                return serve_connection(stream, app, limits, stop).await;
-            };
-            if first[0] != TLS_HANDSHAKE {
-                return refuse_plain(stream, limits).await;
-            }
-            let handshake = tls.acceptor.accept(stream);
-            let stream = match tokio::time::timeout(limits.header_read_timeout, handshake).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!("TLS handshake failed: {e}");
-                    return;
+            tokio::select! {
+                () = conn => {}
+                () = shed_signal(shed) => tracing::debug!("shed a connection that sent no request, for a new one"),
+                () = first_request_deadline(&slot, limits) => {
+                    tracing::debug!("no request within {:?}", first_request_timeout(limits));
                 }
-                Err(_) => {
-                    tracing::debug!("no TLS handshake within {:?}", limits.header_read_timeout);
-                    return;
-                }
-            };
-            let user = tls::client_user(stream.get_ref().1.peer_certificates());
-            let app =
-                tower::ServiceExt::map_request(app, move |mut req: http::Request<Incoming>| {
-                    if let Some(user) = &user {
-                        req.extensions_mut().insert::<User>(user.clone());
-                    }
-                    req
-                });
-            serve_connection(stream, app, limits, stop).await;
+            }
+            drop(slot);
         });
     }
     let _ = stop_tx.send(true);
     drop(listener);
-    let _ = permits.acquire_many(max as u32).await;
+    slots.all_free().await;
+}
+
+/// How long a new connection has for its handshake and first request head.
+fn first_request_timeout(limits: Limits) -> Duration {
+    FIRST_REQUEST_TIMEOUT.min(limits.header_read_timeout)
+}
+
+/// Completes when the connection is shed; never when its slot stopped listening for that.
+async fn shed_signal(shed: oneshot::Receiver<()>) {
+    if shed.await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Completes when the first request has not arrived within its deadline.
+async fn first_request_deadline(slot: &Slot, limits: Limits) {
+    tokio::time::sleep(first_request_timeout(limits)).await;
+    if slot.has_started() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Serves one accepted connection: detects TLS, shakes hands, then serves HTTP; every request
+/// marks the slot as started (no longer to be shed).
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    limits: Limits,
+    tls: Option<tls::Serving>,
+    stop: watch::Receiver<bool>,
+    slot: Arc<Slot>,
+) {
+    // The protocol is detected from the first bytes; the first-request deadline bounds the wait.
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first).await {
+        Ok(n) if n > 0 => {}
+        _ => return,
+    }
+    let mark = slot.clone();
+    let app = tower::ServiceExt::map_request(app, move |req: http::Request<Incoming>| {
+        mark.started();
+        req
+    });
+    let Some(tls) = tls else {
+        return serve_connection(stream, app, limits, stop).await;
+    };
+    if first[0] != TLS_HANDSHAKE {
+        return refuse_plain(stream, limits).await;
+    }
+    let stream = match tls.acceptor.accept(stream).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!("TLS handshake failed: {e}");
+            return;
+        }
+    };
+    let user = tls::client_user(stream.get_ref().1.peer_certificates());
+    let app = tower::ServiceExt::map_request(app, move |mut req: http::Request<Incoming>| {
+        if let Some(user) = &user {
+            req.extensions_mut().insert::<User>(user.clone());
+        }
+        req
+    });
+    serve_connection(stream, app, limits, stop).await;
 }
 
 /// Answers a plain HTTP client on a TLS port with a 400 that says so, then closes.

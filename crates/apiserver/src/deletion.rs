@@ -84,23 +84,60 @@ pub(crate) fn delete_one(
     Ok(w.new.or(w.deleted))
 }
 
+/// 400 for a propagation policy that does not exist.
+fn check_policy(p: &str) -> Result<(), ApiError> {
+    if matches!(p, "Orphan" | "Background" | "Foreground") {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+    )))
+}
+
+/// 422 for a negative grace period: "now" is 0, and a negative one means nothing.
+fn check_grace(seconds: i64) -> Result<(), ApiError> {
+    if seconds >= 0 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        422,
+        "Invalid",
+        format!("gracePeriodSeconds: Invalid value: {seconds}: must be greater than or equal to 0"),
+    ))
+}
+
+/// The DeleteOptions a DELETE carries in its query (`gracePeriodSeconds`, `propagationPolicy`),
+/// refused as kube-apiserver refuses them rather than ignored.
+fn query_options(c: &Call) -> Result<(), ApiError> {
+    if let Some(g) = c.q("gracePeriodSeconds") {
+        let seconds = g.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "gracePeriodSeconds: Invalid value: \"{g}\": must be an integer"
+            ))
+        })?;
+        check_grace(seconds)?;
+    }
+    if let Some(p) = c.q("propagationPolicy") {
+        check_policy(p)?;
+    }
+    Ok(())
+}
+
 /// The body of a DELETE, which must decode as `DeleteOptions` (400 otherwise: a precondition
-/// of the wrong type must not be ignored).
+/// of the wrong type must not be ignored), and the options of its query.
 fn delete_options(c: &Call) -> Result<Value, ApiError> {
+    query_options(c)?;
     if c.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
     let opts = patch::parse_json(&c.body)?;
     let decoded: DeleteOptions = serde_json::from_value(opts.clone())
         .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-    if let Some(p) = decoded
-        .propagation_policy
-        .as_deref()
-        .filter(|p| !matches!(*p, "Orphan" | "Background" | "Foreground"))
-    {
-        return Err(ApiError::bad_request(format!(
-            "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
-        )));
+    if let Some(p) = decoded.propagation_policy.as_deref() {
+        check_policy(p)?;
+    }
+    if let Some(g) = decoded.grace_period_seconds {
+        check_grace(g)?;
     }
     if let Some(d) = decoded.dry_run.iter().flatten().find(|d| *d != "All") {
         return Err(ApiError::bad_request(format!(

@@ -38,6 +38,7 @@ mod rest;
 mod secrets;
 pub mod selectors;
 mod server;
+mod slots;
 mod state;
 mod store;
 mod table;
@@ -45,7 +46,8 @@ pub mod tls;
 pub mod validation;
 mod watch;
 
-pub use connections::default_max_connections;
+pub use backlog::{WATCH_QUEUE_BYTES, WATCH_QUEUE_EVENTS};
+pub use connections::{FIRST_REQUEST_TIMEOUT, default_max_connections};
 pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;
 pub use server::{ServerConfig, serve};

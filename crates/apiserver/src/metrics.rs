@@ -21,6 +21,11 @@ struct DurationLabels {
     subresource: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabels {
+    resource: String,
+}
+
 type HistogramFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
 
 fn new_histogram() -> Histogram {
@@ -35,6 +40,7 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: HistogramFamily,
+    terminated_watchers: Family<ResourceLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -44,7 +50,8 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Registers `apiserver_request_total` and `apiserver_request_duration_seconds`.
+    /// Registers `apiserver_request_total`, `apiserver_request_duration_seconds` and
+    /// `apiserver_terminated_watchers_total`.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
@@ -59,11 +66,27 @@ impl Metrics {
             "Response latency distribution in seconds for each verb, resource and subresource.",
             durations.clone(),
         );
+        let terminated_watchers = Family::<ResourceLabels, Counter>::default();
+        registry.register(
+            "apiserver_terminated_watchers",
+            "Counter of watchers closed due to unresponsiveness broken by resource type.",
+            terminated_watchers.clone(),
+        );
         Metrics {
             registry,
             requests,
             durations,
+            terminated_watchers,
         }
+    }
+
+    /// Counts one watcher of `resource` (`plural` or `plural.group`) terminated for not reading.
+    pub fn terminated_watcher(&self, resource: &str) {
+        self.terminated_watchers
+            .get_or_create(&ResourceLabels {
+                resource: resource.to_string(),
+            })
+            .inc();
     }
 
     /// Counts one finished request.

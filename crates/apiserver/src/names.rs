@@ -1,5 +1,5 @@
 //! The metadata rules kube-apiserver applies on save: object names (DNS-1123 subdomains,
-//! namespaces DNS-1123 labels, Events path segments), label keys and values, annotation keys
+//! namespaces DNS-1123 labels, RBAC names path segments), label keys and values, annotation keys
 //! and their total size.
 
 use crate::errors::Cause;
@@ -19,7 +19,7 @@ pub enum NameRule {
     Subdomain,
     /// A DNS-1123 label (namespaces).
     Label,
-    /// Anything usable as one URL path segment (Events).
+    /// Anything usable as one URL path segment (Roles and RoleBindings).
     PathSegment,
 }
 

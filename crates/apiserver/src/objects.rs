@@ -51,8 +51,38 @@ pub fn metadata_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, ApiError
         .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
+/// The fields kube-apiserver decodes as strings: anything else in them fails decoding (400),
+/// rather than being ignored or overwritten.
+const STRING_FIELDS: &[&str] = &[
+    "/apiVersion",
+    "/kind",
+    "/metadata/name",
+    "/metadata/generateName",
+    "/metadata/namespace",
+    "/metadata/resourceVersion",
+    "/metadata/uid",
+    "/metadata/selfLink",
+];
+
+/// 400 when a field decoded as a string holds another JSON type (null counts as absent).
+pub fn check_string_fields(obj: &Value) -> Result<(), ApiError> {
+    for ptr in STRING_FIELDS {
+        match obj.pointer(ptr) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => {
+                let field = ptr.trim_start_matches('/').replace('/', ".");
+                return Err(ApiError::bad_request(format!(
+                    "{field}: Invalid value: {other}: must be a string"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks `kind`/`apiVersion` of a body against the resource, filling them when absent.
 pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
+    check_string_fields(obj)?;
     let Some(o) = obj.as_object_mut() else {
         return Err(ApiError::bad_request("the object must be a JSON object"));
     };

@@ -145,7 +145,15 @@ pub async fn handle(st: Arc<AppState>, c: Call) -> Result<Response, ApiError> {
     match c.verb {
         Verb::Get => get(&st, &c),
         Verb::List => list(&st, &c),
-        Verb::Watch => crate::watch::start(st, &c.target, &c.query, &c.accept),
+        Verb::Watch => crate::watch::start(
+            st,
+            &c.target,
+            &c.query,
+            &c.accept,
+            c.user
+                .as_ref()
+                .map_or(crate::authz::ANONYMOUS, |u| u.name.as_str()),
+        ),
         _ => {
             let st2 = st.clone();
             tokio::task::spawn_blocking(move || write(&st2, &c))
@@ -219,6 +227,7 @@ fn create_object(st: &AppState, c: &Call, mut obj: Value, code: u16) -> Result<R
     let def = convert::storage_def(api_def);
     let ns = c.target.ns.clone();
     namespace_must_exist(st, def, &ns)?;
+    crate::validation::check_create_status(def, &obj)?;
     let name = objects::prepare_create(def, &mut obj, &ns)?;
     objects::admit(st.gates, def, None, &mut obj)?;
     if c.dry_run() {
@@ -412,6 +421,7 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
             let mut obj = convert::to_storage(api_def, obj);
             objects::metadata_mut(&mut obj)?.insert("name".into(), json!(name));
             namespace_must_exist(st, def, &c.target.ns)?;
+            crate::validation::check_create_status(def, &obj)?;
             objects::prepare_create(def, &mut obj, &c.target.ns)?;
             objects::admit(st.gates, def, None, &mut obj)?;
             apply::record(api_def, &mut obj, a, manager, sub, &objects::now_rfc3339());
@@ -433,6 +443,8 @@ fn patch_object(st: &AppState, c: &Call, pt: PatchType) -> Result<Response, ApiE
                 patched
             }
         };
+        // A number where a string belongs would otherwise be dropped silently (no precondition).
+        objects::check_string_fields(&patched)?;
         let patched = convert::to_storage(api_def, patched);
         if let Some(rv) = objects::resource_version(&patched)
             && Some(rv) != objects::resource_version(old)

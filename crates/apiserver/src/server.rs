@@ -39,7 +39,7 @@ pub struct ServerConfig {
     pub gates: FeatureGates,
     /// Static tokens; None serves every request as `system:anonymous`.
     pub tokens: Option<Tokens>,
-    /// The authorizer chain (`--authorization-mode`); the default is `Node,AlwaysAllow`.
+    /// The authorizer chain (`--authorization-mode`); the default is `Node,RBAC`.
     pub authorization: Authorizer,
     /// Write a kubeconfig here once the listener is bound.
     pub write_kubeconfig: Option<PathBuf>,
@@ -47,27 +47,32 @@ pub struct ServerConfig {
     pub retained_changes: u64,
     /// Interval of watch bookmarks (when the client allows them).
     pub bookmark_interval: Duration,
-    /// Most connections served at once; more wait until one closes. The default leaves a
+    /// Most connections served at once; when all are taken, the oldest that has sent no request
+    /// yet is closed for a new one, else new ones wait until one closes. The default leaves a
     /// reserve of the open-files limit for the store and the server's own files
     /// ([`default_max_connections`]).
     pub max_connections: usize,
     /// Time a client has to send a request's head, and the longest a kept-alive connection
-    /// may idle between requests.
+    /// may idle between requests. A new connection's TLS handshake and first head have at most
+    /// [`crate::FIRST_REQUEST_TIMEOUT`].
     pub header_read_timeout: Duration,
     /// Bytes of events one watcher may leave unread before it counts as slow.
     pub watch_backlog_bytes: usize,
-    /// How long a slow watcher's backlog may stay full before it is closed with a 410.
+    /// Events one watcher may leave unread before it counts as slow.
+    pub watch_backlog_events: usize,
+    /// How long a slow watcher's backlog may stay full before it is terminated (what it held
+    /// is dropped, and its stream ends with a 410).
     pub slow_watcher_patience: Duration,
     /// TLS and client certificates; None serves plain HTTP.
     pub tls: Option<tls::TlsConfig>,
 }
 
 impl ServerConfig {
-    /// Defaults for a data directory: gate on, no tokens, 50k retained changes, 10 s bookmarks,
+    /// Defaults for a data directory: gate on, no tokens, `Node,RBAC`, 50k retained changes, 10 s bookmarks,
     /// as many connections as the open-files limit allows, 32 s to send a request head (as
-    /// kube-apiserver), 16 MiB of unread
-    /// events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on unless
-    /// told `--insecure-http`).
+    /// kube-apiserver), [`crate::WATCH_QUEUE_EVENTS`] events and [`crate::WATCH_QUEUE_BYTES`] of
+    /// unread events per watcher for at most 10 s, plain HTTP (`volhealth apiserver` turns TLS on
+    /// unless told `--insecure-http`).
     pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
         ServerConfig {
             data_dir: data_dir.into(),
@@ -79,7 +84,8 @@ impl ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             max_connections: default_max_connections(),
             header_read_timeout: Duration::from_secs(32),
-            watch_backlog_bytes: 16 * 1024 * 1024,
+            watch_backlog_bytes: crate::backlog::WATCH_QUEUE_BYTES,
+            watch_backlog_events: crate::backlog::WATCH_QUEUE_EVENTS,
             slow_watcher_patience: Duration::from_secs(10),
             tls: None,
         }
@@ -157,6 +163,7 @@ pub async fn serve(
         address: addr.to_string(),
         watch_backlog: crate::backlog::Limits {
             bytes: config.watch_backlog_bytes,
+            events: config.watch_backlog_events.max(1),
             patience: config.slow_watcher_patience,
         },
         shutdown: stop_rx,

@@ -3,6 +3,7 @@
 
 mod integrity;
 mod node_index;
+mod wal;
 
 use crate::errors::{ApiError, Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -153,6 +154,8 @@ impl Store {
         })?;
         let path = dir.join("apiserver.sqlite");
         integrity::refuse_truncated(&path)?;
+        // Before SQLite opens it, which ignores an invalid WAL without a word.
+        wal::check(&path);
         Store::open_file(&path, retain).map_err(|e| integrity::name_corruption(&path, e))
     }
 

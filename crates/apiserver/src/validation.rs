@@ -53,9 +53,9 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         ));
     } else {
         let rule = match def.printer {
-            Printer::Event | Printer::EventV1 | Printer::Role | Printer::RoleBinding => {
-                NameRule::PathSegment
-            }
+            // Events are DNS subdomains in kube-apiserver (core and events.k8s.io alike); only
+            // the RBAC names are mere path segments.
+            Printer::Role | Printer::RoleBinding => NameRule::PathSegment,
             Printer::Namespace => NameRule::Label,
             _ => NameRule::Subdomain,
         };
@@ -167,6 +167,58 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     } else {
         Err(ApiError::invalid(def.group, def.kind, name, causes))
     }
+}
+
+/// Checks the status a create carries, before the create drops it (CSINodes and
+/// VolumeAttachments start without one): kube-apiserver decodes the whole body first, so a
+/// status of the wrong type is refused (400), and a CSINode's storage health entries must each
+/// name their driver (422), rather than the mistake vanishing with the status.
+pub fn check_create_status(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    match obj.get("status") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(_)) => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "status: Invalid value: {other}: must be an object"
+            )));
+        }
+    }
+    if def.printer != Printer::CsiNode {
+        return Ok(());
+    }
+    let entries = match obj.pointer("/status/storageHealth") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(a)) => &a[..],
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "status.storageHealth: Invalid value: {other}: must be a list"
+            )));
+        }
+    };
+    let mut causes = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let named = e
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if !named {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                format!("status.storageHealth[{i}].name"),
+                "Required value",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(ApiError::invalid(def.group, def.kind, name, causes));
+    }
+    // Anything else of the wrong type fails decoding, as in kube-apiserver.
+    drop(decode::<storage::CSINode>(obj, def.kind)?);
+    Ok(())
 }
 
 fn common(

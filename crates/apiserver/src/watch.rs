@@ -3,7 +3,7 @@
 //! single ERROR event carrying a 410 Status, as the real server's cacher answers.
 
 use crate::backlog::{self, Backlog, Sent};
-use crate::errors::ApiError;
+use crate::errors::{ApiError, qualified};
 use crate::registry::ResourceDef;
 use crate::request::{self, Format, Target};
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -63,6 +63,9 @@ struct Emitter {
     backlog: Backlog,
     limits: backlog::Limits,
     sent_columns: bool,
+    /// Who watches, for the log line when the watcher is terminated.
+    user: String,
+    st: Arc<AppState>,
 }
 
 impl Emitter {
@@ -90,13 +93,23 @@ impl Emitter {
             Sent::Queued => true,
             Sent::Closed => false,
             Sent::TooSlow => {
+                let resource = qualified(self.def.group, self.def.plural);
+                tracing::warn!(
+                    user = %self.user,
+                    resource = %resource,
+                    "terminated a watcher that left {} events or {} bytes unread for {:?}",
+                    self.limits.events,
+                    self.limits.bytes,
+                    self.limits.patience
+                );
+                self.st.metrics.terminated_watcher(&resource);
                 let e = ApiError::expired(format!(
-                    "the watch fell behind: its client left more than {} bytes of events unread \
-                     for {:?}; list again",
-                    self.limits.bytes, self.limits.patience
+                    "the watch fell behind: its client left more than {} events or {} bytes \
+                     unread for {:?}; list again",
+                    self.limits.events, self.limits.bytes, self.limits.patience
                 ));
                 self.backlog
-                    .send_last(encode(&json!({"type": "ERROR", "object": e.status_json()})));
+                    .terminate(encode(&json!({"type": "ERROR", "object": e.status_json()})));
                 false
             }
         }
@@ -127,12 +140,13 @@ struct Plan {
     timeout: Duration,
 }
 
-/// Starts a watch and returns the streaming response.
+/// Starts a watch for `user` and returns the streaming response.
 pub fn start(
     st: Arc<AppState>,
     t: &Target,
     query: &HashMap<String, String>,
     accept: &str,
+    user: &str,
 ) -> Result<Response, ApiError> {
     let q = |k: &str| query.get(k).map(String::as_str).filter(|s| !s.is_empty());
     let (label, mut field) = crate::query::selectors(t.def, query)?;
@@ -171,6 +185,8 @@ pub fn start(
         backlog,
         limits: st.watch_backlog,
         sent_columns: false,
+        user: user.to_string(),
+        st: st.clone(),
     };
     // Subscribe before reading the snapshot or the log, so no change falls in between.
     let live = st.store.subscribe();

@@ -1,7 +1,8 @@
 //! Property test of the refusal shapes: generated inputs kube-apiserver refuses (bad strategic
 //! merge directives, list entries without their merge key, PUT without a name, bad
 //! DeleteOptions, invalid quantities, names and labels, huge annotations, bad query parameters)
-//! each get a 4xx `Status` of the expected code, and nothing stored changes.
+//! each get a 4xx `Status` of the expected code, and nothing stored changes; and a fixed list of
+//! inputs kube-apiserver refuses, each refused with a `Status` naming the field.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
@@ -161,4 +162,215 @@ fn refused_inputs_get_a_status_and_change_nothing() {
         let after = rt.block_on(stored(&api));
         prop_assert_eq!(&after, &before, "{} {} changed what is stored", r.method, r.path);
     });
+}
+
+/// Inputs kube-apiserver refuses, each with the field its Status must name.
+fn fixed_refusals() -> Vec<(Refused, &'static str)> {
+    let event = |name: &str| {
+        json!({"metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": "app", "namespace": "default"},
+            "reason": "R", "message": "m", "type": "Normal"})
+    };
+    let events = "/api/v1/namespaces/default/events";
+    let mut number_version = pvc("numbered");
+    number_version["apiVersion"] = json!(1);
+    let delete = |query: &str| Refused {
+        method: "DELETE",
+        path: format!("{PVCS}/data?{query}"),
+        content_type: "application/json",
+        body: Value::Null,
+        codes: &[400, 422],
+    };
+    vec![
+        (
+            Refused::json("POST", PVCS, number_version, &[400]),
+            "apiVersion",
+        ),
+        (
+            Refused::strategic_patch(json!({"spec": {"$setElementOrder/volumes": "notalist"}})),
+            "$setElementOrder/volumes",
+        ),
+        (
+            Refused::strategic_patch(json!({"spec": {"$setElementOrder/volumes": [{"nope": 1}]}})),
+            "$setElementOrder/volumes",
+        ),
+        (
+            Refused::strategic_patch(
+                json!({"metadata": {"$deleteFromPrimitiveList/finalizers": "x"}}),
+            ),
+            "$deleteFromPrimitiveList/finalizers",
+        ),
+        (
+            Refused::strategic_patch(
+                json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [{"a": 1}]}}),
+            ),
+            "$deleteFromPrimitiveList/finalizers",
+        ),
+        (
+            Refused::json("POST", events, event(&"x".repeat(300)), &[422]),
+            "metadata.name",
+        ),
+        (
+            Refused::json("POST", events, event("ñ"), &[422]),
+            "metadata.name",
+        ),
+        (
+            Refused::json(
+                "POST",
+                CSINODES,
+                json!({"metadata": {"name": "node-x"}, "spec": {"drivers": [{"name": "d.example.com", "nodeID": "node-x"}]},
+                    "status": {"storageHealth": [{"healthConditions": []}]}}),
+                &[400, 422],
+            ),
+            "status.storageHealth[0].name",
+        ),
+        (
+            Refused::json(
+                "POST",
+                CSINODES,
+                json!({"metadata": {"name": "node-y"}, "spec": {"drivers": []}, "status": "broken"}),
+                &[400, 422],
+            ),
+            "status",
+        ),
+        (
+            Refused {
+                method: "PATCH",
+                path: format!("{PVCS}/data"),
+                content_type: MERGE,
+                body: json!({"metadata": {"resourceVersion": 5}}),
+                codes: &[400, 422],
+            },
+            "metadata.resourceVersion",
+        ),
+        (delete("gracePeriodSeconds=-5"), "gracePeriodSeconds"),
+        (delete("gracePeriodSeconds=abc"), "gracePeriodSeconds"),
+        (delete("propagationPolicy=Bogus"), "propagationPolicy"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_apiserver_refusals_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    assert_eq!(api.post(PVCS, &pvc("data")).await.code, 201);
+    assert_eq!(
+        api.post(PODS, &pod("app", "node-a", "data")).await.code,
+        201
+    );
+    let before = stored(&api).await;
+    for (r, field) in fixed_refusals() {
+        let body = if r.body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&r.body).unwrap()
+        };
+        let answer = api
+            .raw(r.method, &r.path, Some(r.content_type), None, body)
+            .await;
+        let what = format!("{} {} {}", r.method, r.path, r.body);
+        assert!(
+            r.codes.contains(&answer.code),
+            "{what}: {} {}",
+            answer.code,
+            answer.text
+        );
+        assert_eq!(answer.json["kind"], "Status", "{what}: {}", answer.text);
+        assert_eq!(
+            answer.json["code"].as_u64(),
+            Some(u64::from(answer.code)),
+            "{what}"
+        );
+        assert!(
+            answer.text.contains(field),
+            "{what}: the Status must name {field}: {}",
+            answer.text
+        );
+    }
+    assert_eq!(
+        stored(&api).await,
+        before,
+        "a refused request changed nothing"
+    );
+    assert_eq!(
+        api.get("/apis/storage.k8s.io/v1/csinodes").await.json["items"],
+        json!([]),
+        "no CSINode was created"
+    );
+    assert_eq!(
+        api.get("/api/v1/namespaces/default/events").await.json["items"],
+        json!([]),
+        "no Event was created"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_authorization_header_is_401_with_a_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "admintok,admin,1,\"system:masters\"\n").unwrap();
+    let server =
+        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    for header in [
+        "Bearer  admintok x",
+        "Bearer admintok x",
+        "Basic YTpi",
+        "Bearer",
+    ] {
+        let r = reqwest::Client::new()
+            .get(format!("{}{PVCS}", server.url))
+            .header("authorization", header)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{header:?}");
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            (v["kind"].as_str(), v["code"].as_u64(), v["reason"].as_str()),
+            (Some("Status"), Some(401), Some("Unauthorized")),
+            "{header:?}: {v}"
+        );
+    }
+    // Sent as is, without a client library tidying it.
+    for header in ["Bearer  admintok x", "Bearer\tadmintok"] {
+        let addr = server.url.strip_prefix("http://").unwrap();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        std::io::Write::write_all(
+            &mut s,
+            format!("GET {PVCS} HTTP/1.1\r\nHost: x\r\nAuthorization: {header}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        let answer = support::read_to_close(&mut s, std::time::Duration::from_secs(20)).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 401"), "{header:?}: {answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        assert!(
+            body.contains("\"kind\":\"Status\"") && body.contains("\"code\":401"),
+            "{header:?}: {answer}"
+        );
+    }
+    // A control character does not even parse as a header (kube-apiserver's HTTP server refuses
+    // it with a 400 too): still a Status body.
+    let addr = server.url.strip_prefix("http://").unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        format!("GET {PVCS} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admintok\u{7f}\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    let answer = support::read_to_close(&mut s, std::time::Duration::from_secs(20)).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("\"kind\":\"Status\"") && answer.contains("\"code\":400"),
+        "{answer}"
+    );
+    // The well-formed header still authenticates.
+    let r = reqwest::Client::new()
+        .get(format!("{}{PVCS}", server.url))
+        .header("authorization", "Bearer admintok")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
 }

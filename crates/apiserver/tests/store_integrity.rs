@@ -1,5 +1,6 @@
 //! A damaged store is reported as such, naming its file: a file that is not a database, a
-//! truncated (empty) file, and a change-log row that does not decode.
+//! truncated (empty) file, a change-log row that does not decode, and a write-ahead log SQLite
+//! will ignore.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod apiserver_http;
@@ -104,4 +105,69 @@ async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
             && message.contains(&format!("change-log row {last}")),
         "{error}"
     );
+}
+
+/// Log output of this test binary, for the one test that reads it.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_ahead_log_that_sqlite_ignores_is_reported_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    assert_eq!(
+        Api::new(&server.url).post(PVCS, &pvc("kept")).await.code,
+        201
+    );
+    server.stop();
+    let wal = dir.path().join("data").join("apiserver.sqlite-wal");
+    let garbage = vec![0x5a; 8192];
+    std::fs::write(&wal, &garbage).unwrap();
+
+    let log = Captured::default();
+    let writer = log.clone();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish(),
+    )
+    .unwrap();
+    let server = support::start_apiserver(dir.path(), &[]);
+    let api = Api::new(&server.url);
+    assert_eq!(
+        api.get(&format!("{PVCS}/kept")).await.code,
+        200,
+        "the database itself is intact"
+    );
+    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let warning = text
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains(&wal.display().to_string()))
+        .unwrap_or_else(|| panic!("no warning naming {}: {text}", wal.display()));
+    assert!(
+        warning.contains("is not valid") && warning.contains("NOT in the store"),
+        "{warning}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join("data"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("apiserver.sqlite-wal.ignored-")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "a copy of the ignored WAL is kept");
+    assert_eq!(std::fs::read(kept[0].path()).unwrap(), garbage);
 }

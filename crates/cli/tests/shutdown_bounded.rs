@@ -308,6 +308,10 @@ fn the_api_server_answering_a_half_sent_request_exits_and_says_on_what() {
         "127.0.0.1:0",
         "--data-dir",
         &data,
+        // The anonymous create must reach its body: under the default Node,RBAC it is refused
+        // before the server waits for it.
+        "--authorization-mode",
+        "Node,AlwaysAllow",
     ]));
     let addr = wait_for(START_LIMIT, "the API server to listen", || {
         let log = daemon.stderr();

@@ -25,6 +25,9 @@ async fn apiserver(dir: &Path) -> kube::Client {
     let kubeconfig = dir.join("kubeconfig");
     let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
     config.write_kubeconfig = Some(kubeconfig.clone());
+    // The test's client is anonymous: allow it (the server's default is Node,RBAC).
+    config.authorization =
+        volhealth_apiserver::authz::Authorizer::parse("Node,AlwaysAllow").unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     tokio::spawn(volhealth_apiserver::serve(
         listener,

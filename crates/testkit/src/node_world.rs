@@ -31,7 +31,7 @@ pub struct NodeWorld {
 
 impl NodeWorld {
     /// Starts it all for `node` with driver name `driver_name`; `tokens` is the API server's
-    /// token file (admin first) and `modes` its `--authorization-mode`, if not the default.
+    /// token file (admin first) and `modes` its `--authorization-mode` (None: `Node,AlwaysAllow`).
     pub async fn start(
         driver_name: &str,
         node: &str,

@@ -16,6 +16,9 @@ use volhealth_driver::state::StateDir;
 const CSI_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a starting server may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The authorizer chain of [`ApiServer::start`]: the server's own default is `Node,RBAC`, which
+/// would refuse the tests' admin-less clients.
+const ALLOW_ALL_BUT_NODES: &str = "Node,AlwaysAllow";
 
 /// The embedded API server on `127.0.0.1:0`, data in `<dir>/data`, kubeconfig at
 /// `<dir>/kubeconfig`.
@@ -32,11 +35,12 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Starts the server; `tokens` is the text of a kube-apiserver token file (its first line is
-    /// the admin), or `None` for a server that lets every request through.
+    /// Starts the server with `--authorization-mode Node,AlwaysAllow` (nodes scoped, everyone
+    /// else allowed); `tokens` is the text of a kube-apiserver token file (its first line is the
+    /// admin), or `None` for a server that lets every request through.
     pub async fn start(dir: &Path, tokens: Option<&str>) -> ApiServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        Self::start_on(dir, tokens, None, listener).await
+        Self::start_on(dir, tokens, Some(ALLOW_ALL_BUT_NODES), listener).await
     }
 
     /// Like [`ApiServer::start`], with `--authorization-mode` set to `modes` (`Node,RBAC`).

@@ -2,11 +2,13 @@
 //! `Impersonate-Group` (repeatable), `Impersonate-Uid` and `Impersonate-Extra-KEY`, each allowed
 //! only by the `impersonate` verb on `users`, `serviceaccounts`, `groups` (API group ""),
 //! `uids` or `userextras/KEY` (`authentication.k8s.io`). The request then runs as the
-//! impersonated user.
+//! impersonated user. Node identities may never impersonate, whatever the authorizer chain:
+//! kube-apiserver's Node authorizer denies them the `impersonate` verb, and without that a
+//! kubelet's credentials would reach past the node scoping (any Secret, another node's pods).
 
 use super::{
     ANONYMOUS, AUTHENTICATED, Attributes, Authorizer, Binding, Request, UNAUTHENTICATED, User,
-    service_account_groups, service_account_of,
+    forbidden, service_account_groups, service_account_of,
 };
 use crate::errors::ApiError;
 use crate::store::Store;
@@ -71,6 +73,56 @@ fn impersonate_attrs<'a>(
     }
 }
 
+/// Whether `user` speaks for a node: a `system:node:` name or the `system:nodes` group (either
+/// is enough, so that a token naming only one of them cannot slip through).
+fn is_node(user: &User) -> bool {
+    volhealth_model::identity::node_of_user(&user.name).is_some()
+        || user
+            .groups
+            .iter()
+            .any(|g| g == volhealth_model::identity::NODES_GROUP)
+}
+
+/// The 403 for a node asking to impersonate, naming the first thing it asked to impersonate the
+/// way the authorizer would have.
+fn node_refusal(requester: &User, headers: &HeaderMap) -> ApiError {
+    let first = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    };
+    let extra = headers
+        .iter()
+        .find_map(|(k, v)| Some((k.as_str().strip_prefix(EXTRA_PREFIX)?, v)));
+    let extra_key;
+    let attrs = if headers.contains_key(USER_HEADER) {
+        let name = first(USER_HEADER);
+        match service_account_of(name) {
+            Some((ns, sa)) => impersonate_attrs("", "serviceaccounts", "", ns, sa),
+            None => impersonate_attrs("", "users", "", "", name),
+        }
+    } else if headers.contains_key(GROUP_HEADER) {
+        impersonate_attrs("", "groups", "", "", first(GROUP_HEADER))
+    } else if let Some((key, value)) = extra {
+        extra_key = crate::request::percent_decode(key).to_ascii_lowercase();
+        impersonate_attrs(
+            "authentication.k8s.io",
+            "userextras",
+            &extra_key,
+            "",
+            value.to_str().unwrap_or_default(),
+        )
+    } else {
+        impersonate_attrs("authentication.k8s.io", "uids", "", "", first(UID_HEADER))
+    };
+    forbidden(
+        requester,
+        &Request::Resource(attrs),
+        "nodes may not impersonate",
+    )
+}
+
 /// The user the request runs as: `requester` when it impersonates nobody; else the impersonated
 /// user, once the requester is allowed each part of it (403 otherwise, 400 when groups, a UID or
 /// extras are asked for without a user).
@@ -82,6 +134,11 @@ pub fn impersonate(
 ) -> Result<User, ApiError> {
     if !requested(headers) {
         return Ok(requester);
+    }
+    // Before any other check, so that no authorizer (AlwaysAllow included) can let it through.
+    if is_node(&requester) {
+        tracing::warn!(requester = %requester.name, "refused: a node asked to impersonate");
+        return Err(node_refusal(&requester, headers));
     }
     let users = values(headers, USER_HEADER)?;
     let groups = values(headers, GROUP_HEADER)?;

@@ -203,7 +203,7 @@ fn anonymous_admin_only_covers_requests_without_credentials() {
 
 #[test]
 fn modes_parse_and_the_first_opinion_decides() {
-    assert_eq!(Authorizer::default().to_string(), "Node,AlwaysAllow");
+    assert_eq!(Authorizer::default().to_string(), "Node,RBAC");
     assert_eq!(
         Authorizer::parse("Node,RBAC").unwrap().to_string(),
         "Node,RBAC"
@@ -277,11 +277,21 @@ fn modes_parse_and_the_first_opinion_decides() {
         e.message,
         "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
     );
-    // The default chain: nodes still scoped, everyone else allowed.
+    // The default chain is kube-apiserver's: nodes scoped, everyone else by RBAC.
     let default = Authorizer::default();
     assert!(matches!(decide(&default, &node, &other), Decision::Deny(_)));
     assert!(matches!(
         decide(&default, &alice, &pods),
+        Decision::NoOpinion(_)
+    ));
+    // Node,AlwaysAllow: nodes still scoped, everyone else allowed.
+    let node_always = Authorizer::parse("Node,AlwaysAllow").unwrap();
+    assert!(matches!(
+        decide(&node_always, &node, &other),
+        Decision::Deny(_)
+    ));
+    assert!(matches!(
+        decide(&node_always, &alice, &pods),
         Decision::Allow(_)
     ));
     // Deny stops the chain even when a later authorizer would allow.

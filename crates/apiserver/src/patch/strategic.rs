@@ -89,15 +89,12 @@ fn merge_object(
             continue;
         }
         if let Some(f) = k.strip_prefix("$setElementOrder/") {
-            if let Value::Array(a) = v {
-                orders.push((f, a));
-            }
+            let key = def.merge_key(&child(path, f));
+            orders.push((f, element_order(&child(path, k), v, key)?));
             continue;
         }
         if let Some(f) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            if let Value::Array(a) = v {
-                removals.push((f, a));
-            }
+            removals.push((f, primitive_list(&child(path, k), v)?));
             continue;
         }
         if k.starts_with('$') {
@@ -140,6 +137,56 @@ fn merge_object(
         result.retain(|k, _| keep.contains(&k.as_str()));
     }
     Ok(Some(Value::Object(result)))
+}
+
+/// The list of a `$setElementOrder` directive at `field`: entries of a keyed list must be
+/// objects carrying the merge key, of a primitive list primitives (kube-apiserver refuses the
+/// patch otherwise rather than ordering by nothing).
+fn element_order<'a>(
+    field: &str,
+    v: &'a Value,
+    key: Option<&str>,
+) -> Result<&'a Vec<Value>, ApiError> {
+    let Value::Array(entries) = v else {
+        return Err(ApiError::bad_request(format!(
+            "{field}: Invalid value: {v}: must be a list"
+        )));
+    };
+    for (i, e) in entries.iter().enumerate() {
+        let fits = match key {
+            Some(k) if !k.is_empty() => e.as_object().is_some_and(|o| o.contains_key(k)),
+            _ => is_primitive(e),
+        };
+        if !fits {
+            let wanted = match key {
+                Some(k) if !k.is_empty() => format!("an object with its merge key \"{k}\""),
+                _ => "a primitive".to_string(),
+            };
+            return Err(invalid(format!(
+                "{field}[{i}]: Invalid value: {e}: must be {wanted}"
+            )));
+        }
+    }
+    Ok(entries)
+}
+
+/// The list of a `$deleteFromPrimitiveList` directive at `field`, which must hold primitives.
+fn primitive_list<'a>(field: &str, v: &'a Value) -> Result<&'a Vec<Value>, ApiError> {
+    let Value::Array(entries) = v else {
+        return Err(ApiError::bad_request(format!(
+            "{field}: Invalid value: {v}: must be a list of primitives"
+        )));
+    };
+    if let Some((i, e)) = entries.iter().enumerate().find(|(_, e)| !is_primitive(e)) {
+        return Err(invalid(format!(
+            "{field}[{i}]: Invalid value: {e}: must be a primitive"
+        )));
+    }
+    Ok(entries)
+}
+
+fn is_primitive(v: &Value) -> bool {
+    !matches!(v, Value::Object(_) | Value::Array(_))
 }
 
 fn identity<'a>(item: &'a Value, key: Option<&str>) -> Option<&'a Value> {

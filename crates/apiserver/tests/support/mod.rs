@@ -3,11 +3,18 @@
 //! to it over real HTTP. Waits are on conditions with deadlines, never fixed sleeps.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use volhealth_apiserver::authz::{Authorizer, Tokens};
 use volhealth_apiserver::{FeatureGates, ServerConfig, TlsConfig};
+
+/// The authorizer chain of servers started without `--authorization-mode`: most tests speak as
+/// `system:anonymous` or as tokens without any roles, and are about other things than RBAC;
+/// node scoping stays on.
+pub const TESTS_AUTHORIZATION_MODE: &str = "Node,AlwaysAllow";
 
 /// A running in-process API server; dropping it shuts it down.
 pub struct ApiServer {
@@ -27,10 +34,13 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// `--bookmark-interval-seconds`, and the TLS ones: `--tls-san`, `--client-ca-file`,
 /// `--tls-cert-file`, `--tls-private-key-file`), so a test reads the same as the command line it
 /// stands for. It serves plain HTTP (as with `--insecure-http`) unless a TLS flag is given or
-/// [`start_tls_apiserver`] starts it.
+/// [`start_tls_apiserver`] starts it. Without `--authorization-mode` it runs
+/// [`TESTS_AUTHORIZATION_MODE`], not the server's default `Node,RBAC`.
 pub fn config_from_flags(dir: &Path, flags: &[&str]) -> ServerConfig {
     let mut config = ServerConfig::new(dir.join("data"));
     config.write_kubeconfig = Some(dir.join("kubeconfig"));
+    config.authorization =
+        Authorizer::parse(TESTS_AUTHORIZATION_MODE).expect("the tests' authorization mode");
     let mut anonymous_admin = false;
     let mut it = flags.iter();
     while let Some(flag) = it.next() {

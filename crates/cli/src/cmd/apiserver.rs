@@ -29,7 +29,8 @@ pub struct Args {
     /// Authorizers to ask in order, as kube-apiserver names them: a comma list of Node, RBAC,
     /// AlwaysAllow and AlwaysDeny. The first to allow or deny decides; a request none allows is
     /// forbidden. With RBAC the bootstrap roles and bindings are created when missing.
-    #[arg(long, default_value = "Node,AlwaysAllow")]
+    /// Whatever the modes, node identities may not impersonate.
+    #[arg(long, default_value = "Node,RBAC")]
     pub authorization_mode: String,
     /// The serving certificate (PEM, with its chain); without it one is made in
     /// <data-dir>/pki, signed by a CA made there.

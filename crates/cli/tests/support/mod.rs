@@ -169,7 +169,9 @@ pub struct ApiServer {
 
 /// Starts `volhealth apiserver --insecure-http --listen 127.0.0.1:0 --data-dir <dir>/data
 /// --write-kubeconfig <dir>/kubeconfig EXTRA...` (plain HTTP: the tests using it are about other
-/// things than TLS) and waits until the kubeconfig exists and `/readyz` answers.
+/// things than TLS) and waits until the kubeconfig exists and `/readyz` answers. Unless EXTRA
+/// names `--authorization-mode`, it runs `Node,AlwaysAllow`: the tests' clients have no roles,
+/// and the server's default is `Node,RBAC`.
 pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
     let data = dir.join("data");
     let kubeconfig = dir.join("kubeconfig");
@@ -186,6 +188,9 @@ pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
         "--write-kubeconfig",
         &kc_s,
     ];
+    if !extra.contains(&"--authorization-mode") {
+        args.extend_from_slice(&["--authorization-mode", "Node,AlwaysAllow"]);
+    }
     args.extend_from_slice(extra);
     let mut proc = Proc::start("apiserver", dir, &args);
     let url = wait_for(

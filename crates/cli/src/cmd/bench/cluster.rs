@@ -229,6 +229,10 @@ async fn fill(
             dir(layout.apiserver_data()),
             "--token-auth-file".into(),
             dir(layout.tokens()),
+            // The benchmark's node plugins have no RBAC roles (`volhealth up` grants them some):
+            // they run as in the benchmarks so far, scoped by the Node authorizer only.
+            "--authorization-mode".into(),
+            "Node,AlwaysAllow".into(),
             "--write-kubeconfig".into(),
             dir(kubeconfig.to_path_buf()),
         ],
