@@ -41,9 +41,14 @@ fn version_names_the_binary_and_crate_version() {
         .get_output()
         .stdout
         .clone();
+    // The release and the git revision it was built from.
     assert_eq!(
         String::from_utf8_lossy(&out).trim(),
-        format!("volhealth {}", env!("CARGO_PKG_VERSION"))
+        format!(
+            "volhealth {} (git {})",
+            env!("CARGO_PKG_VERSION"),
+            volhealth_daemon::build_info::REVISION
+        )
     );
 }
 
