@@ -309,18 +309,23 @@ async fn kubectl_volhealth_runs_status() {
         plugins.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new("kubectl")
-        .args(["volhealth", "-A", "-o", "json"])
-        .env("PATH", &path)
-        .env("KUBECONFIG", &api.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl volhealth failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json_of(&String::from_utf8_lossy(&out.stdout));
+    // `kubectl ARGS` with the plugin on PATH, which must succeed: its stdout.
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("PATH", &path)
+            .env("KUBECONFIG", &api.kubeconfig)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let doc = json_of(&kubectl(&["volhealth", "-A", "-o", "json"]));
     assert_eq!(doc["items"].as_array().unwrap().len(), 3);
     let listed = Command::new("kubectl")
         .args(["plugin", "list"])
@@ -344,28 +349,12 @@ async fn kubectl_volhealth_runs_status() {
     );
 
     // The help shows the form kubectl users type, and the form it used to show works too.
-    let help = Command::new("kubectl")
-        .args(["volhealth", "--help"])
-        .env("PATH", &path)
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = kubectl(&["volhealth", "--help"]);
     assert!(
         help.contains("Usage: kubectl volhealth [OPTIONS]"),
         "{help}"
     );
-    let out = Command::new("kubectl")
-        .args(["volhealth", "status", "-A", "-o", "json"])
-        .env("PATH", &path)
-        .env("KUBECONFIG", &api.kubeconfig)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl volhealth status -A: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json_of(&String::from_utf8_lossy(&out.stdout));
+    let doc = json_of(&kubectl(&["volhealth", "status", "-A", "-o", "json"]));
     assert_eq!(doc["items"].as_array().unwrap().len(), 3);
 }
 
@@ -434,6 +423,9 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
             &listen,
             "--data-dir",
             &data,
+            // As start_apiserver runs it: the test's client has no roles.
+            "--authorization-mode",
+            "Node,AlwaysAllow",
         ],
     );
     support::wait_for(Duration::from_secs(60), "the end of the outage", || {

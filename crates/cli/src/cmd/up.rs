@@ -379,17 +379,12 @@ async fn start(
     p.done("ok");
 
     let samples = workload::samples(nodes, args.pvcs_per_node);
-    if resuming {
-        p.step(&format!(
-            "checking the {} sample volumes, claims and pods kept from the last run",
-            samples.len()
-        ));
+    let n = samples.len();
+    p.step(&if resuming {
+        format!("checking the {n} sample volumes, claims and pods kept from the last run")
     } else {
-        p.step(&format!(
-            "creating {} volumes, claims and pods, staged and published on their nodes",
-            samples.len()
-        ));
-    }
+        format!("creating {n} volumes, claims and pods, staged and published on their nodes")
+    });
     // A few samples at a time: each waits on the driver and the API server, so thousands of
     // them are not created one round trip after another.
     let ensured = futures::stream::iter(samples.iter().map(|s| {

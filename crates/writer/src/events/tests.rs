@@ -1,0 +1,178 @@
+//! The Events' rules, queue and recorder, against a fake sink.
+
+use super::upstream::transition_events_with;
+use super::*;
+use volhealth_model::VolumeHealthCondition;
+
+fn pvc(name: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: "v1",
+        kind: "PersistentVolumeClaim",
+        namespace: Some("ns".into()),
+        name: name.into(),
+        uid: Some(format!("uid-{name}")),
+    }
+}
+
+fn c(reason: &str, message: &str) -> VolumeHealthCondition {
+    VolumeHealthCondition {
+        status: "Degraded".into(),
+        reason: reason.into(),
+        message: Some(message.into()),
+    }
+}
+
+#[test]
+fn only_transitions_raise_events() {
+    let o = pvc("a");
+    let deg = [c("Slow", "m")];
+    let e = transition_event(&o, Subject::Volume, None, &[], &deg).unwrap();
+    assert_eq!(
+        (e.event_type, e.reason),
+        (EventType::Warning, REASON_VOLUME_DEGRADED)
+    );
+    let e = transition_event(&o, Subject::Volume, None, &deg, &[]).unwrap();
+    assert_eq!(
+        (e.event_type, e.reason),
+        (EventType::Normal, REASON_VOLUME_RECOVERED)
+    );
+    let e = transition_event(
+        &o,
+        Subject::Volume,
+        Some("volume data"),
+        &deg,
+        &[c("Slow", "other")],
+    )
+    .unwrap();
+    assert_eq!(e.reason, REASON_VOLUME_CHANGED);
+    assert!(e.message.starts_with("volume data: "), "{}", e.message);
+    assert_eq!(
+        transition_event(&o, Subject::Volume, None, &deg, &deg),
+        None
+    );
+    let empty: [VolumeHealthCondition; 0] = [];
+    assert_eq!(
+        transition_event(&o, Subject::Volume, None, &empty, &empty),
+        None
+    );
+    let e = transition_event(&o, Subject::Storage, None, &[], &deg).unwrap();
+    assert_eq!(e.reason, REASON_STORAGE_DEGRADED);
+}
+
+fn recorder() -> EventRecorder {
+    let mut r = prometheus_client::registry::Registry::default();
+    EventRecorder::new(Arc::new(WriterMetrics::new(&mut r)))
+}
+
+#[test]
+fn the_docs_list_exactly_the_reasons_the_writers_emit() {
+    let doc = include_str!("../../../../docs/kubectl.md");
+    let section = doc
+        .split("## Events the writers raise")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_else(|| panic!("docs/kubectl.md has no section on the Events"));
+    let mut documented: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    documented.sort_unstable();
+    let mut emitted = ALL_REASONS.to_vec();
+    emitted.sort_unstable();
+    assert_eq!(documented, emitted);
+}
+
+fn ev(name: &str, reason: &'static str) -> HealthEvent {
+    HealthEvent {
+        object: pvc(name),
+        event_type: EventType::Warning,
+        reason,
+        message: format!("about {name}"),
+    }
+}
+
+#[test]
+fn repeats_coalesce_and_many_similar_are_summarised() {
+    let r = recorder();
+    r.record(ev("a", REASON_VOLUME_DEGRADED));
+    r.record(HealthEvent {
+        message: "newer".into(),
+        ..ev("a", REASON_VOLUME_DEGRADED)
+    });
+    assert_eq!(r.len(), 1);
+    match r.pop() {
+        Some(Outgoing::One(e, 2)) => assert_eq!(e.message, "newer"),
+        other => panic!("{other:?}"),
+    }
+    for i in 0..25 {
+        r.record(ev(&format!("v{i:02}"), REASON_VOLUME_DEGRADED));
+    }
+    r.record(ev("other", REASON_VOLUME_RECOVERED));
+    match r.pop() {
+        Some(Outgoing::Summary(e, 25)) => {
+            assert_eq!(e.object.name, "v00");
+            assert!(e.message.contains("25 similar"), "{}", e.message);
+            assert!(e.message.contains("and 15 more"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(r.pop(), Some(Outgoing::One(e, 1)) if e.object.name == "other"));
+    assert_eq!(r.pop(), None);
+}
+
+#[test]
+fn the_queue_is_bounded() {
+    let r = recorder();
+    for i in 0..(MAX_PENDING_EVENTS + 5) {
+        r.record(HealthEvent {
+            object: ObjectRef {
+                namespace: Some(format!("ns{i}")),
+                ..pvc("a")
+            },
+            ..ev("a", REASON_VOLUME_DEGRADED)
+        });
+    }
+    assert_eq!(r.len(), MAX_PENDING_EVENTS);
+}
+
+#[test]
+fn the_upstream_reason_comes_beside_ours_for_abnormal_volumes_only() {
+    let o = pvc("data-1");
+    let deg = vec![c("SlowDisk", "writes take 800 ms")];
+    let reasons = |upstream: bool,
+                   subject: Subject,
+                   before: &[VolumeHealthCondition],
+                   after: &[VolumeHealthCondition]| {
+        transition_events_with(upstream, &o, subject, None, before, after)
+            .into_iter()
+            .map(|e| (e.reason, e.message))
+            .collect::<Vec<_>>()
+    };
+    let on = reasons(true, Subject::Volume, &[], &deg);
+    assert_eq!(on.len(), 2);
+    assert_eq!(on[0].0, REASON_VOLUME_DEGRADED);
+    assert_eq!(
+        on[1],
+        (REASON_UPSTREAM_ABNORMAL, "writes take 800 ms".to_string())
+    );
+    assert_eq!(
+        reasons(false, Subject::Volume, &[], &deg).len(),
+        1,
+        "off by default"
+    );
+    assert_eq!(
+        reasons(true, Subject::Volume, &deg, &[]).len(),
+        1,
+        "a recovery is not abnormal"
+    );
+    assert_eq!(
+        reasons(true, Subject::Storage, &[], &deg).len(),
+        1,
+        "volumes only"
+    );
+    assert!(
+        reasons(true, Subject::Volume, &deg, &deg).is_empty(),
+        "no transition"
+    );
+}
