@@ -4,6 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+pub use volhealth_writer::lease::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LEADER_ELECTION_JITTER,
+    LeaderElection,
+};
 
 /// Default `--csi-address`.
 pub const DEFAULT_CSI_ADDRESS: &str = "/run/csi/socket";
@@ -24,12 +28,6 @@ pub const DEFAULT_WORKER_THREADS: usize = 10;
 pub const DEFAULT_KUBE_API_QPS: f64 = 200.0;
 /// Default `--kube-api-burst`: a correlated failure of 500 volumes goes out at once.
 pub const DEFAULT_KUBE_API_BURST: u32 = 500;
-/// Default lease duration.
-pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
-/// Default renew deadline.
-pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// Default retry period.
-pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(5);
 /// How much slower than the interval writes the API server dropped or rejected are retried.
 pub const DROPPED_WRITE_RETRY_FACTOR: u32 = 10;
 
@@ -60,36 +58,6 @@ impl std::str::FromStr for SecretRef {
 impl std::fmt::Display for SecretRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-/// Leader-election timings (the client-go names).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaderElection {
-    /// Namespace of the Lease; `None` = the in-cluster namespace, else `default`.
-    pub namespace: Option<String>,
-    /// How long a holder's claim is valid after its last renewal.
-    pub lease_duration: Duration,
-    /// How long before expiry the holder must have renewed.
-    pub renew_deadline: Duration,
-    /// How often a candidate retries.
-    pub retry_period: Duration,
-    /// The holder identity; `None` = host name plus a random suffix.
-    pub identity: Option<String>,
-    /// Labels put on the Lease once this replica holds it (`--leader-election-labels`).
-    pub labels: std::collections::BTreeMap<String, String>,
-}
-
-impl Default for LeaderElection {
-    fn default() -> Self {
-        LeaderElection {
-            namespace: None,
-            lease_duration: DEFAULT_LEASE_DURATION,
-            renew_deadline: DEFAULT_RENEW_DEADLINE,
-            retry_period: DEFAULT_RETRY_PERIOD,
-            identity: None,
-            labels: Default::default(),
-        }
     }
 }
 
@@ -166,45 +134,6 @@ impl MonitorConfig {
     }
 }
 
-/// client-go's `JitterFactor`: a renew deadline must exceed the retry period by this factor, so
-/// a leader tries to renew more than once before its deadline passes.
-pub const LEADER_ELECTION_JITTER: f64 = 1.2;
-
-impl LeaderElection {
-    /// The rules client-go's leader election refuses to start without, each message naming the
-    /// flag that is wrong: every period at least a second (the Lease counts whole seconds), the
-    /// lease longer than the renew deadline, the renew deadline longer than 1.2 retry periods.
-    pub fn validate(&self) -> Result<(), String> {
-        let show = |d: Duration| volhealth_daemon::duration::format(d);
-        for (flag, d) in [
-            ("--leader-election-lease-duration", self.lease_duration),
-            ("--leader-election-renew-deadline", self.renew_deadline),
-            ("--leader-election-retry-period", self.retry_period),
-        ] {
-            if d < Duration::from_secs(1) {
-                return Err(format!("{flag} must be at least 1s, got {}", show(d)));
-            }
-        }
-        if self.lease_duration <= self.renew_deadline {
-            return Err(format!(
-                "--leader-election-lease-duration ({}) must be greater than --leader-election-renew-deadline ({})",
-                show(self.lease_duration),
-                show(self.renew_deadline)
-            ));
-        }
-        if self.renew_deadline.as_secs_f64()
-            <= LEADER_ELECTION_JITTER * self.retry_period.as_secs_f64()
-        {
-            return Err(format!(
-                "--leader-election-renew-deadline ({}) must be greater than {LEADER_ELECTION_JITTER} x --leader-election-retry-period ({}), so the leader retries before its deadline",
-                show(self.renew_deadline),
-                show(self.retry_period)
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// The Lease name upstream uses: `external-health-monitor-leader-<driver>`, driver reduced to `[a-zA-Z0-9-]`.
 pub fn lease_name(driver_name: &str) -> String {
     let reduced: String = driver_name
@@ -217,38 +146,6 @@ pub fn lease_name(driver_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn leader_election_timings_are_checked_as_client_go_does() {
-        let le = |lease: u64, renew: u64, retry: u64| LeaderElection {
-            lease_duration: Duration::from_secs(lease),
-            renew_deadline: Duration::from_secs(renew),
-            retry_period: Duration::from_secs(retry),
-            ..LeaderElection::default()
-        };
-        assert_eq!(LeaderElection::default().validate(), Ok(()));
-        assert_eq!(le(4, 3, 1).validate(), Ok(()));
-        let err = |l: LeaderElection| l.validate().unwrap_err();
-        // The leader would re-read less often than its deadline.
-        assert!(
-            err(le(5, 3, 4)).starts_with("--leader-election-renew-deadline (3s) must be greater than 1.2 x --leader-election-retry-period (4s)"),
-            "{}",
-            err(le(5, 3, 4))
-        );
-        // A 0 s lease names the lease, not the renew deadline.
-        assert!(
-            err(le(0, 10, 2)).starts_with("--leader-election-lease-duration must be at least 1s"),
-            "{}",
-            err(le(0, 10, 2))
-        );
-        assert!(err(le(10, 10, 2)).starts_with("--leader-election-lease-duration (10s) must be greater than --leader-election-renew-deadline (10s)"));
-        assert!(
-            err(le(15, 10, 0)).starts_with("--leader-election-retry-period must be at least 1s")
-        );
-        // 1.2 x 5 s is 6 s: a 6 s deadline is not enough, as in client-go.
-        assert!(le(15, 6, 5).validate().is_err());
-        assert_eq!(le(15, 7, 5).validate(), Ok(()));
-    }
 
     #[test]
     fn lease_name_keeps_only_safe_characters() {

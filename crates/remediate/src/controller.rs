@@ -442,7 +442,7 @@ pub enum Error {
     Metrics(#[from] volhealth_daemon::Error),
     /// Leader election could not start.
     #[error("starting leader election: {0}")]
-    Leader(#[from] kube_lease_manager::LeaseManagerError),
+    Leader(#[from] crate::leader::StartError),
 }
 
 /// Loads the client from `kubeconfig`, serves `/metrics` on `http_endpoint` (if any), elects a

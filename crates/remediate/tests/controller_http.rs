@@ -184,9 +184,12 @@ fn replica(kubeconfig: &Path, identity: &str, policy: &str) -> tokio::sync::ones
         tick: Duration::from_millis(50),
     };
     let election = LeaderElection {
-        namespace: "default".into(),
-        identity: identity.into(),
+        namespace: Some("default".into()),
+        identity: Some(identity.into()),
         lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_millis(1500),
+        retry_period: Duration::from_secs(1),
+        labels: Default::default(),
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let kubeconfig = kubeconfig.to_path_buf();

@@ -16,6 +16,7 @@
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
+//! - [`lease`]: leader election on a Lease that stops leading when the Lease is not fresh.
 //! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects),
 //!   [`partial`] (watched objects decoded into the fields a writer reads).
 
@@ -27,6 +28,7 @@ mod error;
 pub mod events;
 pub mod intervals;
 pub mod kube_client;
+pub mod lease;
 mod metrics;
 mod overlay;
 pub mod pacing;

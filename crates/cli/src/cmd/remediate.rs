@@ -38,6 +38,12 @@ pub struct Args {
     /// How long a leader's claim lasts without renewal.
     #[arg(long, default_value = "15s")]
     pub leader_election_lease_duration: String,
+    /// The leader stops acting once its last confirmed renewal is this old.
+    #[arg(long, default_value = "10s")]
+    pub leader_election_renew_deadline: String,
+    /// How often the leader re-reads the Lease to confirm it still holds it.
+    #[arg(long, default_value = "5s")]
+    pub leader_election_retry_period: String,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -56,12 +62,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let http = http_endpoint::parse_optional(&args.http_endpoint).context("--http-endpoint")?;
     let leader = if args.leader_election {
-        Some(LeaderElection {
-            namespace: args.leader_election_namespace.clone(),
-            identity: volhealth_remediate::leader::default_identity(),
+        let le = LeaderElection {
+            namespace: Some(args.leader_election_namespace.clone()),
+            identity: Some(volhealth_remediate::leader::default_identity()),
             lease_duration: duration::parse(&args.leader_election_lease_duration)
                 .context("--leader-election-lease-duration")?,
-        })
+            renew_deadline: duration::parse(&args.leader_election_renew_deadline)
+                .context("--leader-election-renew-deadline")?,
+            retry_period: duration::parse(&args.leader_election_retry_period)
+                .context("--leader-election-retry-period")?,
+            labels: Default::default(),
+        };
+        le.validate().map_err(|e| anyhow::anyhow!(e))?;
+        Some(le)
     } else {
         None
     };
