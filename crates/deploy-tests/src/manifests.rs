@@ -72,3 +72,22 @@ pub fn kustomize(dir: &Path) -> Result<Option<Vec<serde_json::Value>>> {
     let text = String::from_utf8(out.stdout).map_err(|e| fail(e.to_string()))?;
     parse_documents(&text).map(Some).map_err(fail)
 }
+
+/// `to` relative to `from` (both existing directories), as kustomize wants a base named; `None`
+/// when either cannot be resolved.
+pub fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    let (from, to) = (from.canonicalize().ok()?, to.canonicalize().ok()?);
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in from.components().skip(common) {
+        out.push("..");
+    }
+    for c in to.components().skip(common) {
+        out.push(c);
+    }
+    Some(out)
+}

@@ -208,34 +208,17 @@ fn the_monitor_component_adds_a_container_and_changes_nothing_the_driver_declare
     assert_eq!(role["rules"], base_role["rules"]);
 }
 
-/// `to` relative to `from` (both absolute directories), as kustomize wants a base named.
-fn relative(from: &Path, to: &Path) -> PathBuf {
-    let (from, to) = (from.canonicalize().unwrap(), to.canonicalize().unwrap());
-    let common = from
-        .components()
-        .zip(to.components())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut out = PathBuf::new();
-    for _ in from.components().skip(common) {
-        out.push("..");
-    }
-    for c in to.components().skip(common) {
-        out.push(c);
-    }
-    out
-}
-
 #[test]
 fn the_component_binds_the_account_and_namespace_each_driver_has() {
     if !kubectl() {
         return;
     }
     let dir = TempDir::new("monitor-component");
-    let component = relative(
+    let component = manifests::relative(
         dir.path(),
         &manifests::dir().join("components/monitor-sidecar"),
-    );
+    )
+    .unwrap();
     // Two drivers, each in its own overlay: another account, another namespace, an emptyDir socket.
     for (driver, namespace, account) in [
         ("alpha", "storage-alpha", "alpha-controller-sa"),

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use volhealth_deploy_tests::manifests;
 
 fn render(dir: &str) -> Option<Vec<Value>> {
@@ -211,24 +211,6 @@ fn the_extender_is_served_where_the_scheduler_configuration_calls_it() {
     assert_eq!(pod["serviceAccountName"], "volhealth-scheduler-extender");
 }
 
-/// `to` relative to `from` (both absolute directories), as kustomize wants a base named.
-fn relative(from: &Path, to: &Path) -> PathBuf {
-    let (from, to) = (from.canonicalize().unwrap(), to.canonicalize().unwrap());
-    let common = from
-        .components()
-        .zip(to.components())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut out = PathBuf::new();
-    for _ in from.components().skip(common) {
-        out.push("..");
-    }
-    for c in to.components().skip(common) {
-        out.push(c);
-    }
-    out
-}
-
 #[test]
 fn the_image_is_named_once_for_the_whole_kit() {
     let Some(all) = render("all") else {
@@ -256,7 +238,7 @@ fn the_image_is_named_once_for_the_whole_kit() {
         .join(format!("volhealth-image-overlay-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let base = relative(&dir, &manifests::dir().join("all"));
+    let base = manifests::relative(&dir, &manifests::dir().join("all")).unwrap();
     std::fs::write(
         dir.join("kustomization.yaml"),
         format!(
