@@ -35,7 +35,7 @@ fn start(dir: &Path, mode: Option<&str>) -> support::ApiServer {
     support::start_with_config(config)
 }
 
-/// One request with `headers`; answers the status code and JSON body.
+/// One request with `headers` (a merge patch body); answers the status code and JSON body.
 async fn request(
     server: &support::ApiServer,
     token: &str,
@@ -44,19 +44,8 @@ async fn request(
     path: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut rb = reqwest::Client::new()
-        .request(method, format!("{}{path}", server.url))
-        .bearer_auth(token);
-    for (k, v) in headers {
-        rb = rb.header(*k, *v);
-    }
-    if let Some(b) = body {
-        rb = rb.header("content-type", MERGE).body(b.to_string());
-    }
-    let resp = rb.send().await.unwrap();
-    let code = resp.status().as_u16();
-    (code, resp.json().await.unwrap_or(Value::Null))
+    let body = body.map(|b| (MERGE, b));
+    support::request_with_headers(server, token, headers, method, path, body).await
 }
 
 /// Creates the objects the requests touch: a Secret and a claim nobody's pod uses, a claim, and

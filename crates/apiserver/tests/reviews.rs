@@ -148,7 +148,7 @@ async fn reviews_answer_from_the_authorizers() {
     assert_eq!(alice.post(SAR, &sar).await.code, 403);
 }
 
-/// A request with impersonation headers, as raw HTTP.
+/// A request with impersonation headers (JSON body).
 async fn as_user(
     server: &support::ApiServer,
     token: &str,
@@ -157,22 +157,8 @@ async fn as_user(
     path: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut rb = client
-        .request(method, format!("{}{path}", server.url))
-        .bearer_auth(token);
-    for (k, v) in headers {
-        rb = rb.header(*k, *v);
-    }
-    if let Some(b) = body {
-        rb = rb
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let resp = rb.send().await.unwrap();
-    let code = resp.status().as_u16();
-    (code, resp.json().await.unwrap_or(Value::Null))
+    let body = body.map(|b| ("application/json", b));
+    support::request_with_headers(server, token, headers, method, path, body).await
 }
 
 fn whoami() -> Value {

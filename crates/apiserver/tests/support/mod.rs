@@ -326,3 +326,28 @@ pub async fn patch_raw(
         .collect();
     (code, warnings, r.json().await.unwrap_or_default())
 }
+
+/// One request to `server` as `token` with extra `headers` (impersonation and the like) and a
+/// body sent as `content_type`; answers the status code and the JSON body (null when none).
+pub async fn request_with_headers(
+    server: &ApiServer,
+    token: &str,
+    headers: &[(&str, &str)],
+    method: &str,
+    path: &str,
+    body: Option<(&str, &serde_json::Value)>,
+) -> (u16, serde_json::Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut rb = reqwest::Client::new()
+        .request(method, format!("{}{path}", server.url))
+        .bearer_auth(token);
+    for (k, v) in headers {
+        rb = rb.header(*k, *v);
+    }
+    if let Some((content_type, b)) = body {
+        rb = rb.header("content-type", content_type).body(b.to_string());
+    }
+    let resp = rb.send().await.unwrap();
+    let code = resp.status().as_u16();
+    (code, resp.json().await.unwrap_or(serde_json::Value::Null))
+}
