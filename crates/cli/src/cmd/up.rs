@@ -220,7 +220,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let base = args
         .metrics_port
         .unwrap_or_else(|| endpoints::default_base(&args.listen));
-    let metrics =
+    let mut metrics =
         endpoints::MetricsPorts::plan_with(base, &nodes, args.extras.metrics_components())?;
 
     // Listeners made once: a signal that arrives between two loop turns is kept, not lost.
@@ -246,7 +246,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Ok(record)) => record,
     };
-    if let Err(e) = metrics.write(layout.root(), &record.server) {
+    let learned = match metrics.learn_bound(&mut running.components).await {
+        Ok(()) => metrics.write(layout.root(), &record.server),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = learned {
         running.stop_all().await;
         return Err(e);
     }

@@ -99,6 +99,15 @@ impl Cluster {
         Ok(())
     }
 
+    /// Starts the monitor with [`Cluster::monitor_args`] and learns where its metrics are.
+    async fn spawn_monitor(&mut self) -> anyhow::Result<()> {
+        let mut c = Component::start("monitor", &self.layout.log("monitor"), &self.monitor_args)?;
+        let bound = c.bound_http(Duration::from_secs(30)).await;
+        self.components.push(c);
+        self.monitor_metrics = format!("http://{}/metrics", bound?);
+        Ok(())
+    }
+
     /// The pid of the component called `name`.
     pub fn pid(&self, name: &str) -> Option<u32> {
         self.components
@@ -126,8 +135,7 @@ impl Cluster {
             let mut c = self.components.remove(pos);
             c.stop().await;
         }
-        let args = self.monitor_args.clone();
-        self.spawn("monitor", args)?;
+        self.spawn_monitor().await?;
         let url = self.monitor_metrics.clone();
         wait_ready("the restarted monitor", self, async || {
             super::probe::http_get(&url).await.ok()
@@ -365,14 +373,8 @@ async fn fill(
         .sort_by_key(|v| v.sample.claim[5..].parse::<usize>().unwrap_or(usize::MAX));
 
     println!("  starting the monitor and {} agent(s)", plan.nodes.len());
-    // Planned now, not before the setup: its many connections take ephemeral ports, and a port
-    // found free earlier could be one of them by now. The port stays held until the monitor is
-    // spawned. Only the monitor's metrics are read, so the agents bind a port of their own
-    // choosing: a hundred ports planned ahead and let go one by one could each be taken as the
-    // source port of some connection before its agent binds it.
-    let ports = crate::cmd::up::endpoints::MetricsPorts::plan(0, &[])?;
-    let monitor_endpoint = ports.http_endpoint("monitor")?;
-    cluster.monitor_metrics = format!("http://{monitor_endpoint}/metrics");
+    // Every component binds a free port itself (a port found free here and let go for it could
+    // be taken in between); the monitor's, the only one read, comes from its log.
     let mut monitor_args = vec![
         "monitor".to_string(),
         "--csi-address".into(),
@@ -384,11 +386,11 @@ async fn fill(
         "--list-page-size".into(),
         plan.page_size.to_string(),
         "--http-endpoint".into(),
-        monitor_endpoint,
+        "127.0.0.1:0".into(),
     ];
     monitor_args.extend(plan.monitor_flags.iter().cloned());
-    cluster.monitor_args = monitor_args.clone();
-    cluster.spawn("monitor", monitor_args)?;
+    cluster.monitor_args = monitor_args;
+    cluster.spawn_monitor().await?;
     for node in &plan.nodes {
         cluster.spawn(
             &format!("agent-{node}"),

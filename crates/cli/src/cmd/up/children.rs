@@ -18,6 +18,8 @@ pub struct Component {
     pub name: String,
     /// Its log file.
     pub log: PathBuf,
+    /// The length of the log when this run of the component started (a log is appended to).
+    log_start: u64,
     child: Child,
 }
 
@@ -46,6 +48,10 @@ impl Component {
         let err = out
             .try_clone()
             .with_context(|| format!("opening {}", log.display()))?;
+        let log_start = out
+            .metadata()
+            .with_context(|| format!("reading {}", log.display()))?
+            .len();
         let child = Command::new(&exe)
             .args(args)
             .stdin(Stdio::null())
@@ -58,8 +64,38 @@ impl Component {
         Ok(Component {
             name: name.to_string(),
             log: log.to_path_buf(),
+            log_start,
             child,
         })
+    }
+
+    /// The address its metrics endpoint bound, read from what it logged since it started;
+    /// fails when it exits first or says nothing within `wait`.
+    pub async fn bound_http(&mut self, wait: Duration) -> anyhow::Result<std::net::SocketAddr> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let text = std::fs::read(&self.log).unwrap_or_default();
+            let start = usize::try_from(self.log_start)
+                .unwrap_or(usize::MAX)
+                .min(text.len());
+            if let Some(addr) =
+                super::endpoints::bound_address(&String::from_utf8_lossy(&text[start..]))
+            {
+                return Ok(addr);
+            }
+            if let Some(why) = self.exited() {
+                anyhow::bail!("{why}");
+            }
+            if tokio::time::Instant::now() >= deadline {
+                anyhow::bail!(
+                    "{} did not report the address of its metrics endpoint within {wait:?}; last lines of {}:\n{}",
+                    self.name,
+                    self.log.display(),
+                    tail(&self.log, 12)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The process id (None once reaped).

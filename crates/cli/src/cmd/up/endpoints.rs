@@ -1,25 +1,30 @@
 //! The metrics endpoints of the components `up` starts: stable ports derived from one base port
 //! (the monitor gets the base, the agent of node N gets base + N), checked before anything
 //! starts, printed and written to `<dir>/endpoints.json` (component name → URL of its metrics).
-//! Each planned port stays bound here until its component is about to start, so two components
-//! never get the same free port and nothing else on the machine takes one in between.
+//! With base 0 (free ports) each component binds port 0 itself and `up` reads the address it
+//! bound from its log: a port found free here and let go for the component could be taken by
+//! anything on the machine in between, and then the component failed with "Address already in
+//! use".
 
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::cmd::up::children::Component;
 
 /// File (in the state dir) naming each component's metrics URL.
 pub const FILE: &str = "endpoints.json";
 
+/// How long a component that binds a free port has to say which one.
+const BIND_WAIT: Duration = Duration::from_secs(30);
+
 /// The metrics address of every component `up` starts, besides the API server.
 #[derive(Debug)]
 pub struct MetricsPorts {
-    /// (component name, address), the monitor first.
+    /// (component name, address), the monitor first; port 0 until the component has bound one.
     entries: Vec<(String, SocketAddr)>,
-    /// The listeners holding the ports of components not started yet, by component name.
-    held: Mutex<BTreeMap<String, TcpListener>>,
 }
 
 /// The base port when `--metrics-port` is not given: the one after the API server's port, or
@@ -31,103 +36,49 @@ pub fn default_base(listen: &str) -> u16 {
     }
 }
 
-/// Where free ports are looked for when the kernel's ephemeral range cannot be read.
-const FREE_PORTS_BELOW: u16 = 32768;
-/// The lowest port looked at for a free one.
-const FREE_PORTS_FROM: u16 = 10000;
-/// How many ports of the range are tried before falling back to port 0.
-const FREE_PORT_TRIES: usize = 200;
-
-/// The first port of the kernel's ephemeral range, from which it picks the source ports of
-/// outgoing connections and the ports of `bind(0)`.
-fn ephemeral_low() -> u16 {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .unwrap_or(FREE_PORTS_BELOW)
-}
-
-/// A free loopback port and the listener that holds it. It is looked for below the kernel's
-/// ephemeral range: a port is let go just before its component binds it, and in that moment a
-/// port of the ephemeral range can become the source port of any connection on the machine
-/// (a port found with `bind(0)` lost that race now and then: "Address already in use" in the
-/// component). Port 0 is the fallback when nothing below the range is free.
-fn free_port() -> anyhow::Result<(u16, TcpListener)> {
-    let below = ephemeral_low();
-    if below > FREE_PORTS_FROM {
-        let span = usize::from(below - FREE_PORTS_FROM);
-        let start = rand::random_range(0..span);
-        for i in (0..span)
-            .cycle()
-            .skip(start)
-            .take(span.min(FREE_PORT_TRIES))
-        {
-            let port = FREE_PORTS_FROM + u16::try_from(i).unwrap_or(0);
-            if let Ok(l) = TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
-                return Ok((port, l));
-            }
-        }
-    }
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("finding a free port")?;
-    let port = l.local_addr().context("finding a free port")?.port();
-    Ok((port, l))
-}
-
 impl MetricsPorts {
-    /// Assigns ports from `base` (0: free ports) and refuses a port that is taken, naming it.
-    pub fn plan(base: u16, nodes: &[String]) -> anyhow::Result<MetricsPorts> {
-        MetricsPorts::plan_with(base, nodes, &[])
-    }
-
-    /// [`MetricsPorts::plan`] with more components after the agents (`remediate`).
+    /// Assigns ports from `base` (0: free ports) to the monitor, the agents of `nodes` and the
+    /// `extra` components after them (`remediate`), and refuses a port that is taken, naming it.
     pub fn plan_with(base: u16, nodes: &[String], extra: &[&str]) -> anyhow::Result<MetricsPorts> {
         let names = std::iter::once("monitor".to_string())
             .chain(nodes.iter().map(|n| format!("agent-{n}")))
             .chain(extra.iter().map(|e| e.to_string()));
         let mut entries = Vec::new();
-        let mut held = BTreeMap::new();
         for (offset, name) in names.enumerate() {
-            let (port, listener) = if base == 0 {
-                free_port()?
+            let port = if base == 0 {
+                0
             } else {
                 let port = u16::try_from(usize::from(base) + offset)
                     .ok()
                     .with_context(|| {
                         format!("--metrics-port {base} leaves no port for {name} (past 65535)")
                     })?;
-                let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-                match TcpListener::bind(addr) {
-                    Ok(l) => (port, l),
-                    Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
-                        "port {port} (the metrics endpoint of {name}, --metrics-port {base} + {offset}) is already in use; pick another base with --metrics-port PORT, or 0 for free ports"
-                    ),
-                    Err(e) => {
-                        return Err(e)
-                            .with_context(|| format!("cannot listen on {addr} for {name}"));
-                    }
-                }
+                check_free(port, &name, base, offset)?;
+                port
             };
-            held.insert(name.clone(), listener);
             entries.push((name, SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
         }
-        Ok(MetricsPorts {
-            entries,
-            held: Mutex::new(held),
-        })
+        Ok(MetricsPorts { entries })
     }
 
-    /// The `--http-endpoint` value of a component, which is about to start: its port is let go
-    /// here so that the component can bind it.
+    /// The `--http-endpoint` value of a component (port 0 when it picks a free one).
     pub fn http_endpoint(&self, component: &str) -> anyhow::Result<String> {
-        self.held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(component);
         self.entries
             .iter()
             .find(|(n, _)| n == component)
             .map(|(_, a)| a.to_string())
             .with_context(|| format!("no metrics port was planned for {component}"))
+    }
+
+    /// Learns the address of every started component that was told to bind port 0, from the
+    /// line its endpoint server logs; fails when one exits or stays silent for too long.
+    pub async fn learn_bound(&mut self, components: &mut [Component]) -> anyhow::Result<()> {
+        for (name, addr) in self.entries.iter_mut().filter(|(_, a)| a.port() == 0) {
+            if let Some(c) = components.iter_mut().find(|c| c.name == *name) {
+                *addr = c.bound_http(BIND_WAIT).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Component name → metrics URL, the API server's (`server` is its base URL) included.
@@ -153,6 +104,30 @@ impl MetricsPorts {
     }
 }
 
+/// Refuses a planned port that something already listens on, naming the component.
+fn check_free(port: u16, name: &str, base: u16, offset: usize) -> anyhow::Result<()> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    match TcpListener::bind(addr) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "port {port} (the metrics endpoint of {name}, --metrics-port {base} + {offset}) is already in use; pick another base with --metrics-port PORT, or 0 for free ports"
+        ),
+        Err(e) => Err(e).with_context(|| format!("cannot listen on {addr} for {name}")),
+    }
+}
+
+/// The address in the line a component's endpoint server logs once it is bound
+/// ("serving /metrics, /healthz and /readyz on http://ADDR").
+pub fn bound_address(log: &str) -> Option<SocketAddr> {
+    log.lines().find_map(|line| {
+        let rest = line.split_once("/readyz on http://")?.1;
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '[' | ']')))
+            .unwrap_or(rest.len());
+        rest[..end].parse().ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,7 +148,7 @@ mod tests {
         let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = taken.local_addr().unwrap().port();
         // The agent of node-2 would get the taken port.
-        let err = MetricsPorts::plan(port - 2, &nodes(3))
+        let err = MetricsPorts::plan_with(port - 2, &nodes(3), &[])
             .unwrap_err()
             .to_string();
         assert!(
@@ -182,7 +157,7 @@ mod tests {
         );
         assert!(err.contains("--metrics-port"), "{err}");
 
-        let plan = MetricsPorts::plan(0, &nodes(2)).unwrap();
+        let plan = MetricsPorts::plan_with(0, &nodes(2), &[]).unwrap();
         let urls = plan.urls("http://127.0.0.1:6443");
         assert_eq!(urls["apiserver"], "http://127.0.0.1:6443/metrics");
         assert_eq!(
@@ -193,36 +168,25 @@ mod tests {
             urls["monitor"],
             format!("http://{}/metrics", plan.http_endpoint("monitor").unwrap())
         );
-        assert!(MetricsPorts::plan(65535, &nodes(1)).is_err());
+        assert!(MetricsPorts::plan_with(65535, &nodes(1), &[]).is_err());
     }
 
     #[test]
-    fn free_ports_are_distinct_and_held_until_their_component_starts() {
-        let plan = MetricsPorts::plan(0, &nodes(40)).unwrap();
-        let addrs: std::collections::BTreeSet<String> = std::iter::once("monitor".to_string())
-            .chain(nodes(40).iter().map(|n| format!("agent-{n}")))
-            .map(|c| {
-                plan.entries
-                    .iter()
-                    .find(|(n, _)| *n == c)
-                    .unwrap()
-                    .1
-                    .to_string()
-            })
-            .collect();
-        assert_eq!(addrs.len(), 41, "two components share a port: {addrs:?}");
-        let below = ephemeral_low();
-        assert!(
-            plan.entries.iter().all(|(_, a)| a.port() < below),
-            "a free port in the ephemeral range, which outgoing connections may take: {addrs:?}"
+    fn free_ports_are_bound_by_the_component_and_read_from_its_log() {
+        let plan = MetricsPorts::plan_with(0, &nodes(3), &[]).unwrap();
+        for c in ["monitor", "agent-node-1", "agent-node-3"] {
+            assert_eq!(plan.http_endpoint(c).unwrap(), "127.0.0.1:0");
+        }
+        let log = "2026-12-04T23:20:00.136558Z  INFO volhealth_daemon::endpoint_server: serving /metrics, /healthz and /readyz on http://127.0.0.1:27938\n";
+        assert_eq!(
+            bound_address(&format!("earlier line\n{log}later line")),
+            Some("127.0.0.1:27938".parse().unwrap())
         );
-
-        let monitor = plan.entries[0].1;
-        assert!(
-            TcpListener::bind(monitor).is_err(),
-            "the monitor's port is free before the monitor starts"
+        assert_eq!(
+            bound_address("serving /m, /healthz and /readyz on http://[::1]:9\n"),
+            Some("[::1]:9".parse().unwrap())
         );
-        assert_eq!(plan.http_endpoint("monitor").unwrap(), monitor.to_string());
-        TcpListener::bind(monitor).expect("the port is let go for the monitor");
+        assert_eq!(bound_address("starting the driver\n"), None);
+        assert_eq!(bound_address("/readyz on http://not-an-address\n"), None);
     }
 }
