@@ -1,0 +1,356 @@
+//! A legacy CSI driver that volhealth did not write: its messages are declared here from the
+//! CSI v1.12.0 field numbers (`VolumeCondition` at field 2 of `VolumeStatus` and of
+//! `NodeGetVolumeStatsResponse`; controller capability VOLUME_CONDITION = 11, node = 4), and it
+//! serves them over a real unix socket. Each volume's answer is set by the test.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test support fails by panicking
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tonic::Status;
+use tonic::body::Body;
+use tonic::codegen::{BoxFuture, Service, http};
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VolumeCondition {
+    #[prost(bool, tag = "1")]
+    pub abnormal: bool,
+    #[prost(string, tag = "2")]
+    pub message: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Volume {
+    #[prost(int64, tag = "1")]
+    pub capacity_bytes: i64,
+    #[prost(string, tag = "2")]
+    pub volume_id: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct VolumeStatus {
+    #[prost(string, repeated, tag = "1")]
+    pub published_node_ids: Vec<String>,
+    #[prost(message, optional, tag = "2")]
+    pub volume_condition: Option<VolumeCondition>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Entry {
+    #[prost(message, optional, tag = "1")]
+    pub volume: Option<Volume>,
+    #[prost(message, optional, tag = "2")]
+    pub status: Option<VolumeStatus>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListVolumesRequest {
+    #[prost(int32, tag = "1")]
+    pub max_entries: i32,
+    #[prost(string, tag = "2")]
+    pub starting_token: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListVolumesResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub entries: Vec<Entry>,
+    #[prost(string, tag = "2")]
+    pub next_token: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ControllerGetVolumeRequest {
+    #[prost(string, tag = "1")]
+    pub volume_id: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ControllerGetVolumeResponse {
+    #[prost(message, optional, tag = "1")]
+    pub volume: Option<Volume>,
+    #[prost(message, optional, tag = "2")]
+    pub status: Option<VolumeStatus>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeGetVolumeStatsRequest {
+    #[prost(string, tag = "1")]
+    pub volume_id: String,
+    #[prost(string, tag = "2")]
+    pub volume_path: String,
+    #[prost(string, tag = "3")]
+    pub staging_target_path: String,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeGetVolumeStatsResponse {
+    #[prost(message, optional, tag = "2")]
+    pub volume_condition: Option<VolumeCondition>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Empty {}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Rpc {
+    #[prost(int32, tag = "1")]
+    pub r#type: i32,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Capability {
+    #[prost(message, optional, tag = "1")]
+    pub rpc: Option<Rpc>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Capabilities {
+    #[prost(message, repeated, tag = "1")]
+    pub capabilities: Vec<Capability>,
+}
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PluginInfo {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub vendor_version: String,
+}
+
+/// What the fake answers about one volume.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A condition, or none on the wire.
+    Condition(Option<(bool, String)>),
+    /// An error with this code.
+    Error(tonic::Code),
+}
+
+/// The fake's settings and what it saw.
+#[derive(Debug, Default)]
+pub struct State {
+    pub name: String,
+    pub controller_caps: Vec<i32>,
+    pub node_caps: Vec<i32>,
+    /// Answers of ControllerGetVolume and NodeGetVolumeStats, by volume id.
+    pub answers: BTreeMap<String, Answer>,
+    /// ListVolumes entries: (volume id, condition on the wire).
+    pub list: Vec<(String, Option<(bool, String)>)>,
+    /// ControllerGetVolume answers about this id instead of the one asked about.
+    pub answer_as: Option<String>,
+    /// Requests seen: (method, volume id, volume_path, staging_target_path).
+    pub seen: Vec<(String, String, String, String)>,
+}
+
+pub type Shared = Arc<Mutex<State>>;
+
+fn condition(c: &Option<(bool, String)>) -> Option<VolumeCondition> {
+    c.as_ref().map(|(abnormal, message)| VolumeCondition {
+        abnormal: *abnormal,
+        message: message.clone(),
+    })
+}
+
+fn caps(types: &[i32]) -> Capabilities {
+    Capabilities {
+        capabilities: types
+            .iter()
+            .map(|t| Capability {
+                rpc: Some(Rpc { r#type: *t }),
+            })
+            .collect(),
+    }
+}
+
+struct Unary<F, Req>(F, PhantomData<fn(Req)>);
+
+impl<F, Req, Resp> tonic::server::UnaryService<Req> for Unary<F, Req>
+where
+    F: Fn(Req) -> Result<Resp, Status> + Clone + Send + 'static,
+    Req: Send + 'static,
+    Resp: Send + 'static,
+{
+    type Response = Resp;
+    type Future = BoxFuture<tonic::Response<Resp>, Status>;
+    fn call(&mut self, req: tonic::Request<Req>) -> Self::Future {
+        let f = self.0.clone();
+        Box::pin(async move { f(req.into_inner()).map(tonic::Response::new) })
+    }
+}
+
+async fn unary<Req, Resp, F>(req: http::Request<Body>, f: F) -> http::Response<Body>
+where
+    F: Fn(Req) -> Result<Resp, Status> + Clone + Send + 'static,
+    Req: prost::Message + Default + Send + 'static,
+    Resp: prost::Message + Send + 'static,
+{
+    let codec = tonic_prost::ProstCodec::<Resp, Req>::default();
+    tonic::server::Grpc::new(codec)
+        .unary(Unary(f, PhantomData), req)
+        .await
+}
+
+fn answer_of(state: &Shared, id: &str) -> Answer {
+    state
+        .lock()
+        .unwrap()
+        .answers
+        .get(id)
+        .cloned()
+        .unwrap_or(Answer::Error(tonic::Code::NotFound))
+}
+
+async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> {
+    let path = req.uri().path().to_string();
+    let s = state.clone();
+    match path.as_str() {
+        "/csi.v1.Identity/GetPluginInfo" => {
+            let name = s.lock().unwrap().name.clone();
+            unary(req, move |_: Empty| {
+                Ok(PluginInfo {
+                    name: name.clone(),
+                    vendor_version: "1.12-legacy".into(),
+                })
+            })
+            .await
+        }
+        "/csi.v1.Controller/ControllerGetCapabilities" => {
+            let c = caps(&s.lock().unwrap().controller_caps);
+            unary(req, move |_: Empty| Ok(c.clone())).await
+        }
+        "/csi.v1.Node/NodeGetCapabilities" => {
+            let c = caps(&s.lock().unwrap().node_caps);
+            unary(req, move |_: Empty| Ok(c.clone())).await
+        }
+        "/csi.v1.Controller/ListVolumes" => {
+            unary(req, move |_: ListVolumesRequest| {
+                let st = s.lock().unwrap();
+                Ok(ListVolumesResponse {
+                    entries: st
+                        .list
+                        .iter()
+                        .map(|(id, c)| Entry {
+                            volume: (!id.is_empty()).then(|| Volume {
+                                capacity_bytes: 1,
+                                volume_id: id.clone(),
+                            }),
+                            status: Some(VolumeStatus {
+                                published_node_ids: vec!["node-1".into()],
+                                volume_condition: condition(c),
+                            }),
+                        })
+                        .collect(),
+                    next_token: String::new(),
+                })
+            })
+            .await
+        }
+        "/csi.v1.Controller/ControllerGetVolume" => {
+            unary(req, move |r: ControllerGetVolumeRequest| {
+                let answer = answer_of(&s, &r.volume_id);
+                let mut st = s.lock().unwrap();
+                st.seen.push((
+                    "ControllerGetVolume".into(),
+                    r.volume_id.clone(),
+                    String::new(),
+                    String::new(),
+                ));
+                let id = st.answer_as.clone().unwrap_or(r.volume_id);
+                match answer {
+                    Answer::Condition(c) => Ok(ControllerGetVolumeResponse {
+                        volume: (!id.is_empty()).then_some(Volume {
+                            capacity_bytes: 1,
+                            volume_id: id,
+                        }),
+                        status: Some(VolumeStatus {
+                            published_node_ids: Vec::new(),
+                            volume_condition: condition(&c),
+                        }),
+                    }),
+                    Answer::Error(code) => Err(Status::new(code, "the array says so")),
+                }
+            })
+            .await
+        }
+        "/csi.v1.Node/NodeGetVolumeStats" => {
+            unary(req, move |r: NodeGetVolumeStatsRequest| {
+                let answer = answer_of(&s, &r.volume_id);
+                s.lock().unwrap().seen.push((
+                    "NodeGetVolumeStats".into(),
+                    r.volume_id.clone(),
+                    r.volume_path.clone(),
+                    r.staging_target_path.clone(),
+                ));
+                match answer {
+                    Answer::Condition(c) => Ok(NodeGetVolumeStatsResponse {
+                        volume_condition: condition(&c),
+                    }),
+                    Answer::Error(code) => Err(Status::new(code, "no volume at that path")),
+                }
+            })
+            .await
+        }
+        _ => Status::unimplemented(path).into_http(),
+    }
+}
+
+/// One of the three services; all share the state and the router above.
+pub struct Svc<N>(Shared, PhantomData<N>);
+impl<N> Clone for Svc<N> {
+    fn clone(&self) -> Self {
+        Svc(self.0.clone(), PhantomData)
+    }
+}
+impl<N> Service<http::Request<Body>> for Svc<N> {
+    type Response = http::Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let state = self.0.clone();
+        Box::pin(async move { Ok(route(state, req).await) })
+    }
+}
+pub struct IdentityName;
+pub struct ControllerName;
+pub struct NodeName;
+impl tonic::server::NamedService for Svc<IdentityName> {
+    const NAME: &'static str = "csi.v1.Identity";
+}
+impl tonic::server::NamedService for Svc<ControllerName> {
+    const NAME: &'static str = "csi.v1.Controller";
+}
+impl tonic::server::NamedService for Svc<NodeName> {
+    const NAME: &'static str = "csi.v1.Node";
+}
+
+/// The fake, serving on a unix socket in a temporary directory.
+pub struct LegacyDriver {
+    pub state: Shared,
+    pub socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl LegacyDriver {
+    pub async fn start(state: State) -> LegacyDriver {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("legacy.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let state = Arc::new(Mutex::new(state));
+        let router = tonic::transport::Server::builder()
+            .add_service(Svc::<IdentityName>(state.clone(), PhantomData))
+            .add_service(Svc::<ControllerName>(state.clone(), PhantomData))
+            .add_service(Svc::<NodeName>(state.clone(), PhantomData));
+        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+        let server = tokio::spawn(async move {
+            let _ = router.serve_with_incoming(incoming).await;
+        });
+        LegacyDriver {
+            state,
+            socket,
+            _dir: dir,
+            _server: server,
+        }
+    }
+
+    pub async fn channel(&self) -> tonic::transport::Channel {
+        volhealth_csi::client::connect(
+            &format!("unix://{}", self.socket.display()),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap()
+    }
+}
