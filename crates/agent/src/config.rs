@@ -40,6 +40,33 @@ pub struct AgentConfig {
     pub max_concurrent_probes: usize,
     /// How often the registration directory is rescanned.
     pub registration_poll: Duration,
+    /// How drivers that speak only the legacy VOLUME_CONDITION shape are probed.
+    pub legacy: Legacy,
+}
+
+/// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
+#[derive(Debug, Clone)]
+pub struct Legacy {
+    /// Probe a driver with NodeGetVolumeStats through the bridge when it advertises the legacy
+    /// node capability and not GET_VOLUME_HEALTH (`auto`); `false` = `off`.
+    pub enabled: bool,
+    /// The mapping rules: the user's, then the shipped ones.
+    pub rules: std::sync::Arc<volhealth_legacy_bridge::Rules>,
+    /// Consecutive NOT_FOUND answers for a volume the kubelet dirs show as published that make a
+    /// `VolumeNotFound` condition.
+    pub debounce: u32,
+}
+
+impl Default for Legacy {
+    fn default() -> Self {
+        Legacy {
+            enabled: true,
+            rules: std::sync::Arc::new(
+                volhealth_legacy_bridge::Rules::shipped().unwrap_or_default(),
+            ),
+            debounce: 2,
+        }
+    }
 }
 
 impl AgentConfig {
@@ -56,6 +83,7 @@ impl AgentConfig {
             volume_health_enabled: true,
             max_concurrent_probes: 10,
             registration_poll: Duration::from_secs(2),
+            legacy: Legacy::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! and endpoint, and NotifyRegistrationStatus tells the registrar whether the driver was accepted. The directory
 //! is rescanned every few seconds, so drivers that come, go or restart (a new socket) are picked up.
 
-use crate::config::StaticDriver;
+use crate::config::{Legacy, StaticDriver};
 use crate::drivers::{self, DriverSet};
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -21,13 +21,15 @@ pub async fn run_static(
     set: DriverSet,
     timeout: Duration,
     retry: Duration,
+    legacy: Legacy,
 ) {
     let tasks = drivers_flags.into_iter().map(|flag| {
         let set = set.clone();
+        let legacy = legacy.clone();
         async move {
             let mut logged = false;
             loop {
-                match drivers::connect(&flag.endpoint, None, timeout).await {
+                match drivers::connect(&flag.endpoint, None, timeout, &legacy).await {
                     Ok(driver) => {
                         if driver.name != flag.name {
                             tracing::warn!(
@@ -71,11 +73,17 @@ struct Registered {
 }
 
 /// Watches `dir` for registration sockets forever, keeping `set` in step with it.
-pub async fn run_registration(dir: PathBuf, set: DriverSet, timeout: Duration, poll: Duration) {
+pub async fn run_registration(
+    dir: PathBuf,
+    set: DriverSet,
+    timeout: Duration,
+    poll: Duration,
+    legacy: Legacy,
+) {
     let mut known: BTreeMap<PathBuf, Registered> = BTreeMap::new();
     let mut failed: BTreeMap<PathBuf, SocketId> = BTreeMap::new();
     loop {
-        scan_once(&dir, &set, timeout, &mut known, &mut failed).await;
+        scan_once(&dir, &set, timeout, &legacy, &mut known, &mut failed).await;
         tokio::time::sleep(poll).await;
     }
 }
@@ -84,6 +92,7 @@ async fn scan_once(
     dir: &Path,
     set: &DriverSet,
     timeout: Duration,
+    legacy: &Legacy,
     known: &mut BTreeMap<PathBuf, Registered>,
     failed: &mut BTreeMap<PathBuf, SocketId>,
 ) {
@@ -117,7 +126,7 @@ async fn scan_once(
         if known.contains_key(&path) {
             continue;
         }
-        let driver_name = match register(&path, timeout).await {
+        let driver_name = match register(&path, timeout, legacy).await {
             Ok(driver) => {
                 let name = driver.name.clone();
                 tracing::info!(
@@ -149,7 +158,11 @@ enum RegisterError {
     Failed(String),
 }
 
-async fn register(socket: &Path, timeout: Duration) -> Result<drivers::Driver, RegisterError> {
+async fn register(
+    socket: &Path,
+    timeout: Duration,
+    legacy: &Legacy,
+) -> Result<drivers::Driver, RegisterError> {
     let socket_s = socket.to_string_lossy().to_string();
     // A registrar that died leaves its socket behind; do not let it hold up the scan for a full timeout.
     let channel = volhealth_csi::client::connect(&socket_s, timeout.min(REGISTRAR_CONNECT_TIMEOUT))
@@ -176,7 +189,7 @@ async fn register(socket: &Path, timeout: Duration) -> Result<drivers::Driver, R
             "the registrar gave no driver name or endpoint".to_string(),
         ));
     }
-    drivers::connect(&info.endpoint, Some(&info.name), timeout)
+    drivers::connect(&info.endpoint, Some(&info.name), timeout, legacy)
         .await
         .map_err(RegisterError::Failed)
 }

@@ -36,6 +36,9 @@ pub struct Driver {
     pub volume_health: bool,
     /// Node capability GET_STORAGE_HEALTH.
     pub storage_health: bool,
+    /// Whether volume health comes through the legacy VOLUME_CONDITION bridge
+    /// (NodeGetVolumeStats) because the driver has no GET_VOLUME_HEALTH.
+    pub legacy: bool,
     /// The health RPCs.
     pub client: Arc<dyn NodeHealthClient>,
 }
@@ -48,6 +51,7 @@ impl std::fmt::Debug for Driver {
             .field("node_id", &self.node_id)
             .field("volume_health", &self.volume_health)
             .field("storage_health", &self.storage_health)
+            .field("legacy", &self.legacy)
             .finish_non_exhaustive()
     }
 }
@@ -122,14 +126,39 @@ impl NodeHealthClient for GrpcNodeHealth {
     }
 }
 
+/// [`NodeHealthClient`] for a driver that speaks only the legacy VOLUME_CONDITION shape: volume
+/// health from NodeGetVolumeStats through the bridge (called only for attempted mounts, with
+/// their paths, as the legacy spec requires).
+#[derive(Debug, Clone)]
+pub struct LegacyNodeHealth {
+    bridge: volhealth_legacy_bridge::LegacyNode,
+    grpc: GrpcNodeHealth,
+}
+
+#[async_trait]
+impl NodeHealthClient for LegacyNodeHealth {
+    async fn volume_health(
+        &self,
+        request: v1::NodeGetVolumeHealthRequest,
+    ) -> Result<Vec<VolumeHealthEntry>, tonic::Status> {
+        Ok(self.bridge.volume_health(request).await?.health_statuses)
+    }
+
+    async fn storage_health(&self) -> Result<Vec<StorageBackendHealth>, tonic::Status> {
+        self.grpc.storage_health().await
+    }
+}
+
 /// Connects to a driver's node plugin, learns its name, health capabilities and node info.
 ///
 /// `expected_name`, when given, is the name the driver was registered under; a different plugin name is refused
-/// so that health is never attributed to the wrong driver.
+/// so that health is never attributed to the wrong driver. A driver without GET_VOLUME_HEALTH
+/// that advertises the legacy VOLUME_CONDITION is asked through the bridge when `legacy` allows.
 pub async fn connect(
     endpoint: &str,
     expected_name: Option<&str>,
     timeout: Duration,
+    legacy: &crate::config::Legacy,
 ) -> Result<Driver, String> {
     let channel = volhealth_csi::client::connect(endpoint, timeout)
         .await
@@ -159,7 +188,8 @@ pub async fn connect(
         .map(|t| t.segments.into_keys().collect())
         .unwrap_or_default();
     topology_keys.sort();
-    Ok(Driver {
+    let grpc = GrpcNodeHealth::new(channel.clone());
+    let mut driver = Driver {
         name: caps.driver_name,
         endpoint: endpoint.to_string(),
         node_id: info.node_id,
@@ -167,6 +197,31 @@ pub async fn connect(
         topology_keys,
         volume_health: caps.node.volume,
         storage_health: caps.node.storage,
-        client: Arc::new(GrpcNodeHealth::new(channel)),
-    })
+        legacy: false,
+        client: Arc::new(grpc.clone()),
+    };
+    if !driver.volume_health && legacy.enabled {
+        let modes = volhealth_legacy_bridge::probe(channel.clone(), timeout)
+            .await
+            .map_err(|s| {
+                format!(
+                    "asking the driver at {endpoint} for its legacy capabilities: {}",
+                    s.message()
+                )
+            })?;
+        if modes.node_volume_stats {
+            let bridge = volhealth_legacy_bridge::Bridge::new(
+                driver.name.clone(),
+                legacy.rules.clone(),
+                legacy.debounce,
+            );
+            driver.volume_health = true;
+            driver.legacy = true;
+            driver.client = Arc::new(LegacyNodeHealth {
+                bridge: volhealth_legacy_bridge::LegacyNode::new(channel, bridge),
+                grpc,
+            });
+        }
+    }
+    Ok(driver)
 }

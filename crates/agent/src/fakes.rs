@@ -425,6 +425,7 @@ pub fn driver(name: &str, node: &Arc<FakeNode>, volume: bool, storage: bool) -> 
         topology_keys: Vec::new(),
         volume_health: volume,
         storage_health: storage,
+        legacy: false,
         client: Arc::new(node.clone()),
     }
 }

@@ -94,6 +94,7 @@ async fn run_inner(
             drivers.clone(),
             config.timeout,
             config.registration_poll,
+            config.legacy.clone(),
         ));
     } else {
         tasks.spawn(crate::discovery::run_static(
@@ -101,6 +102,7 @@ async fn run_inner(
             drivers.clone(),
             config.timeout,
             config.registration_poll,
+            config.legacy.clone(),
         ));
     }
 

@@ -13,6 +13,8 @@ mod agent;
 mod go_flags;
 #[path = "cmd/kube_json.rs"]
 mod kube_json;
+#[path = "cmd/legacy_flags.rs"]
+mod legacy_flags;
 #[path = "cmd/logging.rs"]
 mod logging;
 // Shared with the multi-call binary, which uses more of it than this one does.
@@ -25,7 +27,7 @@ mod single;
 /// The paths the agent's command module names, as the multi-call binary has them.
 mod cmd {
     pub(crate) use super::runtime::set_metrics_path;
-    pub(crate) use super::{go_flags, kube_json, logging};
+    pub(crate) use super::{go_flags, kube_json, legacy_flags, logging};
 }
 
 /// The node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.

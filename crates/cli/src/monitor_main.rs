@@ -9,6 +9,8 @@ use std::process::ExitCode;
 mod go_flags;
 #[path = "cmd/kube_json.rs"]
 mod kube_json;
+#[path = "cmd/legacy_flags.rs"]
+mod legacy_flags;
 #[path = "cmd/logging.rs"]
 mod logging;
 #[path = "cmd/monitor.rs"]
@@ -23,7 +25,7 @@ mod single;
 /// The paths the monitor's command module names, as the multi-call binary has them.
 mod cmd {
     pub(crate) use super::runtime::set_metrics_path;
-    pub(crate) use super::{go_flags, kube_json, logging};
+    pub(crate) use super::{go_flags, kube_json, legacy_flags, logging};
 }
 
 /// The controller-side monitor that writes pvc.status.healthStatus.

@@ -86,6 +86,35 @@ pub struct MonitorConfig {
     pub kube_api_burst: u32,
     /// Secret whose data goes into the health RPCs' `secrets`.
     pub health_secret: Option<SecretRef>,
+    /// How a driver that speaks only the legacy VOLUME_CONDITION shape is probed.
+    pub legacy: Legacy,
+}
+
+/// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
+#[derive(Debug, Clone)]
+pub struct Legacy {
+    /// Probe a driver through the bridge when it advertises the legacy capability and not the
+    /// new ones (`auto`); `false` = `off`.
+    pub enabled: bool,
+    /// The mapping rules: the user's, then the shipped ones.
+    pub rules: std::sync::Arc<volhealth_legacy_bridge::Rules>,
+    /// Consecutive NOT_FOUND answers that make a `VolumeNotFound` condition.
+    pub debounce: u32,
+}
+
+/// Default of `--legacy-debounce`.
+pub const DEFAULT_LEGACY_DEBOUNCE: u32 = 2;
+
+impl Default for Legacy {
+    fn default() -> Self {
+        Legacy {
+            enabled: true,
+            rules: std::sync::Arc::new(
+                volhealth_legacy_bridge::Rules::shipped().unwrap_or_default(),
+            ),
+            debounce: DEFAULT_LEGACY_DEBOUNCE,
+        }
+    }
 }
 
 impl Default for MonitorConfig {
@@ -102,6 +131,7 @@ impl Default for MonitorConfig {
             kube_api_qps: DEFAULT_KUBE_API_QPS,
             kube_api_burst: DEFAULT_KUBE_API_BURST,
             health_secret: None,
+            legacy: Legacy::default(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! writer and the probe cycles, all stopped by one shutdown future.
 
 use crate::config::{MonitorConfig, lease_name};
-use crate::csi_source::{CsiCapabilities, CsiHealthSource, Secrets};
+use crate::csi_source::{CsiCapabilities, CsiHealthSource, LegacySlot, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
 use crate::http::{HealthFlags, endpoints};
 use crate::kube_claims::KubeClaims;
@@ -57,6 +57,17 @@ where
 fn describe_mode(info: &DriverInfo) {
     for v in &info.violations {
         tracing::warn!(violation = %v, "driver breaks the CSI spec");
+    }
+    if info.legacy {
+        let how = match info.mode {
+            Mode::List { get: true } => {
+                "ListVolumes, confirming recoveries with ControllerGetVolume"
+            }
+            Mode::List { get: false } => "ListVolumes",
+            _ => "ControllerGetVolume per bound volume",
+        };
+        tracing::info!(driver = %info.driver_name, "the driver speaks only the legacy VOLUME_CONDITION shape; probing with {how} through the bridge (--legacy-volume-condition=off turns this off)");
+        return;
     }
     match info.mode {
         Mode::List { get: true } => {
@@ -118,7 +129,9 @@ pub async fn run(
     else {
         return Ok(());
     };
-    let caps = CsiCapabilities::new(channel.clone(), timeout);
+    let legacy_slot = LegacySlot::default();
+    let caps = CsiCapabilities::new(channel.clone(), timeout)
+        .with_legacy(config.legacy.clone(), legacy_slot.clone());
     let Some(info) = until_ok("probing the driver's capabilities", &mut stop_rx, || {
         caps.probe()
     })
@@ -233,7 +246,7 @@ pub async fn run(
         page_size: i32::try_from(config.list_page_size).unwrap_or(i32::MAX),
         workers: config.worker_threads,
     };
-    let source = Arc::new(CsiHealthSource::new(channel, secrets));
+    let source = Arc::new(CsiHealthSource::new(channel, secrets, legacy_slot));
     let intervals = Arc::new(DriverIntervals::new(
         MONITOR_ANNOTATION,
         config.monitor_interval,

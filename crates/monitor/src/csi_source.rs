@@ -1,5 +1,6 @@
 //! [`HealthSource`] over a real CSI controller socket.
 
+use crate::config::Legacy;
 use crate::engine::{CapabilitySource, DriverInfo, Mode};
 use crate::source::{HealthSource, ListPage, ProbeError};
 use std::collections::HashMap;
@@ -7,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_legacy_bridge::LegacyController;
 
 /// What stands in for a secret value a driver echoed in its error text.
 pub const REDACTED: &str = "[redacted]";
@@ -73,17 +75,35 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
-/// Calls the driver's Controller service over a tonic channel.
+/// Where the capability probe leaves the bridge when the driver speaks only the legacy
+/// VOLUME_CONDITION shape, and the health source finds it: `None` = the v1.13 RPCs.
+pub type LegacySlot = Arc<RwLock<Option<LegacyController>>>;
+
+/// Calls the driver's Controller service over a tonic channel: its v1.13 health RPCs, or,
+/// for a legacy driver, ListVolumes and ControllerGetVolume through the bridge.
 #[derive(Clone, Debug)]
 pub struct CsiHealthSource {
     channel: tonic::transport::Channel,
     secrets: Secrets,
+    legacy: LegacySlot,
 }
 
 impl CsiHealthSource {
-    /// A source on `channel` that sends `secrets` with every call.
-    pub fn new(channel: tonic::transport::Channel, secrets: Secrets) -> Self {
-        CsiHealthSource { channel, secrets }
+    /// A source on `channel` that sends `secrets` with every call, and asks through the bridge
+    /// whenever `legacy` holds one.
+    pub fn new(channel: tonic::transport::Channel, secrets: Secrets, legacy: LegacySlot) -> Self {
+        CsiHealthSource {
+            channel,
+            secrets,
+            legacy,
+        }
+    }
+
+    fn legacy(&self) -> Option<LegacyController> {
+        self.legacy
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -93,6 +113,16 @@ impl HealthSource for CsiHealthSource {
         max_entries: i32,
         starting_token: String,
     ) -> Result<ListPage, ProbeError> {
+        if let Some(legacy) = self.legacy() {
+            let (entries, next_token) = legacy
+                .list_page(max_entries, starting_token)
+                .await
+                .map_err(|s| self.secrets.error(s))?;
+            return Ok(ListPage {
+                entries,
+                next_token,
+            });
+        }
         let mut client = ControllerClient::new(self.channel.clone());
         let req = v1::ControllerListVolumeHealthRequest {
             max_entries,
@@ -111,6 +141,14 @@ impl HealthSource for CsiHealthSource {
     }
 
     async fn get(&self, volume_id: String) -> Result<Vec<VolumeHealthEntry>, ProbeError> {
+        if let Some(legacy) = self.legacy() {
+            let id = volume_id.clone();
+            let health = legacy
+                .get(volume_id)
+                .await
+                .map_err(|s| self.secrets.error(s))?;
+            return volhealth_writer::volume_answer(&id, Some(health));
+        }
         let mut client = ControllerClient::new(self.channel.clone());
         let req = v1::ControllerGetVolumeHealthRequest {
             volume_id,
@@ -126,17 +164,31 @@ impl HealthSource for CsiHealthSource {
     }
 }
 
-/// [`CapabilitySource`] over the same channel (GetPluginInfo + the capability RPCs).
+/// [`CapabilitySource`] over the same channel (GetPluginInfo + the capability RPCs). A driver
+/// with no v1.13 controller health but the legacy VOLUME_CONDITION capability is probed through
+/// the bridge when `legacy` is enabled: the probe puts a bridge into the slot the health source
+/// reads, and takes it out again when the driver gains the new RPCs.
 #[derive(Clone, Debug)]
 pub struct CsiCapabilities {
     channel: tonic::transport::Channel,
     timeout: std::time::Duration,
+    legacy: Option<(Legacy, LegacySlot)>,
 }
 
 impl CsiCapabilities {
-    /// Probes over `channel`, each RPC within `timeout`.
+    /// Probes over `channel`, each RPC within `timeout`, without the bridge.
     pub fn new(channel: tonic::transport::Channel, timeout: std::time::Duration) -> Self {
-        CsiCapabilities { channel, timeout }
+        CsiCapabilities {
+            channel,
+            timeout,
+            legacy: None,
+        }
+    }
+
+    /// Probes for the legacy capability too when `legacy.enabled`, filling `slot`.
+    pub fn with_legacy(mut self, legacy: Legacy, slot: LegacySlot) -> Self {
+        self.legacy = legacy.enabled.then_some((legacy, slot));
+        self
     }
 }
 
@@ -145,11 +197,41 @@ impl CapabilitySource for CsiCapabilities {
         let caps = volhealth_csi::capabilities::probe(self.channel.clone(), self.timeout)
             .await
             .map_err(|e| format!("probing the driver's capabilities: {e}"))?;
-        Ok(DriverInfo {
+        let mut info = DriverInfo {
             driver_name: caps.driver_name.clone(),
             mode: Mode::from_capabilities(&caps.controller),
             violations: caps.violations.clone(),
-        })
+            legacy: false,
+        };
+        let Some((legacy, slot)) = &self.legacy else {
+            return Ok(info);
+        };
+        let mut bridge = None;
+        if info.mode == Mode::Off {
+            let modes = volhealth_legacy_bridge::probe(self.channel.clone(), self.timeout)
+                .await
+                .map_err(|s| {
+                    format!("probing the driver's legacy capabilities: {}", s.message())
+                })?;
+            if modes.controller() {
+                info.mode = if modes.list_volumes {
+                    Mode::List {
+                        get: modes.get_volume,
+                    }
+                } else {
+                    Mode::Get
+                };
+                info.legacy = true;
+                let b = volhealth_legacy_bridge::Bridge::new(
+                    info.driver_name.clone(),
+                    legacy.rules.clone(),
+                    legacy.debounce,
+                );
+                bridge = Some(LegacyController::new(self.channel.clone(), b, modes));
+            }
+        }
+        *slot.write().unwrap_or_else(|p| p.into_inner()) = bridge;
+        Ok(info)
     }
 }
 

@@ -62,6 +62,9 @@ pub struct DriverInfo {
     pub mode: Mode,
     /// Spec violations found while probing (e.g. LIST without GET).
     pub violations: Vec<String>,
+    /// Whether the driver is asked through the legacy VOLUME_CONDITION bridge (ListVolumes and
+    /// ControllerGetVolume) instead of the v1.13 health RPCs.
+    pub legacy: bool,
 }
 
 /// Asks the driver what it can do (again after it reconnects).

@@ -209,6 +209,7 @@ async fn the_loop_runs_only_while_leading_and_reprobes_after_connection_loss() {
             driver_name: DRIVER.into(),
             mode: Mode::Get,
             violations: vec![],
+            legacy: false,
         })]),
         calls: Mutex::new(0),
     });

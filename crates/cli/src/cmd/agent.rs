@@ -47,6 +47,9 @@ pub struct Args {
     /// Feature gates, e.g. CSIVolumeHealth=false.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+    /// Drivers that speak only the legacy VOLUME_CONDITION shape.
+    #[command(flatten)]
+    pub legacy: crate::cmd::legacy_flags::LegacyArgs,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -78,6 +81,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
     });
     crate::cmd::set_metrics_path(&args.metrics_path)?;
     cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
+    cfg.legacy = config::Legacy {
+        enabled: args.legacy.enabled(),
+        rules: args.legacy.rules()?,
+        debounce: args.legacy.legacy_debounce,
+    };
     anyhow::ensure!(!cfg.node_name.is_empty(), "--node-name is empty");
     Ok(cfg)
 }

@@ -11,6 +11,7 @@ pub mod go_flags;
 pub mod inject;
 pub mod kube_json;
 pub mod kubectl_plugin;
+pub mod legacy_flags;
 pub mod logging;
 pub mod man;
 pub mod monitor;

@@ -74,6 +74,9 @@ pub struct Args {
     /// Secret (NAMESPACE/NAME) whose data is passed as `secrets` in the health RPCs.
     #[arg(long, value_name = "NAMESPACE/NAME")]
     pub health_secret: Option<String>,
+    /// Drivers that speak only the legacy VOLUME_CONDITION shape.
+    #[command(flatten)]
+    pub legacy: crate::cmd::legacy_flags::LegacyArgs,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -218,6 +221,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
         kube_api_qps: args.kube_api_qps,
         kube_api_burst: args.kube_api_burst,
         health_secret,
+        legacy: volhealth_monitor::config::Legacy {
+            enabled: args.legacy.enabled(),
+            rules: args.legacy.rules()?,
+            debounce: args.legacy.legacy_debounce,
+        },
     };
     cfg.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(cfg)
