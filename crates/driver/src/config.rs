@@ -123,6 +123,9 @@ pub struct DriverConfig {
     pub backend: BackendKind,
     /// Which health capabilities are advertised.
     pub health: HealthCapabilities,
+    /// Also speak the legacy VOLUME_CONDITION shape of CSI v1.3 – v1.12: capabilities 11 and 4,
+    /// conditions in ListVolumes, ControllerGetVolume and NodeGetVolumeStats.
+    pub legacy_condition: bool,
     /// When set, also serve the kubelet plugin-registration API in this directory.
     pub registration_dir: Option<PathBuf>,
     /// How often the controller's health view is recomputed.
@@ -162,6 +165,7 @@ impl DriverConfig {
             mode: Mode::All,
             backend: BackendKind::Dir,
             health: HealthCapabilities::ALL,
+            legacy_condition: false,
             registration_dir: None,
             refresh_interval: Duration::from_secs(1),
             fsck_interval: Duration::from_secs(2),

@@ -32,7 +32,7 @@ impl ControllerService {
     }
 
     /// Detected conditions with the injected ones (fetched once per RPC) laid over them.
-    fn conditions(
+    pub(crate) fn conditions(
         inj: &Injections,
         entry: &crate::volume_view::Entry,
     ) -> Vec<crate::condition::Condition> {
@@ -111,8 +111,13 @@ fn context_of(plugin: &Plugin, rec: &VolumeRecord) -> HashMap<String, String> {
 }
 
 fn capability(t: RpcType) -> v1::ControllerServiceCapability {
+    raw_capability(t as i32)
+}
+
+/// A capability by number, for the ones v1.13 reserves (the legacy VOLUME_CONDITION).
+fn raw_capability(t: i32) -> v1::ControllerServiceCapability {
     v1::ControllerServiceCapability {
-        r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })),
+        r#type: Some(CapType::Rpc(Rpc { r#type: t })),
     }
 }
 
@@ -385,6 +390,12 @@ impl v1::controller_server::Controller for ControllerService {
         }
         if self.plugin.config.health.list {
             caps.push(capability(RpcType::ListVolumeHealth));
+        }
+        if self.plugin.config.legacy_condition {
+            caps.push(capability(RpcType::GetVolume));
+            caps.push(raw_capability(
+                volhealth_legacy_bridge::wire::CONTROLLER_VOLUME_CONDITION,
+            ));
         }
         Ok(Response::new(v1::ControllerGetCapabilitiesResponse {
             capabilities: caps,

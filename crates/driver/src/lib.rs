@@ -36,6 +36,7 @@ pub use config::{BackendKind, DriverConfig, HealthCapabilities, Mode};
 pub use error::{Error, Result};
 pub mod controller;
 pub mod identity;
+pub mod legacy;
 pub mod node;
 pub mod paging;
 pub mod plugin;

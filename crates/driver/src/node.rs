@@ -391,64 +391,15 @@ impl v1::node_server::Node for NodeService {
         self.plugin.fault("NodeGetVolumeHealth").await?;
         let req = req.into_inner();
         required(&req.volume_id, "volume_id")?;
-        let id = req.volume_id.clone();
-        let injected: Vec<_> = self
-            .plugin
-            .injections
-            .current()
-            .volume_conditions(&id, Side::Node)
-            .collect();
-        // The records live in the state dir, which may hang like any storage: read them off
-        // the async threads and under the same deadline as the probe.
-        let (state, node, vid) = (
-            self.plugin.state.clone(),
-            self.node_id().to_string(),
-            id.clone(),
-        );
-        let deadline = self.plugin.config.io_probe_timeout;
-        let read = tokio::task::spawn_blocking(move || {
-            Ok::<_, crate::Error>((
-                records::load(&state, &vid)?,
-                attempts::load(&state, &node, &vid)?,
-            ))
-        });
-        let (rec, att) = match tokio::time::timeout(deadline, read).await {
-            Ok(Ok(loaded)) => loaded.map_err(internal)?,
-            Ok(Err(e)) => return Err(Status::internal(format!("reading records of {id}: {e}"))),
-            Err(_) => {
-                let c = crate::condition::Condition::new(
-                    crate::condition::volume_status::INACCESSIBLE,
-                    "IoProbeTimedOut",
-                    format!(
-                        "reading the driver's records in {} took longer than {} ms",
-                        self.plugin.state.root().display(),
-                        deadline.as_millis()
-                    ),
-                );
-                let conditions = merge(vec![c], injected);
-                return Ok(Response::new(v1::NodeGetVolumeHealthResponse {
-                    volume_health: Some(volume_health(&id, &conditions)),
-                }));
-            }
-        };
-        if rec.is_none() && att.is_none() && injected.is_empty() {
-            return Err(Status::not_found(format!(
-                "volume {id} is unknown on node {}",
-                self.node_id()
-            )));
-        }
-        let input = NodeCheckInput {
-            volume_id: id.clone(),
-            attempts: att,
-            data_path: rec.as_ref().map(|r| r.data_path(&self.plugin.state)),
-            publish_path: req.volume_publish_path,
-            staging_path: req.staging_target_path,
-            probe_name: format!(".volhealth-io-probe-{}", self.node_id()),
-        };
-        let detected = self.plugin.node_checker.check(input).await;
-        let conditions = merge(detected, injected);
+        let conditions = self
+            .volume_conditions(
+                &req.volume_id,
+                req.volume_publish_path,
+                req.staging_target_path,
+            )
+            .await?;
         Ok(Response::new(v1::NodeGetVolumeHealthResponse {
-            volume_health: Some(volume_health(&id, &conditions)),
+            volume_health: Some(volume_health(&req.volume_id, &conditions)),
         }))
     }
 
@@ -510,6 +461,13 @@ impl v1::node_server::Node for NodeService {
         if self.plugin.config.health.node_storage {
             caps.push(capability(RpcType::GetStorageHealth));
         }
+        if self.plugin.config.legacy_condition {
+            caps.push(v1::NodeServiceCapability {
+                r#type: Some(CapType::Rpc(Rpc {
+                    r#type: volhealth_legacy_bridge::wire::NODE_VOLUME_CONDITION,
+                })),
+            });
+        }
         Ok(Response::new(v1::NodeGetCapabilitiesResponse {
             capabilities: caps,
         }))
@@ -525,5 +483,71 @@ impl v1::node_server::Node for NodeService {
             max_volumes_per_node: 0,
             accessible_topology: None,
         }))
+    }
+}
+
+impl NodeService {
+    /// What the node sees wrong with volume `id` at these paths (detected and injected); NOT_FOUND
+    /// when the node knows nothing of it. NodeGetVolumeHealth answers with it, and so does the
+    /// legacy NodeGetVolumeStats.
+    pub(crate) async fn volume_conditions(
+        &self,
+        id: &str,
+        publish_path: String,
+        staging_path: String,
+    ) -> Result<Vec<crate::condition::Condition>, Status> {
+        let id = id.to_string();
+        let injected: Vec<_> = self
+            .plugin
+            .injections
+            .current()
+            .volume_conditions(&id, Side::Node)
+            .collect();
+        // The records live in the state dir, which may hang like any storage: read them off
+        // the async threads and under the same deadline as the probe.
+        let (state, node, vid) = (
+            self.plugin.state.clone(),
+            self.node_id().to_string(),
+            id.clone(),
+        );
+        let deadline = self.plugin.config.io_probe_timeout;
+        let read = tokio::task::spawn_blocking(move || {
+            Ok::<_, crate::Error>((
+                records::load(&state, &vid)?,
+                attempts::load(&state, &node, &vid)?,
+            ))
+        });
+        let (rec, att) = match tokio::time::timeout(deadline, read).await {
+            Ok(Ok(loaded)) => loaded.map_err(internal)?,
+            Ok(Err(e)) => return Err(Status::internal(format!("reading records of {id}: {e}"))),
+            Err(_) => {
+                let c = crate::condition::Condition::new(
+                    crate::condition::volume_status::INACCESSIBLE,
+                    "IoProbeTimedOut",
+                    format!(
+                        "reading the driver's records in {} took longer than {} ms",
+                        self.plugin.state.root().display(),
+                        deadline.as_millis()
+                    ),
+                );
+                return Ok(merge(vec![c], injected));
+            }
+        };
+        if rec.is_none() && att.is_none() && injected.is_empty() {
+            return Err(Status::not_found(format!(
+                "volume {id} is unknown on node {}",
+                self.node_id()
+            )));
+        }
+        let input = NodeCheckInput {
+            volume_id: id.clone(),
+            attempts: att,
+            data_path: rec.as_ref().map(|r| r.data_path(&self.plugin.state)),
+            publish_path,
+            staging_path,
+            probe_name: format!(".volhealth-io-probe-{}", self.node_id()),
+        };
+        let detected = self.plugin.node_checker.check(input).await;
+        Ok(merge(detected, injected))
     }
 }

@@ -140,16 +140,17 @@ pub async fn run(config: DriverConfig, shutdown: impl Future<Output = ()>) -> Re
     let router = tonic::transport::Server::builder()
         .add_service(calls.layer(IdentityServer::new(IdentityService::new(plugin.clone()))))
         .add_optional_service(config.mode.serves_controller().then(|| {
-            calls.layer(ControllerServer::new(ControllerService::new(
+            calls.layer(crate::legacy::LegacyRoutes::new(
+                ControllerServer::new(ControllerService::new(plugin.clone())),
                 plugin.clone(),
-            )))
+            ))
         }))
-        .add_optional_service(
-            config
-                .mode
-                .serves_node()
-                .then(|| calls.layer(NodeServer::new(NodeService::new(plugin.clone())))),
-        );
+        .add_optional_service(config.mode.serves_node().then(|| {
+            calls.layer(crate::legacy::LegacyRoutes::new(
+                NodeServer::new(NodeService::new(plugin.clone())),
+                plugin.clone(),
+            ))
+        }));
     tracing::info!(
         endpoint = %socket.display(), driver = %config.driver_name, node = %config.node_id,
         mode = ?config.mode, state_dir = %config.state_dir.display(), "starting the driver"

@@ -1,7 +1,7 @@
 //! The legacy messages as drivers of CSI v1.3.0 – v1.12.0 send them. CSI v1.13.0 removed
 //! `VolumeCondition` and reserved field 2 where it was carried, so volhealth's own v1.13 types
-//! drop it while decoding; these types read the same bytes with the field kept. Only the fields
-//! the bridge needs are declared: prost skips the others, as any protobuf reader does.
+//! drop it while decoding; these types read and write the same bytes with the field kept, and
+//! reuse the v1.13 types for everything that did not change (`Volume`, `VolumeUsage`).
 //!
 //! Presence is the point: `volume_condition: None` means the driver said nothing, which is never
 //! taken as healthy; `Some` with `abnormal = false` is a healthy answer.
@@ -17,13 +17,7 @@ pub struct VolumeCondition {
     pub message: String,
 }
 
-/// `csi.v1.Volume`, only its id.
-#[derive(Clone, PartialEq, Eq, prost::Message)]
-pub struct Volume {
-    /// `volume_id` (field 2).
-    #[prost(string, tag = "2")]
-    pub volume_id: String,
-}
+use volhealth_csi::v1;
 
 /// `VolumeStatus` of ListVolumes and ControllerGetVolume answers (same numbers in both).
 #[derive(Clone, PartialEq, Eq, prost::Message)]
@@ -37,18 +31,18 @@ pub struct VolumeStatus {
 }
 
 /// One entry of `csi.v1.ListVolumesResponse`.
-#[derive(Clone, PartialEq, Eq, prost::Message)]
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct ListEntry {
     /// `volume` (field 1).
     #[prost(message, optional, tag = "1")]
-    pub volume: Option<Volume>,
+    pub volume: Option<v1::Volume>,
     /// `status` (field 2).
     #[prost(message, optional, tag = "2")]
     pub status: Option<VolumeStatus>,
 }
 
 /// `csi.v1.ListVolumesResponse`.
-#[derive(Clone, PartialEq, Eq, prost::Message)]
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct ListVolumesResponse {
     /// `entries` (field 1).
     #[prost(message, repeated, tag = "1")]
@@ -59,19 +53,22 @@ pub struct ListVolumesResponse {
 }
 
 /// `csi.v1.ControllerGetVolumeResponse`.
-#[derive(Clone, PartialEq, Eq, prost::Message)]
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct ControllerGetVolumeResponse {
     /// `volume` (field 1).
     #[prost(message, optional, tag = "1")]
-    pub volume: Option<Volume>,
+    pub volume: Option<v1::Volume>,
     /// `status` (field 2).
     #[prost(message, optional, tag = "2")]
     pub status: Option<VolumeStatus>,
 }
 
-/// `csi.v1.NodeGetVolumeStatsResponse`, without its usage (field 1).
-#[derive(Clone, PartialEq, Eq, prost::Message)]
+/// `csi.v1.NodeGetVolumeStatsResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct NodeGetVolumeStatsResponse {
+    /// `usage` (field 1).
+    #[prost(message, repeated, tag = "1")]
+    pub usage: Vec<v1::VolumeUsage>,
     /// `volume_condition` (field 2), absent when the driver sent none.
     #[prost(message, optional, tag = "2")]
     pub volume_condition: Option<VolumeCondition>,
@@ -118,6 +115,7 @@ mod tests {
     #[test]
     fn the_v1_13_types_drop_what_these_keep() {
         let legacy = NodeGetVolumeStatsResponse {
+            usage: Vec::new(),
             volume_condition: Some(VolumeCondition {
                 abnormal: true,
                 message: "The volume isn't mounted".into(),

@@ -39,6 +39,18 @@ impl NodeWorld {
         modes: Option<&str>,
         layout: KubeletLayout,
     ) -> NodeWorld {
+        NodeWorld::start_configured(driver_name, node, tokens, modes, layout, |_| {}).await
+    }
+
+    /// [`NodeWorld::start`] with the driver's configuration changed by `configure`.
+    pub async fn start_configured(
+        driver_name: &str,
+        node: &str,
+        tokens: &str,
+        modes: Option<&str>,
+        layout: KubeletLayout,
+        configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
+    ) -> NodeWorld {
         let dir = tempfile::tempdir().expect("a temporary directory");
         for sub in ["api", "driver"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("creating a directory");
@@ -48,7 +60,9 @@ impl NodeWorld {
             Some(m) => ApiServer::start_with_modes(&api_dir, Some(tokens), m).await,
             None => ApiServer::start(&api_dir, Some(tokens)).await,
         };
-        let driver = Driver::start(&dir.path().join("driver"), driver_name, node).await;
+        let driver =
+            Driver::start_configured(&dir.path().join("driver"), driver_name, node, configure)
+                .await;
         let admin = client_for(&api.kubeconfig).await;
         create(
             &Api::<Node>::all(admin.clone()),

@@ -178,6 +178,17 @@ impl Driver {
     /// Starts the driver for node `node_id`. Free-space checks are off, so the test's outcome
     /// does not depend on how full this machine's disk is, and volumes are plain directories.
     pub async fn start(dir: &Path, name: &str, node_id: &str) -> Driver {
+        Driver::start_configured(dir, name, node_id, |_| {}).await
+    }
+
+    /// [`Driver::start`] with `configure` applied to the driver's configuration last (say, to
+    /// speak the legacy VOLUME_CONDITION shape).
+    pub async fn start_configured(
+        dir: &Path,
+        name: &str,
+        node_id: &str,
+        configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
+    ) -> Driver {
         let socket = dir.join("csi.sock");
         let endpoint = format!("unix://{}", socket.display());
         let state_dir = dir.join("driver-state");
@@ -188,6 +199,7 @@ impl Driver {
         config.low_space_fraction = 0.0;
         config.full_space_bytes = 0;
         config.allow_mounts = false;
+        configure(&mut config);
         let service = Service::start("driver", move |shutdown| async move {
             volhealth_driver::run(config, shutdown)
                 .await
@@ -238,14 +250,52 @@ impl Driver {
 
     /// Makes one side of the driver report `status` (a CSI number) with `reason` for a volume.
     pub fn inject_volume(&self, volume_id: &str, side: Side, status: i32, reason: &str) {
+        self.inject_volume_message(
+            volume_id,
+            side,
+            status,
+            reason,
+            &format!("injected {reason}"),
+        );
+    }
+
+    /// [`Driver::inject_volume`] with the condition's message given; it replaces an injection
+    /// of the same side, status and reason.
+    pub fn inject_volume_message(
+        &self,
+        volume_id: &str,
+        side: Side,
+        status: i32,
+        reason: &str,
+        message: &str,
+    ) {
         injection::update(&self.state, |i| {
             i.add_volume(VolumeInjection {
                 volume_id: volume_id.to_string(),
                 side,
-                condition: Condition::new(status, reason, format!("injected {reason}")),
+                condition: Condition::new(status, reason, message),
             })
         })
         .expect("writing an injection");
+    }
+
+    /// Makes every call of `method` fail with gRPC `code` (a number) until [`Driver::clear_faults`].
+    pub fn fail_method(&self, method: &str, code: i32) {
+        injection::update(&self.state, |i| {
+            i.set_fault(volhealth_driver::injection::RpcFault {
+                method: method.to_string(),
+                code,
+                rate: 1.0,
+                delay_ms: 0,
+                message: None,
+            })
+        })
+        .expect("writing an injection");
+    }
+
+    /// Removes every injected RPC fault.
+    pub fn clear_faults(&self) {
+        injection::update(&self.state, |i| i.rpc.clear()).expect("clearing an injection");
     }
 
     /// Removes a volume's injected conditions on every side.

@@ -29,6 +29,10 @@ pub struct Args {
     /// Health capabilities to advertise: any of list,get,node-volume,node-storage (or none).
     #[arg(long, default_value = "list,get,node-volume,node-storage")]
     health_capabilities: String,
+    /// Which health API the driver speaks: the CSI v1.13 health RPCs (new), the legacy
+    /// VOLUME_CONDITION shape of CSI v1.3 to v1.12 (legacy), both, or none.
+    #[arg(long, value_enum, default_value = "new")]
+    health_api: HealthApi,
     /// Also serve the kubelet plugin-registration API as <DIR>/<driver-name>-reg.sock.
     #[arg(long)]
     registration_dir: Option<PathBuf>,
@@ -61,6 +65,19 @@ pub struct Args {
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
+}
+
+/// `--health-api`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HealthApi {
+    /// The CSI v1.13 health RPCs, as `--health-capabilities` lists them.
+    New,
+    /// Only the legacy VOLUME_CONDITION shape (controller capability 11, node capability 4).
+    Legacy,
+    /// Both.
+    Both,
+    /// Neither: a driver that reports no health at all.
+    None,
 }
 
 /// The environment variable that may hold the `KEY=VALUE` pair the controller health RPCs demand.
@@ -97,6 +114,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     config.mode = args.mode;
     config.backend = args.volume_backend;
     config.health = HealthCapabilities::parse(&args.health_capabilities)?;
+    if matches!(args.health_api, HealthApi::Legacy | HealthApi::None) {
+        config.health = HealthCapabilities::NONE;
+    }
+    config.legacy_condition = matches!(args.health_api, HealthApi::Legacy | HealthApi::Both);
     config.registration_dir = args.registration_dir;
     config.refresh_interval = Duration::from_millis(args.refresh_interval_ms.max(10));
     config.io_probe_timeout = Duration::from_millis(args.io_probe_timeout_ms.max(1));

@@ -1,0 +1,201 @@
+//! A driver that speaks only the legacy VOLUME_CONDITION shape (the reference driver with
+//! `--health-api legacy`): both writers probe it through the bridge, and its conditions reach
+//! pvc.status.healthStatus and pod.status.volumeHealth and clear on recovery. A failed answer
+//! clears nothing, and a message whose timestamp changes on every poll writes once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::Api;
+use std::sync::Arc;
+use std::time::Duration;
+use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
+use volhealth_driver::HealthCapabilities;
+use volhealth_driver::condition::volume_status;
+use volhealth_driver::injection::Side;
+use volhealth_legacy_bridge::Rules;
+use volhealth_monitor::MonitorConfig;
+use volhealth_testkit::{NodeWorld, Service, wait_for};
+
+const DRIVER: &str = "hostpath.volhealth.io";
+const NODE: &str = "node-a";
+const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
+    nodetok,system:node:node-a,3,\"system:nodes\"\n";
+const WAIT: Duration = Duration::from_secs(40);
+/// gRPC UNAVAILABLE.
+const UNAVAILABLE: i32 = 14;
+
+/// (status, reason, message) of each condition.
+type Seen = Vec<(String, String, String)>;
+
+async fn claim(admin: &kube::Client) -> Option<(Seen, String)> {
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "default")
+        .get("claim-web")
+        .await
+        .ok()?;
+    let rv = pvc.metadata.resource_version.clone().unwrap_or_default();
+    let seen = pvc
+        .status
+        .and_then(|s| s.health_status)
+        .and_then(|h| h.health_conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
+        .collect();
+    Some((seen, rv))
+}
+
+async fn pod(admin: &kube::Client) -> Option<Seen> {
+    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
+        .get("web")
+        .await
+        .ok()?;
+    Some(
+        pod.status
+            .and_then(|s| s.volume_health)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|e| e.health_conditions.unwrap_or_default())
+            .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
+            .collect(),
+    )
+}
+
+fn seen(status: &str, reason: &str, message: &str) -> Seen {
+    vec![(status.into(), reason.into(), message.into())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE;
+            c.legacy_condition = true;
+        })
+        .await;
+    let NodeWorld {
+        dir,
+        api,
+        admin,
+        driver,
+        volume,
+        root,
+    } = w;
+
+    let mine = Rules::parse(
+        "rules:\n- match: \"injected SlowDisk\"\n  status: Inaccessible\n  reason: SlowDisk\n",
+    )
+    .unwrap();
+    let mut monitor_config = MonitorConfig {
+        csi_address: driver.endpoint.clone(),
+        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: None,
+        ..MonitorConfig::default()
+    };
+    monitor_config.legacy.rules = Arc::new(mine.then(Rules::shipped().unwrap()));
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(monitor_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let mut agent_config = AgentConfig::new(NODE);
+    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
+    agent_config.kubelet_root_dir = root;
+    agent_config.drivers = vec![StaticDriver {
+        name: DRIVER.to_string(),
+        endpoint: driver.endpoint.clone(),
+    }];
+    agent_config.interval = Duration::from_secs(1);
+    agent_config.timeout = Duration::from_secs(5);
+    agent_config.http_endpoint = None;
+    let agent = Service::start("agent", move |shutdown| async move {
+        volhealth_agent::run(agent_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+
+    // A user's rule maps the controller's message; the node's falls to the default mapping.
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::DEGRADED,
+        "SlowDisk",
+    );
+    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    wait_for(WAIT, "both legacy conditions on status", || async {
+        let (c, _) = claim(&admin).await?;
+        (c == seen("Inaccessible", "SlowDisk", "injected SlowDisk")
+            && pod(&admin).await?
+                == seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"))
+        .then_some(())
+    })
+    .await;
+
+    // Failed answers clear nothing: the driver recovers but every legacy call fails.
+    for method in ["ListVolumes", "ControllerGetVolume", "NodeGetVolumeStats"] {
+        driver.fail_method(method, UNAVAILABLE);
+    }
+    driver.clear_volume(&volume);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        claim(&admin).await.unwrap().0,
+        seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
+        "a failed ListVolumes or ControllerGetVolume is no recovery"
+    );
+    assert_eq!(
+        pod(&admin).await.unwrap(),
+        seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
+        "a failed NodeGetVolumeStats is no recovery"
+    );
+
+    // The calls answer again: both clear.
+    driver.clear_faults();
+    wait_for(WAIT, "both conditions cleared", || async {
+        (claim(&admin).await?.0.is_empty() && pod(&admin).await?.is_empty()).then_some(())
+    })
+    .await;
+
+    // A message stamped with the time of each poll (as PowerFlex's) is written once.
+    let stamped =
+        |second: u32| format!("Volume is not found by controller at 2024-03-01 10:15:{second:02}");
+    driver.inject_volume_message(
+        &volume,
+        Side::Controller,
+        volume_status::INACCESSIBLE,
+        "Gone",
+        &stamped(1),
+    );
+    let rv = wait_for(WAIT, "the stamped condition on the claim", || async {
+        let (c, rv) = claim(&admin).await?;
+        (c == seen(
+            "Inaccessible",
+            "VolumeNotFound",
+            "Volume is not found by controller at",
+        ))
+        .then_some(rv)
+    })
+    .await;
+    for second in 2..6 {
+        driver.inject_volume_message(
+            &volume,
+            Side::Controller,
+            volume_status::INACCESSIBLE,
+            "Gone",
+            &stamped(second),
+        );
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
+    assert_eq!(
+        claim(&admin).await.unwrap().1,
+        rv,
+        "a new timestamp in the same message rewrote the claim"
+    );
+
+    assert!(!monitor.ended() && !agent.ended());
+    monitor.stop().unwrap();
+    agent.stop().unwrap();
+    driver.stop().unwrap();
+    api.stop().unwrap();
+}
