@@ -22,6 +22,9 @@ enum Command {
     Apiserver(cmd::apiserver::Args),
     /// Run the reference CSI driver (hostpath-style, real health detection).
     Driver(cmd::driver::Args),
+    /// Serve a CSI endpoint in front of a driver that adds the health RPCs from its legacy
+    /// VOLUME_CONDITION answers and forwards every other call unchanged.
+    HealthProxy(cmd::health_proxy::Args),
     /// Inject or clear health conditions and RPC faults in a running reference driver.
     Inject(cmd::inject::Args),
     /// Run the controller-side monitor that writes pvc.status.healthStatus.
@@ -65,6 +68,7 @@ impl Command {
         match self {
             Command::Apiserver(_) => Some("apiserver"),
             Command::Driver(_) => Some("driver"),
+            Command::HealthProxy(_) => Some("health-proxy"),
             Command::Monitor(_) => Some("monitor"),
             Command::Agent(_) => Some("agent"),
             Command::SchedulerExtender(_) => Some("scheduler-extender"),
@@ -120,6 +124,7 @@ fn main() -> ExitCode {
         | Command::KubectlPlugin(_) => None,
         Command::Apiserver(a) => Some(&a.log),
         Command::Driver(a) => Some(&a.log),
+        Command::HealthProxy(a) => Some(&a.log),
         Command::Monitor(a) => Some(&a.log),
         Command::Agent(a) => Some(&a.log),
         Command::SchedulerExtender(a) => Some(&a.log),
@@ -146,6 +151,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Apiserver(a) => cmd::block_on(cmd::apiserver::run(a)),
         Command::Driver(a) => cmd::block_on(cmd::driver::run(a)),
+        Command::HealthProxy(a) => cmd::block_on(cmd::health_proxy::run(a)),
         Command::Inject(a) => cmd::block_on(cmd::inject::run(a)),
         Command::Monitor(a) => cmd::block_on_with(cmd::MONITOR_THREADS, cmd::monitor::run(*a)),
         Command::Agent(a) => cmd::block_on_with(cmd::Threads::One, cmd::agent::run(a)),

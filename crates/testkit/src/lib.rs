@@ -14,5 +14,6 @@ mod world;
 pub use node_world::{KubeletLayout, NodeWorld};
 pub use service::Service;
 pub use world::{
-    ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish, wait_for,
+    ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish,
+    stage_and_publish_via, wait_for,
 };

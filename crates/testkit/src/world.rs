@@ -423,7 +423,27 @@ pub async fn stage_and_publish(
     stage_dir: &Path,
     publish_dir: &Path,
 ) {
-    let channel = volhealth_csi::client::connect(&driver.endpoint, CSI_TIMEOUT)
+    stage_and_publish_via(
+        &driver.endpoint,
+        driver,
+        volume_id,
+        pv,
+        stage_dir,
+        publish_dir,
+    )
+    .await
+}
+
+/// [`stage_and_publish`] through `endpoint` (a proxy in front of the driver, say).
+pub async fn stage_and_publish_via(
+    endpoint: &str,
+    driver: &Driver,
+    volume_id: &str,
+    pv: &str,
+    stage_dir: &Path,
+    publish_dir: &Path,
+) {
+    let channel = volhealth_csi::client::connect(endpoint, CSI_TIMEOUT)
         .await
         .expect("connecting to the driver");
     let mut client = v1::node_client::NodeClient::new(channel);

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod conformance;
 pub mod driver;
 pub mod go_flags;
+pub mod health_proxy;
 pub mod inject;
 pub mod kube_json;
 pub mod kubectl_plugin;
