@@ -1,7 +1,9 @@
 //! A driver that speaks only the legacy VOLUME_CONDITION shape (the reference driver with
 //! `--health-api legacy`): both writers probe it through the bridge, and its conditions reach
 //! pvc.status.healthStatus and pod.status.volumeHealth and clear on recovery. A failed answer
-//! clears nothing, and a message whose timestamp changes on every poll writes once.
+//! clears nothing, and a message whose timestamp changes on every poll writes once. The same
+//! conditions reach both objects through `health-proxy` to writers that know only the v1.13
+//! RPCs (their own bridge off), as the kubelet and the upstream sidecar would be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -196,6 +198,103 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
     assert!(!monitor.ended() && !agent.ended());
     monitor.stop().unwrap();
     agent.stop().unwrap();
+    driver.stop().unwrap();
+    api.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy_conditions() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE;
+            c.legacy_condition = true;
+        })
+        .await;
+    let NodeWorld {
+        dir,
+        api,
+        admin,
+        driver,
+        volume,
+        root,
+    } = w;
+    let proxy_socket = dir.path().join("health.sock");
+    let proxy_endpoint = format!("unix://{}", proxy_socket.display());
+    let proxy_config = volhealth_health_proxy::ProxyConfig {
+        csi_address: driver.endpoint.clone(),
+        listen: proxy_endpoint.clone(),
+        state_dir: Some(dir.path().join("proxy-state")),
+        timeout: Duration::from_secs(5),
+        legacy: true,
+        rules: Arc::new(Rules::shipped().unwrap()),
+        debounce: 2,
+    };
+    let proxy = Service::start("health-proxy", move |shutdown| async move {
+        volhealth_health_proxy::run(proxy_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+
+    let mut monitor_config = MonitorConfig {
+        csi_address: proxy_endpoint.clone(),
+        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: None,
+        ..MonitorConfig::default()
+    };
+    monitor_config.legacy.enabled = false;
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(monitor_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let mut agent_config = AgentConfig::new(NODE);
+    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
+    agent_config.kubelet_root_dir = root;
+    agent_config.drivers = vec![StaticDriver {
+        name: DRIVER.to_string(),
+        endpoint: proxy_endpoint,
+    }];
+    agent_config.interval = Duration::from_secs(1);
+    agent_config.timeout = Duration::from_secs(5);
+    agent_config.http_endpoint = None;
+    agent_config.legacy.enabled = false;
+    let agent = Service::start("agent", move |shutdown| async move {
+        volhealth_agent::run(agent_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+
+    driver.inject_volume(
+        &volume,
+        Side::Controller,
+        volume_status::DEGRADED,
+        "SlowDisk",
+    );
+    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    wait_for(
+        WAIT,
+        "both legacy conditions on status through the proxy",
+        || async {
+            let (c, _) = claim(&admin).await?;
+            (c == seen("Degraded", "VolumeConditionAbnormal", "injected SlowDisk")
+                && pod(&admin).await?
+                    == seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"))
+            .then_some(())
+        },
+    )
+    .await;
+    driver.clear_volume(&volume);
+    wait_for(WAIT, "both cleared through the proxy", || async {
+        (claim(&admin).await?.0.is_empty() && pod(&admin).await?.is_empty()).then_some(())
+    })
+    .await;
+
+    assert!(!monitor.ended() && !agent.ended() && !proxy.ended());
+    monitor.stop().unwrap();
+    agent.stop().unwrap();
+    proxy.stop().unwrap();
     driver.stop().unwrap();
     api.stop().unwrap();
 }
