@@ -255,6 +255,39 @@ fn pvcs_per_node_sizes_the_workload_and_both_writers_watch_every_sample() {
 }
 
 #[test]
+fn with_a_legacy_driver_the_tour_runs_through_the_bridge() {
+    let c = Cluster::start_with(1, &["--legacy-driver", "--pvcs-per-node", "1"]);
+    c.inject_pvc(
+        "default/data-1",
+        "controller",
+        "Inaccessible",
+        "Gone",
+        &["--message", "the array lost the volume"],
+    );
+    c.inject_pvc("default/data-1", "node", "Inaccessible", "PathGone", &[]);
+    // The legacy shape carries no status or reason: the bridge's default mapping shows.
+    c.eventually("data-1 and web-1 Degraded through the bridge", || {
+        c.status_of("PersistentVolumeClaim", "data-1", "controller") == ["Degraded"]
+            && c.status_of("Pod", "web-1", "node") == ["Degraded"]
+    });
+    let claim = c
+        .get_json("/api/v1/namespaces/default/persistentvolumeclaims/data-1")
+        .unwrap();
+    let condition = &claim["status"]["healthStatus"]["healthConditions"][0];
+    assert_eq!(condition["reason"], "VolumeConditionAbnormal", "{claim}");
+    assert!(
+        condition["message"] == "the array lost the volume",
+        "{claim}"
+    );
+    c.inject(&["clear", "pvc", "default/data-1"]);
+    c.eventually("both cleared", || {
+        c.status_of("PersistentVolumeClaim", "data-1", "controller")
+            .is_empty()
+            && c.status_of("Pod", "web-1", "node").is_empty()
+    });
+}
+
+#[test]
 fn a_port_in_use_is_a_clear_error_not_a_hang() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();

@@ -65,6 +65,12 @@ pub struct Args {
     /// nodes are then exactly those named). Without it, every node uses --driver-endpoint.
     #[arg(long, value_name = "NODE=ENDPOINT", requires = "driver_endpoint")]
     pub node_endpoint: Vec<String>,
+    /// Run the reference driver as a driver of today: it speaks only the legacy
+    /// VOLUME_CONDITION shape (CSI v1.3 to v1.12), so the monitor and the agents probe it through
+    /// the legacy bridge. Conditions then show as Degraded/VolumeConditionAbnormal with the
+    /// driver's message, unless a rule maps them (docs/legacy-drivers.md).
+    #[arg(long, conflicts_with = "driver_endpoint")]
+    pub legacy_driver: bool,
     /// The optional components.
     #[command(flatten)]
     pub extras: extras::ExtrasArgs,
@@ -375,7 +381,7 @@ async fn start(
             p.done("ok");
             endpoint.clone()
         }
-        None => start_reference_driver(layout, nodes, running).await?,
+        None => start_reference_driver(layout, nodes, args.legacy_driver, running).await?,
     };
 
     p.step("registering nodes, CSINodes, the CSIDriver and a StorageClass");
@@ -505,15 +511,21 @@ async fn start(
 async fn start_reference_driver(
     layout: &Layout,
     nodes: &[String],
+    legacy: bool,
     running: &mut Running,
 ) -> anyhow::Result<String> {
+    let health_api: &[&str] = if legacy {
+        &["--health-api", "legacy"]
+    } else {
+        &[]
+    };
     let p = Progress;
     p.step("starting the driver's controller plugin");
     let controller = layout.controller_endpoint();
     running.start(
         "driver-controller",
         layout,
-        layout.controller_plugin_args(&[]),
+        layout.controller_plugin_args(health_api),
     )?;
     until_ready(running, "the controller plugin", async || {
         volhealth_csi::client::connect(&controller, Duration::from_millis(200))
@@ -531,7 +543,10 @@ async fn start_reference_driver(
         running.start(
             &format!("driver-{node}"),
             layout,
-            layout.node_plugin_args(node, &["--io-probe-slow-ms", "2000"]),
+            layout.node_plugin_args(
+                node,
+                &[&["--io-probe-slow-ms", "2000"], health_api].concat(),
+            ),
         )?;
         until_ready(running, &format!("the node plugin of {node}"), async || {
             volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
