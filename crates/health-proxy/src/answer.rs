@@ -1,12 +1,12 @@
 //! What the proxy answers itself: the capability answers (the driver's, with the health
 //! capabilities the bridge can serve added) and the health RPCs the driver lacks.
 
-use crate::proxy::Inner;
+use crate::inner::{Inner, Known};
 use http::{Request, Response};
 use std::time::Duration;
 use tonic::Status;
 use tonic::body::Body;
-use volhealth_csi::capabilities::{Capabilities, ControllerHealthMode};
+use volhealth_csi::capabilities::ControllerHealthMode;
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
@@ -17,15 +17,6 @@ pub(crate) const NODE_CAPS: &str = "/csi.v1.Node/NodeGetCapabilities";
 pub(crate) const CONTROLLER_GET_HEALTH: &str = "/csi.v1.Controller/ControllerGetVolumeHealth";
 pub(crate) const CONTROLLER_LIST_HEALTH: &str = "/csi.v1.Controller/ControllerListVolumeHealth";
 pub(crate) const NODE_GET_HEALTH: &str = "/csi.v1.Node/NodeGetVolumeHealth";
-
-/// What the driver offers, and the bridges that stand in for what it lacks.
-#[derive(Clone)]
-pub(crate) struct Known {
-    native: Capabilities,
-    modes: LegacyModes,
-    controller: Option<LegacyController>,
-    node: Option<LegacyNode>,
-}
 
 impl Known {
     fn native_get(&self) -> bool {

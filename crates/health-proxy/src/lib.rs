@@ -11,6 +11,7 @@
 //!   so NodeGetVolumeHealth works with only a volume id.
 
 mod answer;
+mod inner;
 pub mod paths;
 mod proxy;
 

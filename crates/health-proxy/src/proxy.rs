@@ -2,7 +2,8 @@
 //! learned from, or passed on.
 
 use crate::ProxyConfig;
-use crate::answer::{self, Known};
+use crate::answer;
+use crate::inner::Inner;
 use crate::paths::{Change, Paths};
 use axum::body::Body as AxumBody;
 use http::{Request, Response};
@@ -11,9 +12,9 @@ use prost::Message as _;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use tokio::sync::Mutex as AsyncMutex;
 use tonic::Status;
 use tonic::body::Body;
-use tower::ServiceExt as _;
 use volhealth_csi::v1;
 
 /// Largest request body read to learn a volume's paths (tonic's default message limit).
@@ -30,13 +31,6 @@ pub struct Proxy {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) channel: tonic::transport::Channel,
-    pub(crate) config: ProxyConfig,
-    pub(crate) known: tokio::sync::Mutex<Option<Known>>,
-    pub(crate) paths: Mutex<Paths>,
-}
-
 impl Proxy {
     /// A proxy in front of the driver on `channel`, knowing `paths` already.
     pub fn new(channel: tonic::transport::Channel, config: ProxyConfig, paths: Paths) -> Proxy {
@@ -44,7 +38,7 @@ impl Proxy {
             inner: Arc::new(Inner {
                 channel,
                 config,
-                known: tokio::sync::Mutex::new(None),
+                known: AsyncMutex::new(None),
                 paths: Mutex::new(paths),
             }),
         }
@@ -115,40 +109,6 @@ impl Proxy {
                 frames,
             ))),
         )
-    }
-}
-
-impl Inner {
-    /// Passes `req` to the driver and its answer back, unchanged.
-    pub(crate) async fn forward(&self, req: Request<Body>) -> Response<Body> {
-        match self.channel.clone().oneshot(req).await {
-            Ok(resp) => resp,
-            Err(e) => Status::unavailable(format!(
-                "the driver at {} does not answer: {e}",
-                self.config.csi_address
-            ))
-            .into_http(),
-        }
-    }
-
-    fn remember(&self, change: Change) {
-        let mut paths = self.paths.lock().unwrap_or_else(|p| p.into_inner());
-        if !paths.apply(change) {
-            return;
-        }
-        if let Some(dir) = &self.config.state_dir
-            && let Err(e) = paths.store(dir)
-        {
-            tracing::warn!("keeping the learned paths in {}: {e}", dir.display());
-        }
-    }
-
-    /// (publish path, staging path) learned for `volume`.
-    pub(crate) fn paths_of(&self, volume: &str) -> (String, String) {
-        self.paths
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .of(volume)
     }
 }
 
