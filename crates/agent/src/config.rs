@@ -40,6 +40,37 @@ pub struct AgentConfig {
     pub max_concurrent_probes: usize,
     /// How often the registration directory is rescanned.
     pub registration_poll: Duration,
+    /// Where the node fault detector answers for a driver's volumes (`--detect-node-faults`).
+    pub node_faults: NodeFaultMode,
+    /// How long a `statfs` of a mounted volume may take before it counts as unresponsive.
+    pub probe_timeout: Duration,
+    /// How long a volume stays degraded after the kernel's last I/O error line for it.
+    pub io_error_window: Duration,
+}
+
+/// `--detect-node-faults`: which drivers' volumes the node fault detector answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeFaultMode {
+    /// Only where the driver lacks the node health RPC (per RPC: volume, storage).
+    #[default]
+    Auto,
+    /// Every driver; its findings are added beside the driver's own.
+    Always,
+    /// Never.
+    Off,
+}
+
+impl std::str::FromStr for NodeFaultMode {
+    type Err = Error;
+
+    fn from_str(input: &str) -> Result<NodeFaultMode> {
+        match input.trim() {
+            "auto" => Ok(NodeFaultMode::Auto),
+            "always" => Ok(NodeFaultMode::Always),
+            "off" => Ok(NodeFaultMode::Off),
+            other => Err(Error::NodeFaultFlag(other.to_string())),
+        }
+    }
 }
 
 impl AgentConfig {
@@ -56,6 +87,9 @@ impl AgentConfig {
             volume_health_enabled: true,
             max_concurrent_probes: 10,
             registration_poll: Duration::from_secs(2),
+            node_faults: NodeFaultMode::Auto,
+            probe_timeout: Duration::from_secs(5),
+            io_error_window: Duration::from_secs(600),
         }
     }
 
@@ -111,6 +145,20 @@ mod tests {
         assert!(parse_driver("nodriver").is_err());
         assert!(parse_driver("=unix:///x").is_err());
         assert!(parse_driver("name=").is_err());
+    }
+
+    #[test]
+    fn node_fault_modes() {
+        assert_eq!(
+            "auto".parse::<NodeFaultMode>().unwrap(),
+            NodeFaultMode::Auto
+        );
+        assert_eq!(
+            "always".parse::<NodeFaultMode>().unwrap(),
+            NodeFaultMode::Always
+        );
+        assert_eq!("off".parse::<NodeFaultMode>().unwrap(), NodeFaultMode::Off);
+        assert!("sometimes".parse::<NodeFaultMode>().is_err());
     }
 
     #[test]

@@ -319,7 +319,13 @@ impl Detector {
 
     fn remember(&self, driver: &str, paths: impl Iterator<Item = PathBuf>) {
         let now = Instant::now();
+        let mut paths = paths.peekable();
         let mut seen = lock(&self.seen);
+        // A driver is known once one of its volumes was seen mounted; until then its storage
+        // health is no report.
+        if paths.peek().is_none() && !seen.contains_key(driver) {
+            return;
+        }
         let entry = seen.entry(driver.to_string()).or_default();
         entry.retain(|_, at| now.saturating_duration_since(*at) < SEEN_FOR);
         for p in paths {
