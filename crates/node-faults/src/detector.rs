@@ -215,16 +215,27 @@ impl Detector {
         }
         self.remember(&query.driver, mounted.iter().map(|(p, _)| (*p).clone()));
 
-        // statfs every mounted path at once, each under the deadline.
+        // statfs each mounted filesystem of the volume at once, each under the deadline. The
+        // publish bind mount reaches the same superblock as the staging mount, so one probe
+        // (the publish path's, listed first) answers for both.
+        let mut probed: Vec<&(&PathBuf, &Mount)> = Vec::new();
+        for m in &mounted {
+            if !probed
+                .iter()
+                .any(|(_, p)| (p.major, p.minor) == (m.1.major, m.1.minor))
+            {
+                probed.push(m);
+            }
+        }
         let probes = futures::future::join_all(
-            mounted
+            probed
                 .iter()
                 .map(|(p, _)| self.pool.statfs(p, self.config.probe_timeout)),
         )
         .await;
         self.metrics.set_in_flight(self.pool.in_flight());
         let mut unprobed = Vec::new();
-        for ((path, _), probe) in mounted.iter().zip(probes) {
+        for ((path, _), probe) in probed.iter().zip(probes) {
             match probe {
                 Probe::Answered => self.metrics.count(SIGNAL_STATFS, RESULT_OK),
                 Probe::Failed(errno) => match reasons::of_errno(errno) {
