@@ -188,7 +188,7 @@ mod tests {
     }
 
     /// A detector over a written mount table in which `mounted` is mounted.
-    fn detector(dir: &std::path::Path, mounted: &std::path::Path) -> Arc<Detector> {
+    fn detector_at(dir: &std::path::Path, mounted: &std::path::Path) -> Arc<Detector> {
         let info = dir.join("mountinfo");
         std::fs::write(
             &info,
@@ -227,7 +227,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mounted = tmp.path().join("mounted");
         std::fs::create_dir_all(&mounted).unwrap();
-        let detector = detector(tmp.path(), &mounted);
+        let detector = detector_at(tmp.path(), &mounted);
         let gone = tmp.path().join("gone/mount");
         let request = v1::NodeGetVolumeHealthRequest {
             volume_id: "vol-1".into(),
@@ -258,7 +258,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mounted = tmp.path().join("mounted");
         std::fs::create_dir_all(&mounted).unwrap();
-        let detector = detector(tmp.path(), &mounted);
+        let detector = detector_at(tmp.path(), &mounted);
         let says = vec![entry(1, "ThinPoolLow"), entry(2, "NotMounted")];
         let both = with_node_faults(driver(true, says), &detector, NodeFaultMode::Always);
         let request = v1::NodeGetVolumeHealthRequest {
@@ -270,8 +270,17 @@ mod tests {
         // The detector's NotMounted is the driver's too: reported once.
         assert_eq!(reasons(&answer), ["ThinPoolLow", "NotMounted"]);
 
-        // Storage: a driver not asked about any volume yet gets no report from the detector.
-        let err = both.client.storage_health().await.unwrap_err();
+        // Storage (the detector's alone: this driver lacks the RPC): once volumes were looked
+        // at, a driver none of whose volumes is mounted has nothing to show.
+        assert_eq!(both.client.storage_health().await.unwrap(), Vec::new());
+
+        // A fresh detector knows nothing yet: no report, not healthy.
+        let fresh = with_node_faults(
+            driver(true, vec![]),
+            &detector_at(tmp.path(), &mounted),
+            NodeFaultMode::Always,
+        );
+        let err = fresh.client.storage_health().await.unwrap_err();
         assert_eq!(err.code(), tonic::Code::Unavailable);
     }
 }

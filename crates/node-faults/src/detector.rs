@@ -79,6 +79,9 @@ pub struct Detector {
     table: Mutex<Option<(Instant, Arc<MountTable>)>>,
     /// Driver → the mounted paths of its volumes asked about, with when.
     seen: Mutex<HashMap<String, HashMap<PathBuf, Instant>>>,
+    /// Some volume was looked at: from then on a driver with no mounted volume has no storage
+    /// fault to show from this node (before, nothing is known at all).
+    looked: std::sync::atomic::AtomicBool,
     metrics: Arc<NodeFaultMetrics>,
 }
 
@@ -127,6 +130,7 @@ impl Detector {
             kernel_log_read,
             table: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
+            looked: std::sync::atomic::AtomicBool::new(false),
             metrics,
             config,
         }
@@ -214,6 +218,8 @@ impl Detector {
             self.metrics.count(SIGNAL_MOUNT_TABLE, RESULT_OK);
         }
         self.remember(&query.driver, mounted.iter().map(|(p, _)| (*p).clone()));
+        self.looked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
 
         // statfs each mounted filesystem of the volume at once, each under the deadline. The
         // publish bind mount reaches the same superblock as the staging mount, so one probe
@@ -332,8 +338,7 @@ impl Detector {
         let now = Instant::now();
         let mut paths = paths.peekable();
         let mut seen = lock(&self.seen);
-        // A driver is known once one of its volumes was seen mounted; until then its storage
-        // health is no report.
+        // Only drivers with mounted volumes are kept.
         if paths.peek().is_none() && !seen.contains_key(driver) {
             return;
         }
@@ -345,14 +350,15 @@ impl Detector {
     }
 
     /// The driver's storage backend conditions, from the mounts of its volumes asked about
-    /// through [`Detector::volume_health`]. An error (no volume of it asked about yet) is no
-    /// report.
+    /// through [`Detector::volume_health`]. An error (no volume at all asked about yet) is no
+    /// report; a driver none of whose volumes was seen mounted has nothing to show here.
     pub async fn storage_health(&self, driver: &str) -> Result<Vec<StorageBackendHealth>> {
         let paths: Vec<PathBuf> = match lock(&self.seen).get(driver) {
             Some(paths) => paths.keys().cloned().collect(),
+            None if self.looked.load(std::sync::atomic::Ordering::Relaxed) => Vec::new(),
             None => {
                 return Err(Error::CannotLook(format!(
-                    "no volume of driver {driver} looked at yet"
+                    "no volume looked at yet, so nothing is known of driver {driver}'s storage"
                 )));
             }
         };

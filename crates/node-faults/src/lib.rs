@@ -27,6 +27,9 @@ pub mod probe_pool;
 pub mod reasons;
 
 pub use detector::{Detector, DetectorConfig, VolumeQuery};
+
+#[cfg(test)]
+mod detector_tests;
 pub use metrics::NodeFaultMetrics;
 
 /// Why the detector gave no answer.
