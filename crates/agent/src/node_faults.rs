@@ -254,6 +254,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_detectors_series_are_on_the_agents_metrics_page() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mounted = tmp.path().join("mounted");
+        std::fs::create_dir_all(&mounted).unwrap();
+        let metrics = Metrics::new();
+        let mut config = AgentConfig::new("node-a");
+        config.node_faults = NodeFaultMode::Auto;
+        let set = driver_set(&config, &metrics);
+        set.insert(driver(false, vec![]));
+        let wrapped = set.snapshot().remove("d.example.com").unwrap();
+        assert!(wrapped.volume_health, "the set adapts drivers as they join");
+        metrics.node_faults.count("statfs", "ok");
+        let page = metrics.encode();
+        for series in [
+            r#"csi_volume_health_node_fault_probes_total{signal="statfs",result="ok"} 1"#,
+            "csi_volume_health_node_fault_probes_in_flight",
+            "csi_volume_health_node_fault_probe_timeouts_total",
+        ] {
+            assert!(page.contains(series), "{series} missing from\n{page}");
+        }
+        // off: drivers join as they are.
+        config.node_faults = NodeFaultMode::Off;
+        let plain = driver_set(&config, &metrics);
+        plain.insert(driver(false, vec![]));
+        assert!(!plain.snapshot()["d.example.com"].volume_health);
+    }
+
+    #[tokio::test]
     async fn always_adds_findings_beside_the_drivers() {
         let tmp = tempfile::tempdir().unwrap();
         let mounted = tmp.path().join("mounted");
