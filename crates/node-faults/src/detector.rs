@@ -288,6 +288,8 @@ impl Detector {
         if let Some(entry) = self.kernel_log_entry(&mounted) {
             self.metrics.count(SIGNAL_KERNEL_LOG, RESULT_FAULT);
             entries.push(entry);
+        } else if self.kernel_log_read {
+            self.metrics.count(SIGNAL_KERNEL_LOG, RESULT_OK);
         }
         if entries.is_empty() && !unprobed.is_empty() {
             return Err(Error::CannotLook(format!(

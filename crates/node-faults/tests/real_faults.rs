@@ -160,10 +160,8 @@ async fn a_hung_mount_delays_no_other_volume_and_holds_one_thread() {
         mount_table_max_age: Duration::ZERO,
         ..DetectorConfig::default()
     };
-    let detector = Detector::start(
-        config,
-        std::sync::Arc::new(NodeFaultMetrics::unregistered()),
-    );
+    let metrics = std::sync::Arc::new(NodeFaultMetrics::unregistered());
+    let detector = Detector::start(config, metrics.clone());
     for cycle in 0..4 {
         let all = healthy.iter().chain(std::iter::once(&hung_query));
         // The cycle's bound: every answer, the hung one included, comes by the deadline.
@@ -187,6 +185,8 @@ async fn a_hung_mount_delays_no_other_volume_and_holds_one_thread() {
         assert!(detector.probe_pool().threads() <= 4, "cycle {cycle}");
     }
     assert!(detector.probe_pool().timed_out() >= 4);
+    assert_eq!(metrics.get("statfs", "timeout"), 4);
+    assert_eq!(metrics.get("statfs", "ok"), 4 * healthy.len() as u64);
     // Released, the mount answers again and the condition clears.
     hung.switch.set(Mode::Healthy);
     let answer = until(
