@@ -1,7 +1,8 @@
 //! The agent with node fault detection, against the embedded API server and the reference
-//! driver, over real bind mounts (root): a publish path that is unmounted under a running pod reaches
-//! the pod's status as Inaccessible/NotMounted beside whatever the driver says, and clears when
-//! the path is mounted again. Without root the test prints why it skips, unless
+//! driver, over ext4 on a real loop device (root): a publish path that is unmounted under a
+//! running pod reaches the pod's status as Inaccessible/NotMounted beside whatever the driver
+//! says, a filesystem remounted read-only as Inaccessible/FilesystemReadOnly, and each clears
+//! when the mount is back. Without root or the tools the test prints why it skips, unless
 //! `VOLHEALTH_REQUIRE_TOOLS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -18,16 +19,41 @@ const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
     nodetok,system:node:node-a,2,\"system:nodes\"\n";
 const WAIT: Duration = Duration::from_secs(40);
 
-fn is_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
+/// Root and the tools to make an ext4 volume on a loop device; else prints why the test skips
+/// (or fails under `VOLHEALTH_REQUIRE_TOOLS=1`).
+fn can_run() -> bool {
+    let mut missing: Vec<&str> = ["mkfs.ext4", "losetup"]
+        .into_iter()
+        .filter(|tool| {
+            std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_err()
+        })
+        .collect();
+    if !nix::unistd::geteuid().is_root() {
+        missing.push("root");
+    }
+    if missing.is_empty() {
         return true;
     }
     assert!(
         std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-        "the node fault test needs root (VOLHEALTH_REQUIRE_TOOLS=1)"
+        "the node fault test needs {missing:?} (VOLHEALTH_REQUIRE_TOOLS=1)"
     );
-    println!("SKIPPED node fault detection in the agent: needs root to mount");
+    println!("SKIPPED node fault detection in the agent: needs {missing:?}");
     false
+}
+
+/// Runs a command; panics with its error output when it fails.
+fn run(cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(cmd).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 async fn reasons(pods: &Api<Pod>, pod: &str) -> Vec<(String, String)> {
@@ -59,8 +85,8 @@ fn bind(from: &Path, to: &Path) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unmounted_publish_path_reaches_the_pod_and_clears() {
-    if !is_root() {
+async fn unmounted_and_read_only_volumes_reach_the_pod_and_clear() {
+    if !can_run() {
         return;
     }
     let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
@@ -69,14 +95,21 @@ async fn an_unmounted_publish_path_reaches_the_pod_and_clears() {
     let uid = pod.metadata.uid.unwrap();
     let (stage, publish) = KubeletRoot::volume_dirs(&w.root, DRIVER, &w.volume, &uid, "pv-web");
     let (staging, target) = (stage.join("globalmount"), publish.join("mount"));
-    // The test world's driver links its paths; mount them as a real driver would.
-    let data = w.dir.path().join("volume-data");
-    std::fs::create_dir_all(&data).unwrap();
-    for (from, to) in [(&data, &staging), (&staging, &target)] {
+    // The test world's driver links its paths; mount them as a real block driver would: ext4
+    // on a loop device at the staging path, bound to the publish path.
+    let image = w.dir.path().join("volume.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    run("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
+    let device = run("losetup", &["-f", "--show", image.to_str().unwrap()]);
+    for to in [&staging, &target] {
         let _ = std::fs::remove_file(to);
         std::fs::create_dir_all(to).unwrap();
-        bind(from, to);
     }
+    run("mount", &["-t", "ext4", &device, staging.to_str().unwrap()]);
+    bind(&staging, &target);
     assert!(is_mounted(&target));
 
     let mut config = AgentConfig::new(NODE);
@@ -114,9 +147,28 @@ async fn an_unmounted_publish_path_reaches_the_pod_and_clears() {
     })
     .await;
 
+    // The filesystem goes read-only under the read-write publish mount.
+    let read_only = ("Inaccessible".to_string(), "FilesystemReadOnly".to_string());
+    run("mount", &["-o", "remount,ro", staging.to_str().unwrap()]);
+    wait_for(WAIT, "FilesystemReadOnly on the pod's status", || async {
+        reasons(&pods, "web")
+            .await
+            .contains(&read_only)
+            .then_some(())
+    })
+    .await;
+    run("mount", &["-o", "remount,rw", staging.to_str().unwrap()]);
+    wait_for(WAIT, "FilesystemReadOnly to clear", || async {
+        (!reasons(&pods, "web").await.contains(&read_only)).then_some(())
+    })
+    .await;
+
     agent.stop().expect("the agent stops cleanly");
     let _ = nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH);
     let _ = nix::mount::umount2(&staging, nix::mount::MntFlags::MNT_DETACH);
+    let _ = std::process::Command::new("losetup")
+        .args(["-d", &device])
+        .output();
     w.driver.stop().expect("the driver stops cleanly");
     w.api.stop().expect("the API server stops cleanly");
 }
