@@ -80,6 +80,13 @@ pub fn driver_set(config: &AgentConfig, metrics: &Metrics) -> DriverSet {
         },
         metrics.node_faults.clone(),
     ));
+    if config.probe_timeout >= config.timeout {
+        tracing::warn!(
+            "--probe-timeout ({:?}) is not below --timeout ({:?}): a hung mount's call times out before the detector can report it MountUnresponsive",
+            config.probe_timeout,
+            config.timeout
+        );
+    }
     tracing::info!(
         mode = ?mode, probe_timeout = ?config.probe_timeout, io_error_window = ?config.io_error_window,
         "node fault detection on"
