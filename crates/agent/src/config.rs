@@ -42,6 +42,12 @@ pub struct AgentConfig {
     pub registration_poll: Duration,
     /// How drivers that speak only the legacy VOLUME_CONDITION shape are probed.
     pub legacy: Legacy,
+    /// Where the node fault detector answers for a driver's volumes (`--detect-node-faults`).
+    pub node_faults: NodeFaultMode,
+    /// How long a `statfs` of a mounted volume may take before it counts as unresponsive.
+    pub probe_timeout: Duration,
+    /// How long a volume stays degraded after the kernel's last I/O error line for it.
+    pub io_error_window: Duration,
 }
 
 /// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
@@ -69,6 +75,31 @@ impl Default for Legacy {
     }
 }
 
+/// `--detect-node-faults`: which drivers' volumes the node fault detector answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeFaultMode {
+    /// Only where the driver lacks the node health RPC (per RPC: volume, storage).
+    #[default]
+    Auto,
+    /// Every driver; its findings are added beside the driver's own.
+    Always,
+    /// Never.
+    Off,
+}
+
+impl std::str::FromStr for NodeFaultMode {
+    type Err = Error;
+
+    fn from_str(input: &str) -> Result<NodeFaultMode> {
+        match input.trim() {
+            "auto" => Ok(NodeFaultMode::Auto),
+            "always" => Ok(NodeFaultMode::Always),
+            "off" => Ok(NodeFaultMode::Off),
+            other => Err(Error::NodeFaultFlag(other.to_string())),
+        }
+    }
+}
+
 impl AgentConfig {
     /// A configuration with the upstream defaults for `node_name`.
     pub fn new(node_name: impl Into<String>) -> AgentConfig {
@@ -84,6 +115,9 @@ impl AgentConfig {
             max_concurrent_probes: 10,
             registration_poll: Duration::from_secs(2),
             legacy: Legacy::default(),
+            node_faults: NodeFaultMode::Auto,
+            probe_timeout: Duration::from_secs(5),
+            io_error_window: Duration::from_secs(600),
         }
     }
 
@@ -139,6 +173,20 @@ mod tests {
         assert!(parse_driver("nodriver").is_err());
         assert!(parse_driver("=unix:///x").is_err());
         assert!(parse_driver("name=").is_err());
+    }
+
+    #[test]
+    fn node_fault_modes() {
+        assert_eq!(
+            "auto".parse::<NodeFaultMode>().unwrap(),
+            NodeFaultMode::Auto
+        );
+        assert_eq!(
+            "always".parse::<NodeFaultMode>().unwrap(),
+            NodeFaultMode::Always
+        );
+        assert_eq!("off".parse::<NodeFaultMode>().unwrap(), NodeFaultMode::Off);
+        assert!("sometimes".parse::<NodeFaultMode>().is_err());
     }
 
     #[test]

@@ -56,10 +56,22 @@ impl std::fmt::Debug for Driver {
     }
 }
 
+/// How a driver is set up as it joins the set (the node fault detector's part in its health).
+pub type Adapt = Arc<dyn Fn(Driver) -> Driver + Send + Sync>;
+
 /// The drivers currently registered, shared between discovery and the probe loop.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct DriverSet {
     inner: Arc<RwLock<BTreeMap<String, Arc<Driver>>>>,
+    adapt: Option<Adapt>,
+}
+
+impl std::fmt::Debug for DriverSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriverSet")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DriverSet {
@@ -68,8 +80,20 @@ impl DriverSet {
         DriverSet::default()
     }
 
+    /// An empty set that passes each driver through `adapt` as it is inserted.
+    pub fn adapted(adapt: Adapt) -> DriverSet {
+        DriverSet {
+            adapt: Some(adapt),
+            ..DriverSet::default()
+        }
+    }
+
     /// Adds or replaces a driver (a re-registration replaces the old connection).
     pub fn insert(&self, driver: Driver) {
+        let driver = match &self.adapt {
+            Some(adapt) => adapt(driver),
+            None => driver,
+        };
         if let Ok(mut map) = self.inner.write() {
             map.insert(driver.name.clone(), Arc::new(driver));
         }

@@ -21,6 +21,9 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// `--detect-node-faults` is not auto, always or off.
+    #[error("invalid --detect-node-faults {0:?}: expected auto, always or off")]
+    NodeFaultFlag(String),
     /// The kubeconfig could not be loaded.
     #[error("loading the Kubernetes client configuration: {0}")]
     KubeConfig(String),

@@ -93,8 +93,10 @@ impl KubeletRoot {
     }
 }
 
-fn exists(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
+/// Whether `dir` holds an entry named `name`, from the directory's own listing: a stat of
+/// `dir/name` would enter the filesystem mounted there, and a hung mount would hang the agent.
+fn listed(dir: &Path, name: &str) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| entries.flatten().any(|e| e.file_name() == name))
 }
 
 impl KubeletDirs for KubeletRoot {
@@ -107,7 +109,7 @@ impl KubeletDirs for KubeletRoot {
         let pod_dir = self.pod_volume_dir(pod_uid, &volume.dir_name);
         let mount = pod_dir.join("mount");
         let publish_path =
-            (exists(&mount) || exists(&pod_dir.join("vol_data.json"))).then_some(mount);
+            (listed(&pod_dir, "mount") || listed(&pod_dir, "vol_data.json")).then_some(mount);
         let staging_path = if volume.inline {
             None
         } else {
@@ -118,7 +120,7 @@ impl KubeletDirs for KubeletRoot {
             .into_iter()
             .find_map(|dir| {
                 let global = dir.join("globalmount");
-                (exists(&global) || exists(&dir.join("vol_data.json"))).then_some(global)
+                (listed(&dir, "globalmount") || listed(&dir, "vol_data.json")).then_some(global)
             })
         };
         MountAttempt {

@@ -22,6 +22,7 @@ mod error;
 mod forbidden;
 mod kubelet_dirs;
 mod metrics;
+mod node_faults;
 mod pod_volumes;
 mod run;
 mod storage_cycle;
@@ -29,7 +30,7 @@ mod targets;
 mod volume_cycle;
 mod watched;
 
-pub use config::{AgentConfig, StaticDriver};
+pub use config::{AgentConfig, NodeFaultMode, StaticDriver};
 pub use error::{Error, Result};
 pub use kubelet_dirs::KubeletRoot;
 pub use run::run;

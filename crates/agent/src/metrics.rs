@@ -49,6 +49,8 @@ pub struct Metrics {
     registry: Registry,
     /// The families both writers share.
     pub writer: Arc<WriterMetrics>,
+    /// The node fault detector's series.
+    pub node_faults: Arc<volhealth_node_faults::NodeFaultMetrics>,
     volume_status: StatusSeries<VolumeKey, VolumeStatusLabels>,
     storage_status: StatusSeries<String, StorageStatusLabels>,
 }
@@ -64,6 +66,9 @@ impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let writer = Arc::new(WriterMetrics::new(&mut registry));
+        let node_faults = Arc::new(volhealth_node_faults::NodeFaultMetrics::register(
+            &mut registry,
+        ));
         let volume_status = StatusSeries::register(
             &mut registry,
             "csi_node_volume_health_status",
@@ -77,6 +82,7 @@ impl Metrics {
         Metrics {
             registry,
             writer,
+            node_faults,
             volume_status,
             storage_status,
         }

@@ -3,7 +3,6 @@
 use crate::agent::{Agent, AgentDeps};
 use crate::cluster::{Cluster, KubeCluster};
 use crate::config::AgentConfig;
-use crate::drivers::DriverSet;
 use crate::error::{Error, Result};
 use crate::kubelet_dirs::KubeletRoot;
 use crate::metrics::Metrics;
@@ -85,7 +84,7 @@ async fn run_inner(
         r = verify_node(cluster.as_ref(), &node, config.timeout) => r?,
     };
 
-    let drivers = DriverSet::new();
+    let drivers = crate::node_faults::driver_set(&config, &metrics);
     if config.drivers.is_empty() {
         let dir = config.registration_dir();
         tracing::info!("watching {} for CSI driver registrations", dir.display());

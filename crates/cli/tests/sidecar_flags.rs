@@ -252,3 +252,32 @@ fn flags_as_go_parses_them_one_dash_bool_values_and_the_last_of_a_repeat() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unexpected argument 'false'"), "{stderr}");
 }
+
+#[test]
+fn node_fault_flags_are_taken_in_either_spelling_and_checked() {
+    // Accepted (Go's one-dash spelling too): the agent gets as far as its kubeconfig.
+    let (ok, stderr) = failing_agent(&[
+        "-detect-node-faults=always",
+        "-probe-timeout=2s",
+        "--io-error-window",
+        "1m30s",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("kubeconfig"), "{stderr}");
+    // A mode that does not exist is a usage error naming the flag.
+    let out = volhealth()
+        .args([
+            "agent",
+            "--node-name",
+            "node-a",
+            "--detect-node-faults=sometimes",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--detect-node-faults"));
+    // A zero timeout would call every mount unresponsive: refused.
+    let (ok, stderr) = failing_agent(&["--probe-timeout=0s"]);
+    assert!(!ok);
+    assert!(stderr.contains("--probe-timeout"), "{stderr}");
+}

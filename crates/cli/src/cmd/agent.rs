@@ -44,6 +44,17 @@ pub struct Args {
     /// Path of the metrics page on the HTTP endpoint.
     #[arg(long, default_value = volhealth_daemon::endpoint_server::DEFAULT_METRICS_PATH)]
     pub metrics_path: String,
+    /// Node fault detection (mount table, statfs probes, kernel log, sysfs) for the volumes of
+    /// drivers without node health: auto (only where the driver lacks NodeGetVolumeHealth or
+    /// NodeGetStorageHealth), always (beside the driver's own answer too) or off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "off"])]
+    pub detect_node_faults: String,
+    /// How long a statfs of a mounted volume may take before it is reported MountUnresponsive.
+    #[arg(long, default_value = "5s")]
+    pub probe_timeout: String,
+    /// How long a volume stays degraded after the kernel's last I/O error line for it.
+    #[arg(long, default_value = "10m")]
+    pub io_error_window: String,
     /// Feature gates, e.g. CSIVolumeHealth=false.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
@@ -74,6 +85,13 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
     anyhow::ensure!(
         !cfg.timeout.is_zero(),
         "--timeout must be greater than zero"
+    );
+    cfg.node_faults = args.detect_node_faults.parse()?;
+    cfg.probe_timeout = duration::parse(&args.probe_timeout).context("--probe-timeout")?;
+    cfg.io_error_window = duration::parse(&args.io_error_window).context("--io-error-window")?;
+    anyhow::ensure!(
+        !cfg.probe_timeout.is_zero() && !cfg.io_error_window.is_zero(),
+        "--probe-timeout and --io-error-window must be greater than zero"
     );
     cfg.http_endpoint = Some(match &args.metrics_address {
         Some(addr) => http_endpoint::parse(addr).context("--metrics-address")?,
