@@ -34,6 +34,7 @@ fn bench(c: &mut Criterion) {
         legacy: true,
         rules: Arc::new(volhealth_legacy_bridge::Rules::shipped().unwrap()),
         debounce: 2,
+        node_faults: None,
     };
     rt.spawn(async move {
         let _ = volhealth_health_proxy::run(proxy_config, std::future::pending()).await;

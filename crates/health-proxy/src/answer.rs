@@ -3,6 +3,8 @@
 
 use crate::inner::{Inner, Known};
 use http::{Request, Response};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::Status;
 use tonic::body::Body;
@@ -11,12 +13,14 @@ use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
 use volhealth_legacy_bridge::{Bridge, LegacyController, LegacyModes, LegacyNode};
+use volhealth_node_faults::{Detector, VolumeQuery};
 
 pub(crate) const CONTROLLER_CAPS: &str = "/csi.v1.Controller/ControllerGetCapabilities";
 pub(crate) const NODE_CAPS: &str = "/csi.v1.Node/NodeGetCapabilities";
 pub(crate) const CONTROLLER_GET_HEALTH: &str = "/csi.v1.Controller/ControllerGetVolumeHealth";
 pub(crate) const CONTROLLER_LIST_HEALTH: &str = "/csi.v1.Controller/ControllerListVolumeHealth";
 pub(crate) const NODE_GET_HEALTH: &str = "/csi.v1.Node/NodeGetVolumeHealth";
+pub(crate) const NODE_STORAGE_HEALTH: &str = "/csi.v1.Node/NodeGetStorageHealth";
 
 impl Known {
     fn native_get(&self) -> bool {
@@ -48,6 +52,21 @@ impl Known {
     fn bridged_node(&self) -> Option<&LegacyNode> {
         (!self.native.node.volume)
             .then_some(self.node.as_ref())
+            .flatten()
+    }
+
+    /// The detector answers NodeGetVolumeHealth: the driver has neither the RPC nor the legacy
+    /// condition.
+    fn detected_volume<'a>(&self, inner: &'a Inner) -> Option<&'a Arc<Detector>> {
+        (!self.native.node.volume && self.node.is_none())
+            .then_some(inner.config.node_faults.as_ref())
+            .flatten()
+    }
+
+    /// The detector answers NodeGetStorageHealth: the driver does not.
+    fn detected_storage<'a>(&self, inner: &'a Inner) -> Option<&'a Arc<Detector>> {
+        (!self.native.node.storage)
+            .then_some(inner.config.node_faults.as_ref())
             .flatten()
     }
 }
@@ -143,19 +162,30 @@ pub(crate) async fn capabilities(inner: &Inner, path: &str, req: Request<Body>) 
         })
         .await
     } else {
+        let (volume, storage) = match &k {
+            Some(k) => (
+                k.bridged_node().is_some() || k.detected_volume(inner).is_some(),
+                k.detected_storage(inner).is_some(),
+            ),
+            None => (false, false),
+        };
         serve(req, move |r: v1::NodeGetCapabilitiesRequest| {
-            let (channel, k) = (channel.clone(), k.clone());
+            let channel = channel.clone();
             async move {
                 let mut client = v1::node_client::NodeClient::new(channel);
                 let mut resp = client.node_get_capabilities(r).await?.into_inner();
-                if k.as_ref().is_some_and(|k| k.bridged_node().is_some()) {
+                let mut add = |t: NodeRpc| {
                     resp.capabilities.push(v1::NodeServiceCapability {
                         r#type: Some(v1::node_service_capability::Type::Rpc(
-                            v1::node_service_capability::Rpc {
-                                r#type: NodeRpc::GetVolumeHealth as i32,
-                            },
+                            v1::node_service_capability::Rpc { r#type: t as i32 },
                         )),
-                    });
+                    })
+                };
+                if volume {
+                    add(NodeRpc::GetVolumeHealth);
+                }
+                if storage {
+                    add(NodeRpc::GetStorageHealth);
                 }
                 Ok(resp)
             }
@@ -214,6 +244,45 @@ pub(crate) async fn health(
             })
             .await)
         }
+        NODE_STORAGE_HEALTH => {
+            let (Some(d), Some(driver)) = (k.detected_storage(inner).cloned(), k.driver()) else {
+                return Err(req);
+            };
+            Ok(serve(req, move |_: v1::NodeGetStorageHealthRequest| {
+                let (d, driver) = (d.clone(), driver.clone());
+                async move {
+                    let backend_health = d
+                        .storage_health(&driver)
+                        .await
+                        .map_err(|e| Status::unavailable(e.to_string()))?;
+                    Ok(v1::NodeGetStorageHealthResponse { backend_health })
+                }
+            })
+            .await)
+        }
+        _ if k.bridged_node().is_none() => {
+            let (Some(d), Some(driver)) = (k.detected_volume(inner).cloned(), k.driver()) else {
+                return Err(req);
+            };
+            let inner = inner.clone();
+            Ok(serve(req, move |r: v1::NodeGetVolumeHealthRequest| {
+                let (d, driver, inner) = (d.clone(), driver.clone(), inner.clone());
+                async move {
+                    let query = query(&inner, driver, r)?;
+                    let health_statuses = d
+                        .volume_health(&query)
+                        .await
+                        .map_err(|e| Status::unavailable(e.to_string()))?;
+                    Ok(v1::NodeGetVolumeHealthResponse {
+                        volume_health: Some(v1::VolumeHealth {
+                            volume_id: query.volume_id,
+                            health_statuses,
+                        }),
+                    })
+                }
+            })
+            .await)
+        }
         _ => {
             let Some(n) = k.bridged_node().cloned() else {
                 return Err(req);
@@ -245,6 +314,35 @@ pub(crate) async fn health(
             .await)
         }
     }
+}
+
+/// The volume and paths to look at: the request's, or those learned for its volume; a volume
+/// neither named with a path nor staged or published through the proxy is NOT_FOUND.
+fn query(
+    inner: &Inner,
+    driver: String,
+    r: v1::NodeGetVolumeHealthRequest,
+) -> Result<VolumeQuery, Status> {
+    if r.volume_id.is_empty() {
+        return Err(Status::invalid_argument("volume_id is required"));
+    }
+    let (mut publish, mut staging) = (r.volume_publish_path, r.staging_target_path);
+    if publish.is_empty() && staging.is_empty() {
+        (publish, staging) = inner.paths_of(&r.volume_id);
+    }
+    if publish.is_empty() && staging.is_empty() {
+        return Err(Status::not_found(format!(
+            "volume {} is neither staged nor published through this proxy",
+            r.volume_id
+        )));
+    }
+    let path = |p: String| (!p.is_empty()).then(|| PathBuf::from(p));
+    Ok(VolumeQuery {
+        driver,
+        volume_id: r.volume_id,
+        publish_path: path(publish),
+        staging_path: path(staging),
+    })
 }
 
 async fn within<T>(

@@ -20,6 +20,13 @@ pub(crate) struct Known {
     pub(crate) node: Option<LegacyNode>,
 }
 
+impl Known {
+    /// The driver's name, as GetPluginInfo gave it.
+    pub(crate) fn driver(&self) -> Option<String> {
+        Some(self.native.driver_name.clone()).filter(|n| !n.is_empty())
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) channel: tonic::transport::Channel,
     pub(crate) config: ProxyConfig,

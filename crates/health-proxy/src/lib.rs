@@ -6,7 +6,8 @@
 //!   the metadata and trailers, methods it does not know included. (Like any HTTP/2 proxy it
 //!   adds itself to `user-agent`.)
 //! - The capability answers gain the health capabilities the bridge can serve.
-//! - The four health RPCs come from the driver when it has them, from the bridge otherwise.
+//! - The four health RPCs come from the driver when it has them, from the bridge otherwise; the
+//!   node ones from the node fault detector (when given) for a driver with neither.
 //! - NodeStageVolume and NodePublishVolume teach it each volume's paths (kept in the state dir),
 //!   so NodeGetVolumeHealth works with only a volume id.
 
@@ -38,6 +39,9 @@ pub struct ProxyConfig {
     pub rules: Arc<volhealth_legacy_bridge::Rules>,
     /// Consecutive NOT_FOUND answers that make `VolumeNotFound`.
     pub debounce: u32,
+    /// The node fault detector, which answers NodeGetVolumeHealth and NodeGetStorageHealth for
+    /// a driver that has neither the RPC nor (for volumes) the legacy condition; `None` = off.
+    pub node_faults: Option<Arc<volhealth_node_faults::Detector>>,
 }
 
 /// Why the proxy stopped.

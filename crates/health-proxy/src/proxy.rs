@@ -52,7 +52,8 @@ impl Proxy {
             }
             answer::CONTROLLER_GET_HEALTH
             | answer::CONTROLLER_LIST_HEALTH
-            | answer::NODE_GET_HEALTH => match answer::health(&self.inner, &path, req).await {
+            | answer::NODE_GET_HEALTH
+            | answer::NODE_STORAGE_HEALTH => match answer::health(&self.inner, &path, req).await {
                 Ok(resp) => resp,
                 Err(req) => self.inner.forward(req).await,
             },

@@ -66,7 +66,7 @@ async fn unanswered_calls_pass_byte_for_byte_with_metadata_and_trailers() {
 }
 
 #[tokio::test]
-async fn a_stage_call_is_forwarded_unchanged_and_learned_only_when_accepted() {
+async fn a_stage_call_is_forwarded_unchanged_and_its_paths_learned_without_its_secrets() {
     use prost::Message as _;
     let dir = tempfile::tempdir().unwrap();
     let backend = RawBackend::start(dir.path(), Bytes::new()).await;

@@ -228,6 +228,7 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
         legacy: true,
         rules: Arc::new(Rules::shipped().unwrap()),
         debounce: 2,
+        node_faults: None,
     };
     let proxy = Service::start("health-proxy", move |shutdown| async move {
         volhealth_health_proxy::run(proxy_config, shutdown)

@@ -137,6 +137,16 @@ impl RunningProxy {
         socket: PathBuf,
         state_dir: Option<PathBuf>,
     ) -> RunningProxy {
+        RunningProxy::start_with(driver_socket, socket, state_dir, None).await
+    }
+
+    /// [`RunningProxy::start`] with the node fault detector.
+    pub async fn start_with(
+        driver_socket: &Path,
+        socket: PathBuf,
+        state_dir: Option<PathBuf>,
+        node_faults: Option<Arc<volhealth_node_faults::Detector>>,
+    ) -> RunningProxy {
         let config = ProxyConfig {
             csi_address: format!("unix://{}", driver_socket.display()),
             listen: format!("unix://{}", socket.display()),
@@ -145,6 +155,7 @@ impl RunningProxy {
             legacy: true,
             rules: Arc::new(volhealth_legacy_bridge::Rules::shipped().unwrap()),
             debounce: 2,
+            node_faults,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
