@@ -28,6 +28,9 @@ pub struct StoredClaim {
     pub resource_version: Option<String>,
     /// `status.healthStatus` as stored.
     pub health: Option<VolumeHealthStatus>,
+    /// The storage system's own health annotation on the claim (vSphere's
+    /// `volumehealth.storage.kubernetes.io/health`), when it has one.
+    pub health_annotation: Option<String>,
 }
 
 /// A volume of our driver whose PV is bound to a Bound claim.

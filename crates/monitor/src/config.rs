@@ -88,6 +88,9 @@ pub struct MonitorConfig {
     pub health_secret: Option<SecretRef>,
     /// How a driver that speaks only the legacy VOLUME_CONDITION shape is probed.
     pub legacy: Legacy,
+    /// For a driver with no health RPC at all, read each bound claim's health annotation
+    /// (`volumehealth.storage.kubernetes.io/health`, vSphere's) instead (`--health-annotation`).
+    pub health_annotation: bool,
 }
 
 /// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
@@ -132,6 +135,7 @@ impl Default for MonitorConfig {
             kube_api_burst: DEFAULT_KUBE_API_BURST,
             health_secret: None,
             legacy: Legacy::default(),
+            health_annotation: false,
         }
     }
 }

@@ -79,6 +79,9 @@ fn describe_mode(info: &DriverInfo) {
         Mode::Get => {
             tracing::info!(driver = %info.driver_name, "probing each bound volume with ControllerGetVolumeHealth")
         }
+        Mode::Annotation => {
+            tracing::info!(driver = %info.driver_name, "the driver has no health RPC; reading each bound claim's {} annotation (--health-annotation)", crate::watched::HEALTH_ANNOTATION)
+        }
         Mode::Off => {
             tracing::info!(driver = %info.driver_name, "the driver advertises no controller volume health capability; not probing (still serving metrics and health)")
         }
@@ -131,7 +134,8 @@ pub async fn run(
     };
     let legacy_slot = LegacySlot::default();
     let caps = CsiCapabilities::new(channel.clone(), timeout)
-        .with_legacy(config.legacy.clone(), legacy_slot.clone());
+        .with_legacy(config.legacy.clone(), legacy_slot.clone())
+        .with_annotation(config.health_annotation);
     let Some(info) = until_ok("probing the driver's capabilities", &mut stop_rx, || {
         caps.probe()
     })

@@ -173,6 +173,7 @@ pub struct CsiCapabilities {
     channel: tonic::transport::Channel,
     timeout: std::time::Duration,
     legacy: Option<(Legacy, LegacySlot)>,
+    annotation: bool,
 }
 
 impl CsiCapabilities {
@@ -182,7 +183,14 @@ impl CsiCapabilities {
             channel,
             timeout,
             legacy: None,
+            annotation: false,
         }
+    }
+
+    /// Reads the claims' health annotation for a driver with no health RPC (new or legacy).
+    pub fn with_annotation(mut self, on: bool) -> Self {
+        self.annotation = on;
+        self
     }
 
     /// Probes for the legacy capability too when `legacy.enabled`, filling `slot`.
@@ -204,6 +212,9 @@ impl CapabilitySource for CsiCapabilities {
             legacy: false,
         };
         let Some((legacy, slot)) = &self.legacy else {
+            if info.mode == Mode::Off && self.annotation {
+                info.mode = Mode::Annotation;
+            }
             return Ok(info);
         };
         let mut bridge = None;
@@ -231,6 +242,9 @@ impl CapabilitySource for CsiCapabilities {
             }
         }
         *slot.write().unwrap_or_else(|p| p.into_inner()) = bridge;
+        if info.mode == Mode::Off && self.annotation {
+            info.mode = Mode::Annotation;
+        }
         Ok(info)
     }
 }

@@ -212,6 +212,7 @@ impl FakeApi {
                         uid: format!("uid-{name}"),
                         resource_version: Some(s.rv.to_string()),
                         health: stored,
+                        health_annotation: None,
                     },
                 },
             );

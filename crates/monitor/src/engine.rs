@@ -29,6 +29,10 @@ pub enum Mode {
     },
     /// ControllerGetVolumeHealth per bound volume.
     Get,
+    /// No health RPC: each bound claim's storage-system annotation
+    /// (`volumehealth.storage.kubernetes.io/health`, as vSphere writes it), with
+    /// `--health-annotation`.
+    Annotation,
     /// No controller health capability: nothing to probe.
     Off,
 }
@@ -48,6 +52,7 @@ impl Mode {
         match self {
             Mode::List { .. } => Some("list"),
             Mode::Get => Some("get"),
+            Mode::Annotation => Some("annotation"),
             Mode::Off => None,
         }
     }
@@ -249,6 +254,11 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 self.list_cycle(&bound, get, start).await;
             }
             Mode::Get => self.get_cycle(&bound, start).await,
+            Mode::Annotation => {
+                self.annotation_cycle(&bound);
+                // As with Off: a driver upgrade to the health RPCs is noticed at the next cycle.
+                self.connection_lost = true;
+            }
             // Nothing to call, so nothing would notice a driver upgrade: ask again next time.
             Mode::Off => self.connection_lost = true,
         }

@@ -78,3 +78,57 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         }
     }
 }
+
+/// The reason reported for a claim its storage system marks `inaccessible`.
+pub const ANNOTATION_REASON: &str = "VolumeInaccessible";
+
+/// What a claim's health annotation reports: `inaccessible` is one condition, `accessible` is
+/// healthy, anything else (or none) says nothing.
+pub fn annotation_entries(value: Option<&str>) -> Option<Vec<VolumeHealthEntry>> {
+    match value?.trim() {
+        "inaccessible" => Some(vec![VolumeHealthEntry {
+            status: volhealth_csi::v1::VolumeHealthErrorType::Inaccessible as i32,
+            reason: ANNOTATION_REASON.to_string(),
+            message: format!(
+                "the storage system marks the volume inaccessible ({} = inaccessible)",
+                crate::watched::HEALTH_ANNOTATION
+            ),
+        }]),
+        "accessible" => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
+    /// One annotation cycle: each bound claim's health annotation, read from the cache (no call
+    /// to anything); a claim without one, or with a value other than the two known, keeps what
+    /// is stored.
+    pub(crate) fn annotation_cycle(&mut self, bound: &BTreeMap<String, BoundClaim>) {
+        for claim in bound.values() {
+            if let Some(entries) = annotation_entries(claim.stored.health_annotation.as_deref()) {
+                self.apply(claim, &volume_report(&entries));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod annotation_tests {
+    use super::*;
+
+    #[test]
+    fn the_two_values_report_and_anything_else_says_nothing() {
+        let down = annotation_entries(Some("inaccessible")).unwrap();
+        assert_eq!(down.len(), 1);
+        assert_eq!(down[0].reason, ANNOTATION_REASON);
+        assert_eq!(
+            down[0].status,
+            volhealth_csi::v1::VolumeHealthErrorType::Inaccessible as i32
+        );
+        assert_eq!(annotation_entries(Some("accessible")), Some(Vec::new()));
+        assert_eq!(annotation_entries(Some(" accessible ")), Some(Vec::new()));
+        for silent in [None, Some(""), Some("unknown"), Some("Inaccessible?")] {
+            assert_eq!(annotation_entries(silent), None, "{silent:?}");
+        }
+    }
+}

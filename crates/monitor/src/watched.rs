@@ -51,10 +51,19 @@ volhealth_writer::resource_as!(WatchedPv, PersistentVolume);
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WatchedPvc {
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
+    #[serde(deserialize_with = "meta_with_health_annotation")]
     metadata: ObjectMeta,
     spec: Option<PvcSpec>,
     status: Option<PvcStatus>,
+}
+
+/// The annotation vSphere's CSI syncer writes on a claim: `accessible` or `inaccessible`.
+pub const HEALTH_ANNOTATION: &str = "volumehealth.storage.kubernetes.io/health";
+
+fn meta_with_health_annotation<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<ObjectMeta, D::Error> {
+    volhealth_writer::partial::slim_meta_keeping(d, HEALTH_ANNOTATION)
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -91,6 +100,7 @@ pub struct PvcRecord {
     volume_name: Option<Box<str>>,
     phase_bound: bool,
     health: Option<VolumeHealthStatus>,
+    health_annotation: Option<Box<str>>,
 }
 
 impl PvcRecord {
@@ -100,6 +110,7 @@ impl PvcRecord {
             uid: self.uid.to_string(),
             resource_version: self.resource_version.as_deref().map(str::to_string),
             health: self.health.clone(),
+            health_annotation: self.health_annotation.as_deref().map(str::to_string),
         }
     }
 }
@@ -151,7 +162,13 @@ pub fn pvc_record(pvc: WatchedPvc) -> Option<(ClaimKey, PvcRecord)> {
         .status
         .map(|s| (s.phase, s.health_status))
         .unwrap_or_default();
+    let health_annotation = pvc
+        .metadata
+        .annotations
+        .and_then(|mut a| a.remove(HEALTH_ANNOTATION))
+        .map(Into::into);
     let record = PvcRecord {
+        health_annotation,
         uid: pvc.metadata.uid.unwrap_or_default().into(),
         resource_version: pvc.metadata.resource_version.map(Into::into),
         volume_name: pvc.spec.and_then(|s| s.volume_name).map(Into::into),

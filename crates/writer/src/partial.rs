@@ -42,6 +42,35 @@ pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error
     })
 }
 
+/// [`slim_meta`], with the one annotation `key` kept when the object has it (every other
+/// annotation is dropped after decoding).
+pub fn slim_meta_keeping<'de, D: Deserializer<'de>>(
+    d: D,
+    key: &str,
+) -> Result<ObjectMeta, D::Error> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Annotated {
+        #[serde(flatten)]
+        base: SlimMeta,
+        annotations: Option<std::collections::BTreeMap<String, String>>,
+    }
+    let m = Annotated::deserialize(d)?;
+    let kept = m
+        .annotations
+        .and_then(|mut a| a.remove_entry(key))
+        .map(|(k, v)| std::collections::BTreeMap::from([(k, v)]));
+    Ok(ObjectMeta {
+        name: m.base.name,
+        namespace: m.base.namespace,
+        uid: m.base.uid,
+        resource_version: m.base.resource_version,
+        deletion_timestamp: m.base.deletion_timestamp,
+        annotations: kept,
+        ..ObjectMeta::default()
+    })
+}
+
 /// Implements [`kube::Resource`] for a partial type (with a `metadata: ObjectMeta` field) by the
 /// resource of the whole k8s-openapi type: `resource_as!(WatchedPod, Pod);`.
 #[macro_export]

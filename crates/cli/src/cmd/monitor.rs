@@ -77,6 +77,12 @@ pub struct Args {
     /// Drivers that speak only the legacy VOLUME_CONDITION shape.
     #[command(flatten)]
     pub legacy: crate::cmd::legacy_flags::LegacyArgs,
+    /// For a driver with no health RPC (new or legacy), read each bound claim's
+    /// volumehealth.storage.kubernetes.io/health annotation, as vSphere's CSI syncer writes it:
+    /// inaccessible is Inaccessible/VolumeInaccessible, accessible is healthy.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          default_value = "false", action = clap::ArgAction::Set, value_parser = go_flags::parse_bool)]
+    pub health_annotation: bool,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -221,6 +227,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
         kube_api_qps: args.kube_api_qps,
         kube_api_burst: args.kube_api_burst,
         health_secret,
+        health_annotation: args.health_annotation,
         legacy: volhealth_monitor::config::Legacy {
             enabled: args.legacy.enabled(),
             rules: args.legacy.rules()?,

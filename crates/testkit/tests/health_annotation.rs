@@ -1,0 +1,89 @@
+//! `--health-annotation`: for a driver with no health RPC at all (as vSphere's), the monitor
+//! reads each bound claim's `volumehealth.storage.kubernetes.io/health` annotation.
+//! `inaccessible` reaches the claim's status, a claim that loses the annotation keeps what is
+//! stored (no report is not healthy), and `accessible` clears it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{Api, Patch, PatchParams};
+use std::time::Duration;
+use volhealth_agent::KubeletRoot;
+use volhealth_driver::HealthCapabilities;
+use volhealth_monitor::MonitorConfig;
+use volhealth_testkit::{NodeWorld, Service, wait_for};
+
+const DRIVER: &str = "csi.vsphere.example.com";
+const NODE: &str = "node-a";
+const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
+    nodetok,system:node:node-a,3,\"system:nodes\"\n";
+const WAIT: Duration = Duration::from_secs(40);
+const KEY: &str = "volumehealth.storage.kubernetes.io/health";
+
+async fn conditions(claims: &Api<PersistentVolumeClaim>) -> Option<Vec<(String, String)>> {
+    let pvc = claims.get("claim-web").await.ok()?;
+    Some(
+        pvc.status
+            .and_then(|s| s.health_status)
+            .and_then(|h| h.health_conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.status, c.reason))
+            .collect(),
+    )
+}
+
+async fn annotate(claims: &Api<PersistentVolumeClaim>, value: Option<&str>) {
+    let patch = serde_json::json!({"metadata": {"annotations": {KEY: value}}});
+    claims
+        .patch("claim-web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_storage_systems_annotation_is_the_claims_health() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE
+        })
+        .await;
+    let config = MonitorConfig {
+        csi_address: w.driver.endpoint.clone(),
+        kubeconfig: Some(
+            w.api
+                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
+        ),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: None,
+        health_annotation: true,
+        ..MonitorConfig::default()
+    };
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let claims = Api::<PersistentVolumeClaim>::namespaced(w.admin.clone(), "default");
+    let down = vec![("Inaccessible".to_string(), "VolumeInaccessible".to_string())];
+
+    annotate(&claims, Some("inaccessible")).await;
+    wait_for(WAIT, "the annotation on the claim's status", || async {
+        (conditions(&claims).await? == down).then_some(())
+    })
+    .await;
+
+    // The annotation goes away: nothing is reported, so what is stored stays.
+    annotate(&claims, None).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(conditions(&claims).await.unwrap(), down);
+
+    annotate(&claims, Some("accessible")).await;
+    wait_for(WAIT, "the claim cleared", || async {
+        conditions(&claims).await?.is_empty().then_some(())
+    })
+    .await;
+    assert!(!monitor.ended());
+    monitor.stop().unwrap();
+}
