@@ -159,9 +159,15 @@ impl Metrics {
         self.set_storage(driver, &pairs);
     }
 
-    /// The text exposition of every metric.
+    /// The text exposition of every metric (OpenMetrics; the tests read it).
+    #[cfg(test)]
     pub fn encode(&self) -> String {
         volhealth_daemon::metrics_text::encode(&self.registry)
+    }
+
+    /// The families in `format`, for the `/metrics` page.
+    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
+        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
     }
 }
 

@@ -30,7 +30,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         let ready_flag = flag_check(ready.clone(), "not ready");
         let unreachable = api.unreachable.clone();
         let dropped = api.field_dropped.clone();
-        let endpoints = Endpoints::new(move || page.encode())
+        let endpoints = Endpoints::new(move |format| page.encode_as(format))
             .readyz(move || {
                 ready_flag()?;
                 if unreachable.load(Ordering::Acquire) {

@@ -132,7 +132,7 @@ pub fn write(path: &Path, kc: &Kubeconfig) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn decoded(v: &serde_yaml::Value) -> String {
+    fn decoded(v: &serde_json::Value) -> String {
         let b = base64::engine::general_purpose::STANDARD
             .decode(v.as_str().unwrap())
             .unwrap();
@@ -148,18 +148,18 @@ mod tests {
         ));
         assert!(t.contains("    server: https://127.0.0.1:1234\n"));
         assert!(t.contains("token: \"abc\""));
-        let parsed: serde_yaml::Value = serde_yaml::from_str(&t).unwrap();
+        let parsed: serde_json::Value = serde_saphyr::from_str(&t).unwrap();
         assert_eq!(parsed["users"][0]["user"]["token"], "abc");
         assert_eq!(
             decoded(&parsed["clusters"][0]["cluster"]["certificate-authority-data"]),
             "CA PEM"
         );
-        let anon: serde_yaml::Value = serde_yaml::from_str(&render(&Kubeconfig {
+        let anon: serde_json::Value = serde_saphyr::from_str(&render(&Kubeconfig {
             server: "http://x".into(),
             ..Kubeconfig::default()
         }))
         .unwrap();
-        assert!(anon["users"][0]["user"].is_mapping());
+        assert!(anon["users"][0]["user"].is_object());
         assert!(anon["clusters"][0]["cluster"]["certificate-authority-data"].is_null());
     }
 
@@ -171,7 +171,7 @@ mod tests {
             ca_pem: "CA".into(),
         };
         let kc = Kubeconfig::with_client_cert("https://h:1", None, cert);
-        let parsed: serde_yaml::Value = serde_yaml::from_str(&render(&kc)).unwrap();
+        let parsed: serde_json::Value = serde_saphyr::from_str(&render(&kc)).unwrap();
         let user = &parsed["users"][0]["user"];
         assert_eq!(decoded(&user["client-certificate-data"]), "CERT");
         assert_eq!(decoded(&user["client-key-data"]), "KEY");

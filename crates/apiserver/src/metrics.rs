@@ -108,12 +108,8 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// The text exposition.
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        out
+    /// The families in `format`, for the `/metrics` page.
+    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
+        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
     }
 }

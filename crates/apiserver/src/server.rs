@@ -392,7 +392,9 @@ async fn dispatch(
         }
         "/version" if is_get => return Ok(json_response(200, &discovery::version())),
         "/metrics" if is_get => {
-            let page = volhealth_daemon::exposition::page(Some(&accept), &st.metrics.encode());
+            let page = volhealth_daemon::exposition::page(Some(&accept), |format| {
+                st.metrics.encode_as(format)
+            });
             return Ok(text(200, page.body, page.content_type));
         }
         "/openapi/v2" if is_get => {

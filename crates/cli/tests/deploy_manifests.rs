@@ -12,7 +12,6 @@
 
 mod support;
 
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -56,8 +55,9 @@ fn all_kustomization_dirs() -> Vec<PathBuf> {
 }
 
 fn documents(text: &str) -> Vec<serde_json::Value> {
-    serde_yaml::Deserializer::from_str(text)
-        .map(|d| serde_json::Value::deserialize(d).unwrap())
+    serde_saphyr::from_multiple::<serde_json::Value>(text)
+        .unwrap()
+        .into_iter()
         .filter(|v| !v.is_null())
         .collect()
 }

@@ -54,9 +54,9 @@ fn promtool(args: &[&str], dir: &Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
-fn yaml(path: &Path) -> serde_yaml::Value {
+fn yaml(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The `csi_*` and `volhealth_*` metric names an expression uses (a histogram's `_bucket` read as
@@ -99,13 +99,13 @@ fn dashboard_exprs() -> Vec<String> {
     exprs
 }
 
-fn rules() -> Vec<serde_yaml::Value> {
+fn rules() -> Vec<serde_json::Value> {
     let rules = yaml(&deploy().join("volhealth-rules.yaml"));
     rules["groups"]
-        .as_sequence()
+        .as_array()
         .expect("groups")
         .iter()
-        .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
         .collect()
 }
 
@@ -136,13 +136,12 @@ fn podmonitor_jobs() -> Vec<String> {
     let text = std::fs::read_to_string(deploy().join("kubernetes/podmonitors/podmonitors.yaml"))
         .expect("read the PodMonitors");
     let mut jobs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let pm = <serde_yaml::Value as serde::Deserialize>::deserialize(doc).expect("YAML");
+    for pm in serde_saphyr::from_multiple::<serde_json::Value>(&text).expect("YAML") {
         for endpoint in pm["spec"]["podMetricsEndpoints"]
-            .as_sequence()
+            .as_array()
             .expect("endpoints")
         {
-            for r in endpoint["relabelings"].as_sequence().into_iter().flatten() {
+            for r in endpoint["relabelings"].as_array().into_iter().flatten() {
                 if r["targetLabel"] == "job" {
                     jobs.push(r["replacement"].as_str().expect("a job").to_string());
                 }
@@ -186,10 +185,10 @@ fn the_prometheus_rule_carries_the_same_groups() {
     assert_eq!(manifest["kind"], "PrometheusRule");
     assert_eq!(manifest["spec"]["groups"], rules["groups"]);
     let names: Vec<String> = rules["groups"]
-        .as_sequence()
+        .as_array()
         .expect("groups")
         .iter()
-        .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
         .filter_map(|r| r["alert"].as_str().map(String::from))
         .collect();
     for alert in [
@@ -311,16 +310,11 @@ fn every_alert_has_a_runbook_in_the_troubleshooting_guide() {
 fn every_alert_has_a_unit_test_in_which_it_fires() {
     let tests = yaml(&deploy().join("volhealth-rules.test.yaml"));
     let firing: Vec<String> = tests["tests"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
-        .flat_map(|t| {
-            t["alert_rule_test"]
-                .as_sequence()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter(|a| a["exp_alerts"].as_sequence().is_some_and(|e| !e.is_empty()))
+        .flat_map(|t| t["alert_rule_test"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["exp_alerts"].as_array().is_some_and(|e| !e.is_empty()))
         .filter_map(|a| a["alertname"].as_str().map(String::from))
         .collect();
     for rule in rules().iter().filter(|r| r["alert"].is_string()) {
@@ -377,7 +371,7 @@ fn the_dashboard_configmap_carries_the_dashboard_for_grafanas_sidecar() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let cm: serde_json::Value = serde_yaml::from_slice(&out.stdout).expect("one ConfigMap");
+    let cm: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("one ConfigMap");
     assert_eq!(cm["kind"], "ConfigMap");
     assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
     let data = cm["data"].as_object().unwrap();

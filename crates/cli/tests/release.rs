@@ -67,9 +67,10 @@ fn the_release_command_packs_the_binary_and_fills_in_the_krew_manifest() {
     .unwrap();
     assert!(recorded.starts_with(&sha), "{recorded}");
 
-    let manifest: serde_json::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(out.path().join("volhealth.yaml")).unwrap())
-            .unwrap();
+    let manifest: serde_json::Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(out.path().join("volhealth.yaml")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         manifest["apiVersion"],
         "krew.googlecontainertools.github.com/v1alpha2"

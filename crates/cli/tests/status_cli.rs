@@ -210,7 +210,7 @@ async fn status_shows_every_unhealthy_condition_with_its_source() {
     let (_, wide, _) = status(&api.kubeconfig, &["-A", "-o", "wide"]);
     assert!(wide.lines().next().unwrap().contains("NODE") && wide.contains("node-1"));
     let (_, yaml, _) = status(&api.kubeconfig, &["-A", "-o", "yaml"]);
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+    let yaml: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(yaml["items"][1]["status"], "Degraded");
 
     // -n limits PVCs and pods; CSINodes are cluster-scoped and always shown.

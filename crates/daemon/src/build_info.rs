@@ -1,6 +1,11 @@
 //! `volhealth_build_info{component,version,revision} 1` and `--version`: which build of which
 //! component is running.
 
+use crate::negotiation::Format;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 use std::sync::OnceLock;
 
 /// The git revision the binary was built from (`unknown` when neither git nor the build said).
@@ -27,24 +32,34 @@ pub fn component() -> &'static str {
     COMPONENT.get().map(String::as_str).unwrap_or("volhealth")
 }
 
-/// Label values may hold `\`, `"` and newlines; the exposition formats escape them alike.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The `volhealth_build_info` family: one gauge, always 1, labelled with the component, the
+/// release and the git revision.
+#[derive(Debug, Default)]
+pub struct BuildInfoCollector;
+
+impl Collector for BuildInfoCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let gauge = ConstGauge::new(1i64);
+        let mut family = encoder.encode_descriptor(
+            "volhealth_build_info",
+            "Which volhealth build runs this component (always 1).",
+            None,
+            gauge.metric_type(),
+        )?;
+        let labels = [
+            ("component", component()),
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("revision", REVISION),
+        ];
+        gauge.encode(family.encode_family(&labels)?)
+    }
 }
 
 /// The family in OpenMetrics text (without `# EOF`).
 pub fn openmetrics() -> String {
-    format!(
-        "# HELP volhealth_build_info Which volhealth build runs this component (always 1).\n\
-         # TYPE volhealth_build_info gauge\n\
-         volhealth_build_info{{component=\"{}\",version=\"{}\",revision=\"{}\"}} 1\n",
-        escape(component()),
-        escape(env!("CARGO_PKG_VERSION")),
-        escape(REVISION),
-    )
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(BuildInfoCollector));
+    crate::metrics_text::encode_as(&registry, Format::OpenMetrics)
 }
 
 #[cfg(test)]
@@ -60,6 +75,5 @@ mod tests {
         )));
         assert!(!REVISION.is_empty());
         assert!(VERSION.starts_with(env!("CARGO_PKG_VERSION")));
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

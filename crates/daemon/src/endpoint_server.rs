@@ -1,6 +1,7 @@
 //! The HTTP endpoint of a long-running component: `/metrics`, `/healthz` and `/readyz`.
 
 use crate::error::{Error, Result};
+use crate::negotiation::Format;
 use crate::{exposition, metrics_text};
 use axum::Router;
 use axum::extract::State;
@@ -49,7 +50,7 @@ pub fn metrics_path() -> &'static str {
 /// A health check: `Ok` answers 200 `ok`, `Err(reason)` answers 503 with the reason.
 pub type Check = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
 
-type Encode = Arc<dyn Fn() -> String + Send + Sync>;
+type Encode = Arc<dyn Fn(Format) -> String + Send + Sync>;
 
 /// What the three paths answer.
 #[derive(Clone)]
@@ -70,10 +71,10 @@ impl std::fmt::Debug for Endpoints {
 }
 
 impl Endpoints {
-    /// `/metrics` answers with `encode()` (OpenMetrics text, as [`metrics_text::encode`] writes
-    /// it), build info and process metrics, in the format the client asks for; `/healthz` and
-    /// `/readyz` pass until replaced.
-    pub fn new(encode: impl Fn() -> String + Send + Sync + 'static) -> Endpoints {
+    /// `/metrics` answers with `encode(format)` (the component's families in the format the
+    /// client asked for, as [`metrics_text::encode_as`] writes them), build info and process
+    /// metrics; `/healthz` and `/readyz` pass until replaced.
+    pub fn new(encode: impl Fn(Format) -> String + Send + Sync + 'static) -> Endpoints {
         let pass: Check = Arc::new(|| Ok(()));
         Endpoints {
             metrics: Arc::new(encode),
@@ -85,7 +86,7 @@ impl Endpoints {
 
     /// `/metrics` answers with every metric of `registry`.
     pub fn from_registry(registry: Arc<Registry>) -> Endpoints {
-        Endpoints::new(move || metrics_text::encode(&registry))
+        Endpoints::new(move |format| metrics_text::encode_as(&registry, format))
     }
 
     /// Sets the liveness check behind `/healthz`.
@@ -145,7 +146,7 @@ pub fn flag_check(
 
 async fn metrics_page(State(e): State<Endpoints>, headers: HeaderMap) -> impl IntoResponse {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let page = exposition::page(accept, &(e.metrics)());
+    let page = exposition::page(accept, |format| (e.metrics)(format));
     ([(header::CONTENT_TYPE, page.content_type)], page.body)
 }
 
@@ -312,12 +313,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_taken_address_is_an_error_naming_it() {
-        let first =
-            BoundEndpoint::bind("127.0.0.1:0".parse().unwrap(), Endpoints::new(String::new))
-                .await
-                .unwrap();
+        let first = BoundEndpoint::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            Endpoints::new(|_| String::new()),
+        )
+        .await
+        .unwrap();
         let taken = first.local_addr();
-        let err = BoundEndpoint::bind(taken, Endpoints::new(String::new))
+        let err = BoundEndpoint::bind(taken, Endpoints::new(|_| String::new()))
             .await
             .unwrap_err();
         assert!(err.to_string().contains(&taken.to_string()), "{err}");

@@ -5,10 +5,10 @@
 //! - [`duration`]: Go-style durations (`90s`, `1m30s`), parsed and formatted.
 //! - [`feature_gates`]: `--feature-gates`, parsed once for every component.
 //! - [`http_endpoint`]: `--http-endpoint` (`:PORT` or `HOST:PORT`).
-//! - [`metrics_text`]: a prometheus-client registry in OpenMetrics text.
+//! - [`metrics_text`]: a prometheus-client registry in OpenMetrics or Prometheus text 0.0.4.
 //! - [`exposition`]: the `/metrics` page: a component's families plus [`build_info`] and
 //!   [`process_metrics`], in the format [`negotiation`] picks (Prometheus text 0.0.4 unless the
-//!   client asks for OpenMetrics; [`prometheus_text`] rewrites one into the other).
+//!   client asks for OpenMetrics), each written by prometheus-client's encoder for it.
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
 //! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
 //! - [`fd_limit`]: the open-files limit, raised to the hard limit at start.
@@ -29,7 +29,6 @@ pub mod kube_requests;
 pub mod metrics_text;
 pub mod negotiation;
 pub mod process_metrics;
-pub mod prometheus_text;
 pub mod shutdown_signal;
 
 pub use endpoint_server::{BoundEndpoint, Endpoints};

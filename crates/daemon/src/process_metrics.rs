@@ -3,7 +3,12 @@
 //! Names, types and units are the ones every Prometheus client library exports, so the usual
 //! dashboards and alerts work unchanged. On a system without `/proc` the families are left out.
 
-use std::fmt::Write as _;
+use crate::negotiation::Format;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
 
 /// Clock ticks per second of the times in `/proc/<pid>/stat` (`USER_HZ`): 100 on every
 /// architecture Linux exports through procfs, whatever the kernel's internal tick rate.
@@ -103,75 +108,98 @@ impl ProcessStats {
         )
     }
 
-    /// The families in OpenMetrics text (without `# EOF`).
-    pub fn openmetrics(&self) -> String {
-        let mut out = String::new();
-        let mut family = |name: &str, kind: &str, unit: Option<&str>, help: &str, value: String| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            if let Some(unit) = unit {
-                let _ = writeln!(out, "# UNIT {name} {unit}");
-            }
-            let sample = if kind == "counter" {
-                format!("{name}_total")
-            } else {
-                name.to_string()
-            };
-            let _ = writeln!(out, "{sample} {value}");
-        };
+    /// Writes the families to `encoder`, in whichever exposition format it writes.
+    pub fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        fn family<M: EncodeMetric>(
+            encoder: &mut DescriptorEncoder,
+            name: &str,
+            unit: Option<&Unit>,
+            help: &str,
+            metric: M,
+        ) -> Result<(), std::fmt::Error> {
+            metric.encode(encoder.encode_descriptor(name, help, unit, metric.metric_type())?)
+        }
         family(
-            "process_cpu_seconds",
-            "counter",
-            Some("seconds"),
+            encoder,
+            "process_cpu",
+            Some(&Unit::Seconds),
             "CPU time (user and system) the process has used.",
-            self.cpu_seconds.to_string(),
-        );
+            ConstCounter::new(self.cpu_seconds),
+        )?;
         family(
-            "process_resident_memory_bytes",
-            "gauge",
-            Some("bytes"),
+            encoder,
+            "process_resident_memory",
+            Some(&Unit::Bytes),
             "Memory of the process resident in RAM.",
-            self.resident_memory_bytes.to_string(),
-        );
+            ConstGauge::new(gauge(self.resident_memory_bytes)),
+        )?;
         family(
-            "process_virtual_memory_bytes",
-            "gauge",
-            Some("bytes"),
+            encoder,
+            "process_virtual_memory",
+            Some(&Unit::Bytes),
             "Virtual memory size of the process.",
-            self.virtual_memory_bytes.to_string(),
-        );
+            ConstGauge::new(gauge(self.virtual_memory_bytes)),
+        )?;
         family(
-            "process_start_time_seconds",
-            "gauge",
-            Some("seconds"),
+            encoder,
+            "process_start_time",
+            Some(&Unit::Seconds),
             "When the process started, in seconds since the Unix epoch.",
-            self.start_time_seconds.to_string(),
-        );
+            ConstGauge::new(self.start_time_seconds),
+        )?;
         family(
+            encoder,
             "process_open_fds",
-            "gauge",
             None,
             "File descriptors the process has open.",
-            self.open_fds.to_string(),
-        );
+            ConstGauge::new(gauge(self.open_fds)),
+        )?;
         if let Some(max) = self.max_fds {
             family(
+                encoder,
                 "process_max_fds",
-                "gauge",
                 None,
                 "Most file descriptors the process may open (soft limit).",
-                max.to_string(),
-            );
+                ConstGauge::new(gauge(max)),
+            )?;
         }
-        out
+        Ok(())
+    }
+
+    /// The families in OpenMetrics text (without `# EOF`).
+    pub fn openmetrics(&self) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Fixed(self.clone())));
+        crate::metrics_text::encode_as(&registry, Format::OpenMetrics)
     }
 }
 
-/// The current process's families in OpenMetrics text, or nothing without `/proc`.
-pub fn openmetrics() -> String {
-    ProcessStats::read()
-        .map(|s| s.openmetrics())
-        .unwrap_or_default()
+/// A gauge's value: the counts here stay far below `i64::MAX`, and saturate if not.
+fn gauge(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The families of stats read once (for [`ProcessStats::openmetrics`]).
+#[derive(Debug)]
+struct Fixed(ProcessStats);
+
+impl Collector for Fixed {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(&mut encoder)
+    }
+}
+
+/// The current process's families, read from `/proc` at every scrape; nothing without `/proc`.
+#[derive(Debug, Default)]
+pub struct ProcessCollector;
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        match ProcessStats::read() {
+            Some(s) => s.encode(&mut encoder),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The YAML files under `deploy/kubernetes/`, read as JSON values (one per YAML document).
 
 use crate::{Error, Result};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The repository's `deploy/kubernetes/` directory.
@@ -24,14 +23,9 @@ pub fn documents(path: &Path) -> Result<Vec<serde_json::Value>> {
 
 /// Every document of a multi-document YAML text, in order (empty documents skipped).
 pub fn parse_documents(text: &str) -> std::result::Result<Vec<serde_json::Value>, String> {
-    let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_json::Value::deserialize(doc).map_err(|e| e.to_string())?;
-        if !value.is_null() {
-            docs.push(value);
-        }
-    }
-    Ok(docs)
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+    Ok(docs.into_iter().filter(|v| !v.is_null()).collect())
 }
 
 /// The one object of `kind` in `docs`.

@@ -117,9 +117,15 @@ impl Metrics {
         self.status.retain(keep);
     }
 
-    /// The text exposition format.
+    /// The text exposition format (OpenMetrics; the tests read it).
+    #[cfg(test)]
     pub fn encode(&self) -> String {
         volhealth_daemon::metrics_text::encode(&self.registry)
+    }
+
+    /// The families in `format`, for the `/metrics` page.
+    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
+        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
     }
 }
 

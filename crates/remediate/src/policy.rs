@@ -56,7 +56,6 @@ pub struct Rule {
     #[serde(default, rename = "for")]
     pub hold: Option<String>,
     /// What to do once it has (each a one-key map, `{taint: {...}}`, or a bare name, `evict`).
-    #[serde(with = "serde_yaml::with::singleton_map_recursive")]
     pub actions: Vec<Action>,
 }
 
@@ -155,13 +154,13 @@ const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 impl Policy {
     /// Parses and validates a policy file's text.
     pub fn parse(text: &str) -> Result<Policy, PolicyError> {
-        let policy: Policy = serde_yaml::from_str(text).map_err(|e| {
+        let policy: Policy = serde_saphyr::from_str(text).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!("line {}: ", l.line()))
                 .unwrap_or_default();
             PolicyError {
-                problems: vec![format!("{at}{e}")],
+                problems: vec![format!("{at}{}", e.without_snippet())],
             }
         })?;
         let lines = rule_lines(text);

@@ -58,8 +58,8 @@ impl HealthSchedulingPolicy {
     /// Parses and validates `text` (JSON or YAML).
     pub fn parse(text: &str) -> Result<HealthSchedulingPolicy, PolicyError> {
         // YAML is a superset of JSON, so one parser reads both.
-        let policy: HealthSchedulingPolicy =
-            serde_yaml::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string()))?;
+        let policy: HealthSchedulingPolicy = serde_saphyr::from_str(text)
+            .map_err(|e| PolicyError::Syntax(e.without_snippet().to_string()))?;
         policy.validate()?;
         Ok(policy)
     }

@@ -122,12 +122,11 @@ impl ApiServer {
     pub fn token_kubeconfig(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
         let path = dir.join(format!("kubeconfig-{name}"));
         let text = std::fs::read_to_string(&self.kubeconfig).expect("reading the kubeconfig");
-        let mut kc: serde_yaml::Value = serde_yaml::from_str(&text).expect("a kubeconfig");
-        kc["users"][0]["user"] =
-            serde_yaml::from_str(&format!("token: {token}")).expect("a user entry");
+        let mut kc: serde_json::Value = serde_saphyr::from_str(&text).expect("a kubeconfig");
+        kc["users"][0]["user"] = serde_json::json!({ "token": token });
         std::fs::write(
             &path,
-            serde_yaml::to_string(&kc).expect("a kubeconfig's YAML"),
+            serde_saphyr::to_string(&kc).expect("a kubeconfig's YAML"),
         )
         .expect("writing a kubeconfig");
         path

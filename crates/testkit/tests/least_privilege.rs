@@ -92,8 +92,7 @@ fn shipped_grants() -> Vec<Grant> {
         "deploy/kubernetes/agent/rbac.yaml",
     ] {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+        for v in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
             let kind = v["kind"].as_str().unwrap_or_default().to_string();
             if kind != "ClusterRole" && kind != "Role" {
                 continue;

@@ -2,7 +2,6 @@
 //! server-side apply.
 
 pub mod apply;
-mod depth;
 pub mod strategic;
 mod yaml;
 
@@ -50,8 +49,8 @@ pub fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
 pub const MAX_YAML_DEPTH: usize = 128;
 
 /// Parses a YAML (or JSON) body, 400 on malformed input or nesting deeper than
-/// [`MAX_YAML_DEPTH`]. The depth is checked before parsing: the YAML scanner's cost grows with
-/// the square of the nesting, so a deep body is refused before it costs anything.
+/// [`MAX_YAML_DEPTH`]. The depth is a budget of the reader, checked as its events stream: a deep
+/// body is refused at the first level too many, before the rest of it is scanned.
 pub fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
     parse_yaml_noting_duplicates(body).map(|(v, _)| v)
 }
@@ -59,12 +58,13 @@ pub fn parse_yaml(body: &[u8]) -> Result<Value, ApiError> {
 /// [`parse_yaml`], also answering the dotted paths of the keys a mapping repeats (the last one
 /// is kept), for `fieldValidation`.
 pub fn parse_yaml_noting_duplicates(body: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
-    if depth::exceeds(body, MAX_YAML_DEPTH) {
-        return Err(ApiError::bad_request(format!(
+    yaml::parse(body, MAX_YAML_DEPTH).map_err(|e| match e {
+        yaml::ParseError::TooDeep => ApiError::bad_request(format!(
             "error decoding YAML: the document nests deeper than {MAX_YAML_DEPTH} levels"
-        )));
-    }
-    yaml::parse(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+        )),
+        yaml::ParseError::Yaml(e) => ApiError::bad_request(format!("error decoding YAML: {e}")),
+        yaml::ParseError::Thread(e) => ApiError::internal(format!("reading a YAML body: {e}")),
+    })
 }
 
 /// Applies a patch body to `original`, returning the patched object.

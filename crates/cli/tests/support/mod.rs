@@ -345,7 +345,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A value of the kubeconfig's cluster or user, base64-decoded when it is a `*-data` field.
-fn kubeconfig_field(doc: &serde_yaml::Value, section: &str, field: &str) -> Option<Vec<u8>> {
+fn kubeconfig_field(doc: &serde_json::Value, section: &str, field: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let key = if section == "clusters" {
         "cluster"
@@ -393,7 +393,7 @@ pub fn kube_request_as(
     use std::io::{Read, Write};
     use std::sync::Arc;
     let text = std::fs::read_to_string(kubeconfig).ok()?;
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).ok()?;
     let server = String::from_utf8(kubeconfig_field(&doc, "clusters", "server")?).ok()?;
     let (tls, host) = match server.strip_prefix("https://") {
         Some(h) => (true, h.trim_end_matches('/').to_string()),

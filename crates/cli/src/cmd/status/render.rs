@@ -74,7 +74,7 @@ pub fn document_with(
         warnings,
     };
     Ok(match format {
-        Format::Yaml => serde_yaml::to_string(&report)
+        Format::Yaml => serde_saphyr::to_string(&report)
             .map_err(|e| anyhow::anyhow!("encoding the report as YAML: {e}"))?,
         _ => {
             let encoded = if one_line {
@@ -372,9 +372,10 @@ mod tests {
             line.starts_with("{\"apiVersion\""),
             "field order is the documented one: {line}"
         );
-        let yaml: serde_yaml::Value =
-            serde_yaml::from_str(&document(&f, Some("default"), now, Format::Yaml, false).unwrap())
-                .unwrap();
+        let yaml: serde_json::Value = serde_saphyr::from_str(
+            &document(&f, Some("default"), now, Format::Yaml, false).unwrap(),
+        )
+        .unwrap();
         assert_eq!(yaml["items"][0]["status"], "Inaccessible");
         assert_eq!(yaml["namespace"], "default");
     }

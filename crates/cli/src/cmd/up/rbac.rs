@@ -44,9 +44,9 @@ where
 /// Applies every object of `yaml` (ServiceAccounts, Roles, ClusterRoles and their bindings).
 pub async fn apply_all(client: &kube::Client, yaml: &str) -> anyhow::Result<usize> {
     let mut applied = 0;
-    for doc in serde_yaml::Deserializer::from_str(yaml) {
-        let value: serde_json::Value =
-            serde::Deserialize::deserialize(doc).context("reading the shipped RBAC")?;
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(yaml).context("reading the shipped RBAC")?;
+    for value in docs {
         if value.is_null() {
             continue;
         }
@@ -91,9 +91,7 @@ mod tests {
 
     #[test]
     fn the_shipped_monitor_rbac_names_the_identity_up_gives_the_monitor() {
-        let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(MONITOR_RBAC)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect();
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(MONITOR_RBAC).unwrap();
         let sa = docs
             .iter()
             .find(|d| d["kind"] == "ServiceAccount")
