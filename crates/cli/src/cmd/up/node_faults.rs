@@ -121,6 +121,6 @@ pub fn print_try(layout: &super::layout::Layout, nodes: &[String]) {
     println!("  #   {k}/plugins/kubernetes.io/csi/*/*/vol_data.json naming pv-data-N;");
     println!("  # `mount -o remount,ro` of the globalmount shows FilesystemReadOnly on web-N,");
     println!(
-        "  # `umount` of the mount shows NotMounted; README.md, \"Node faults\", has the commands."
+        "  # `umount` of the mount shows NotMounted; README.md, \"Optional: node faults on real mounts\", has the commands."
     );
 }
