@@ -48,6 +48,8 @@ pub struct AgentConfig {
     pub probe_timeout: Duration,
     /// How long a volume stays degraded after the kernel's last I/O error line for it.
     pub io_error_window: Duration,
+    /// The mount tables the detector reads, the first readable one wins (`--mountinfo`).
+    pub mountinfo: Vec<PathBuf>,
 }
 
 /// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
@@ -118,6 +120,7 @@ impl AgentConfig {
             node_faults: NodeFaultMode::Auto,
             probe_timeout: Duration::from_secs(5),
             io_error_window: Duration::from_secs(600),
+            mountinfo: volhealth_node_faults::DetectorConfig::default().mountinfo,
         }
     }
 

@@ -76,6 +76,7 @@ pub fn driver_set(config: &AgentConfig, metrics: &Metrics) -> DriverSet {
         DetectorConfig {
             probe_timeout: config.probe_timeout,
             io_error_window: config.io_error_window,
+            mountinfo: config.mountinfo.clone(),
             ..DetectorConfig::default()
         },
         metrics.node_faults.clone(),
@@ -89,6 +90,7 @@ pub fn driver_set(config: &AgentConfig, metrics: &Metrics) -> DriverSet {
     }
     tracing::info!(
         mode = ?mode, probe_timeout = ?config.probe_timeout, io_error_window = ?config.io_error_window,
+        mountinfo = ?config.mountinfo,
         "node fault detection on"
     );
     DriverSet::adapted(Arc::new(move |driver| {

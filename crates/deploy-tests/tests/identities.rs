@@ -188,7 +188,9 @@ fn the_agent_reads_the_kubelet_directories_read_only_at_their_host_paths() {
         .expect("--kubelet-root-dir");
     let volumes = spec["volumes"].as_array().unwrap();
     let mounts = container["volumeMounts"].as_array().unwrap();
+    assert_eq!(mounts.len(), volumes.len(), "{mounts:?}");
     let mut paths = Vec::new();
+    let mut node_faults = Vec::new();
     for v in volumes {
         let host = v["hostPath"]["path"]
             .as_str()
@@ -197,8 +199,15 @@ fn the_agent_reads_the_kubelet_directories_read_only_at_their_host_paths() {
             .iter()
             .find(|m| m["name"] == v["name"])
             .unwrap_or_else(|| panic!("volume {} is not mounted", v["name"]));
-        assert_eq!(mount["mountPath"], host, "{mount}");
         assert_eq!(mount["readOnly"], true, "{mount}");
+        // Node fault detection's two files outside the kubelet's directories, exactly these.
+        if !host.starts_with(&format!("{root}/")) {
+            let at = mount["mountPath"].as_str().unwrap();
+            node_faults.push((host, v["hostPath"]["type"].as_str().unwrap(), at));
+            assert!(mount.get("mountPropagation").is_none(), "{mount}");
+            continue;
+        }
+        assert_eq!(mount["mountPath"], host, "{mount}");
         assert!(
             host.starts_with(&format!("{root}/")),
             "{host} is outside {root}"
@@ -208,6 +217,39 @@ fn the_agent_reads_the_kubelet_directories_read_only_at_their_host_paths() {
     paths.sort();
     // What the agent reads: registration sockets, driver sockets and staging dirs, publish dirs.
     assert_eq!(paths, ["plugins", "plugins_registry", "pods"]);
+    // The host's mount table (not under the container's /proc, and named first by --mountinfo)
+    // and the kernel log.
+    node_faults.sort();
+    assert_eq!(
+        node_faults,
+        [
+            ("/dev/kmsg", "CharDevice", "/dev/kmsg"),
+            ("/proc/1/mountinfo", "File", "/host/proc/1/mountinfo"),
+        ]
+    );
+    assert!(
+        args.contains(&"--mountinfo=/host/proc/1/mountinfo,/proc/self/mountinfo"),
+        "{args:?}"
+    );
+    // No host namespace, no privilege; one capability: SYSLOG, for /dev/kmsg.
+    for host in ["hostPID", "hostIPC", "hostNetwork"] {
+        assert!(spec.get(host).is_none(), "{host}");
+    }
+    let security = &container["securityContext"];
+    assert!(security.get("privileged").is_none(), "{security}");
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(security["capabilities"]["add"], json!(["SYSLOG"]));
+    // The kubelet's mounts of volumes reach the container, so that probes see them.
+    for dir in ["plugins", "pods"] {
+        let path = format!("{root}/{dir}");
+        let mount = mounts.iter().find(|m| m["mountPath"] == path.as_str());
+        assert_eq!(
+            mount.unwrap()["mountPropagation"],
+            "HostToContainer",
+            "{path}"
+        );
+    }
     // NODE_NAME (the agent's --node-name) is the pod's own node.
     let env = container["env"].as_array().unwrap();
     let node = env

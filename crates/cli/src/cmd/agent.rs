@@ -55,6 +55,16 @@ pub struct Args {
     /// How long a volume stays degraded after the kernel's last I/O error line for it.
     #[arg(long, default_value = "10m")]
     pub io_error_window: String,
+    /// The host's mount table for node fault detection: files in mountinfo format, the first
+    /// readable one is used. /proc/1/mountinfo is the host's only with hostPID; a container
+    /// without it can be given the host's as a read-only file mounted elsewhere.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PATH,...",
+        default_value = "/proc/1/mountinfo,/proc/self/mountinfo"
+    )]
+    pub mountinfo: Vec<PathBuf>,
     /// Feature gates, e.g. CSIVolumeHealth=false.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
@@ -93,6 +103,11 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
         !cfg.probe_timeout.is_zero() && !cfg.io_error_window.is_zero(),
         "--probe-timeout and --io-error-window must be greater than zero"
     );
+    anyhow::ensure!(
+        args.mountinfo.iter().all(|p| p.is_absolute()),
+        "--mountinfo takes absolute paths"
+    );
+    cfg.mountinfo = args.mountinfo.clone();
     cfg.http_endpoint = Some(match &args.metrics_address {
         Some(addr) => http_endpoint::parse(addr).context("--metrics-address")?,
         None => http_endpoint::parse(&args.http_endpoint)?,

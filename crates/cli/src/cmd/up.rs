@@ -10,7 +10,9 @@ pub mod external;
 pub mod extras;
 pub mod identities;
 pub mod layout;
+pub mod node_faults;
 pub mod rbac;
+pub mod reference_driver;
 pub mod resolve;
 pub mod workload;
 
@@ -71,6 +73,14 @@ pub struct Args {
     /// driver's message, unless a rule maps them (docs/legacy-drivers.md).
     #[arg(long, conflicts_with = "driver_endpoint")]
     pub legacy_driver: bool,
+    /// Real mounts, and node faults seen by the agents: the volumes are ext4 images the node
+    /// plugins loop-mount at stage and bind-mount at publish, and the node plugins report no node
+    /// health, so the pods' conditions come from the agents' node fault detector alone
+    /// (docs/node-faults.md). Remount a volume's filesystem read-only or unmount a pod's volume
+    /// and its pod shows FilesystemReadOnly or NotMounted. Needs root and loop devices; `up`
+    /// unmounts everything when it stops.
+    #[arg(long, conflicts_with_all = ["driver_endpoint", "legacy_driver"])]
+    pub node_faults: bool,
     /// The optional components.
     #[command(flatten)]
     pub extras: extras::ExtrasArgs,
@@ -107,6 +117,8 @@ async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> anyhow::Res
 struct Running {
     components: Vec<Component>,
     registrations: external::Registrations,
+    /// Kubelet roots whose mounts are unmounted once everything stopped (`--node-faults`).
+    unmount_under: Vec<PathBuf>,
 }
 
 impl Running {
@@ -135,6 +147,12 @@ impl Running {
             c.stop().await;
         }
         self.registrations.stop_all().await;
+        if !self.unmount_under.is_empty() {
+            let left = node_faults::unmount_all(&self.unmount_under);
+            if !left.is_empty() {
+                println!("  could not unmount: {}", left.join(", "));
+            }
+        }
     }
 
     fn pids(&self) -> std::collections::BTreeMap<String, u32> {
@@ -223,6 +241,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("  resuming the cluster kept in {}", layout.root().display());
     }
     check_listen(&args.listen)?;
+    if args.node_faults {
+        node_faults::check_machine(layout.root())?;
+    }
     let base = args
         .metrics_port
         .unwrap_or_else(|| endpoints::default_base(&args.listen));
@@ -381,7 +402,7 @@ async fn start(
             p.done("ok");
             endpoint.clone()
         }
-        None => start_reference_driver(layout, nodes, args.legacy_driver, running).await?,
+        None => reference_driver::start_reference_driver(layout, nodes, args, running).await?,
     };
 
     p.step("registering nodes, CSINodes, the CSIDriver and a StorageClass");
@@ -506,59 +527,6 @@ async fn start(
     Ok(record)
 }
 
-/// Starts the reference driver's controller plugin and one node plugin per node; returns the
-/// controller's endpoint.
-async fn start_reference_driver(
-    layout: &Layout,
-    nodes: &[String],
-    legacy: bool,
-    running: &mut Running,
-) -> anyhow::Result<String> {
-    let health_api: &[&str] = if legacy {
-        &["--health-api", "legacy"]
-    } else {
-        &[]
-    };
-    let p = Progress;
-    p.step("starting the driver's controller plugin");
-    let controller = layout.controller_endpoint();
-    running.start(
-        "driver-controller",
-        layout,
-        layout.controller_plugin_args(health_api),
-    )?;
-    until_ready(running, "the controller plugin", async || {
-        volhealth_csi::client::connect(&controller, Duration::from_millis(200))
-            .await
-            .ok()
-    })
-    .await?;
-    p.done("ok");
-
-    p.step(&format!("starting {} node plugin(s)", nodes.len()));
-    for node in nodes {
-        let endpoint = layout.node_endpoint(node);
-        // Every component shares this one machine: only call I/O slow past 2 s, so a busy
-        // laptop does not show SlowIo on every volume.
-        running.start(
-            &format!("driver-{node}"),
-            layout,
-            layout.node_plugin_args(
-                node,
-                &[&["--io-probe-slow-ms", "2000"], health_api].concat(),
-            ),
-        )?;
-        until_ready(running, &format!("the node plugin of {node}"), async || {
-            volhealth_csi::client::connect(&endpoint, Duration::from_millis(200))
-                .await
-                .ok()
-        })
-        .await?;
-    }
-    p.done("ok");
-    Ok(controller)
-}
-
 fn print_summary(
     args: &Args,
     layout: &Layout,
@@ -608,6 +576,9 @@ fn print_summary(
     } else {
         // `inject` changes the reference driver, which is not running: faults come from yours.
         println!("  (make a fault the way your driver detects it; its reports then show up here)");
+    }
+    if args.node_faults {
+        node_faults::print_try(layout, &record.nodes);
     }
     println!("  kubectl --kubeconfig {kc} get pvc data-1 -o yaml");
     println!("  {me} status --kubeconfig {kc}");
