@@ -1,8 +1,9 @@
 //! The agent with node fault detection, against the embedded API server and the reference
 //! driver, over ext4 on a real loop device (root): a publish path that is unmounted under a
 //! running pod reaches the pod's status as Inaccessible/NotMounted beside whatever the driver
-//! says, a filesystem remounted read-only as Inaccessible/FilesystemReadOnly, and each clears
-//! when the mount is back. Without root or the tools the test prints why it skips, unless
+//! says, a filesystem remounted read-only as Inaccessible/FilesystemReadOnly, an ext4 error the
+//! kernel logs for the volume's device as Degraded/IoErrors, and each clears when its evidence
+//! is gone. Without root or the tools the test prints why it skips, unless
 //! `VOLHEALTH_REQUIRE_TOOLS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -85,7 +86,7 @@ fn bind(from: &Path, to: &Path) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unmounted_and_read_only_volumes_reach_the_pod_and_clear() {
+async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     if !can_run() {
         return;
     }
@@ -125,6 +126,7 @@ async fn unmounted_and_read_only_volumes_reach_the_pod_and_clear() {
     // The reference driver has node health of its own: `always` adds the detector beside it.
     config.node_faults = NodeFaultMode::Always;
     config.probe_timeout = Duration::from_secs(2);
+    config.io_error_window = Duration::from_secs(3);
     let agent = Service::start("agent", move |shutdown| async move {
         volhealth_agent::run(config, shutdown)
             .await
@@ -160,6 +162,31 @@ async fn unmounted_and_read_only_volumes_reach_the_pod_and_clear() {
     run("mount", &["-o", "remount,rw", staging.to_str().unwrap()]);
     wait_for(WAIT, "FilesystemReadOnly to clear", || async {
         (!reasons(&pods, "web").await.contains(&read_only)).then_some(())
+    })
+    .await;
+
+    // The kernel logs an ext4 error for the volume's device (written to /dev/kmsg in the
+    // kernel's own format): IoErrors quoting the line, until the window passes without another.
+    let name = Path::new(&device)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let line = format!(
+        "<3>EXT4-fs error (device {name}): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0\n"
+    );
+    std::fs::write("/dev/kmsg", line).unwrap();
+    let io_errors = ("Degraded".to_string(), "IoErrors".to_string());
+    wait_for(WAIT, "IoErrors on the pod's status", || async {
+        reasons(&pods, "web")
+            .await
+            .contains(&io_errors)
+            .then_some(())
+    })
+    .await;
+    wait_for(WAIT, "IoErrors to clear once the window passed", || async {
+        (!reasons(&pods, "web").await.contains(&io_errors)).then_some(())
     })
     .await;
 
