@@ -53,29 +53,7 @@ pub struct AgentConfig {
 }
 
 /// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
-#[derive(Debug, Clone)]
-pub struct Legacy {
-    /// Probe a driver with NodeGetVolumeStats through the bridge when it advertises the legacy
-    /// node capability and not GET_VOLUME_HEALTH (`auto`); `false` = `off`.
-    pub enabled: bool,
-    /// The mapping rules: the user's, then the shipped ones.
-    pub rules: std::sync::Arc<volhealth_legacy_bridge::Rules>,
-    /// Consecutive NOT_FOUND answers for a volume the kubelet dirs show as published that make a
-    /// `VolumeNotFound` condition.
-    pub debounce: u32,
-}
-
-impl Default for Legacy {
-    fn default() -> Self {
-        Legacy {
-            enabled: true,
-            rules: std::sync::Arc::new(
-                volhealth_legacy_bridge::Rules::shipped().unwrap_or_default(),
-            ),
-            debounce: 2,
-        }
-    }
-}
+pub use volhealth_legacy_bridge::Settings as Legacy;
 
 /// `--detect-node-faults`: which drivers' volumes the node fault detector answers for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -234,11 +234,7 @@ pub async fn connect(
                 )
             })?;
         if modes.node_volume_stats {
-            let bridge = volhealth_legacy_bridge::Bridge::new(
-                driver.name.clone(),
-                legacy.rules.clone(),
-                legacy.debounce,
-            );
+            let bridge = legacy.bridge(driver.name.clone());
             driver.volume_health = true;
             driver.legacy = true;
             driver.client = Arc::new(LegacyNodeHealth {

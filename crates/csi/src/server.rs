@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::socket_address::SocketAddress;
 
 mod authority;
+mod unary;
+
+pub use unary::serve_unary;
 
 /// Socket permissions: owner and group (the CO's sidecars) may connect.
 const SOCKET_MODE: u32 = 0o660;

@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
+use volhealth_csi::server::serve_unary;
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_server::Controller as _;
 use volhealth_csi::v1::node_server::Node as _;
@@ -70,51 +71,18 @@ where
         }
         let plugin = self.plugin.clone();
         match req.uri().path() {
-            wire::LIST_VOLUMES => {
-                Box::pin(
-                    async move { Ok(serve(req, move |r| list_volumes(plugin.clone(), r)).await) },
-                )
-            }
-            wire::CONTROLLER_GET_VOLUME_PATH => {
-                Box::pin(
-                    async move { Ok(serve(req, move |r| get_volume(plugin.clone(), r)).await) },
-                )
-            }
-            wire::NODE_GET_VOLUME_STATS_PATH => {
-                Box::pin(
-                    async move { Ok(serve(req, move |r| volume_stats(plugin.clone(), r)).await) },
-                )
-            }
+            wire::LIST_VOLUMES => Box::pin(async move {
+                Ok(serve_unary(req, move |r| list_volumes(plugin.clone(), r)).await)
+            }),
+            wire::CONTROLLER_GET_VOLUME_PATH => Box::pin(async move {
+                Ok(serve_unary(req, move |r| get_volume(plugin.clone(), r)).await)
+            }),
+            wire::NODE_GET_VOLUME_STATS_PATH => Box::pin(async move {
+                Ok(serve_unary(req, move |r| volume_stats(plugin.clone(), r)).await)
+            }),
             _ => Box::pin(self.inner.call(req)),
         }
     }
-}
-
-struct Unary<F>(F);
-
-impl<F, Fut, Req, Resp> tonic::server::UnaryService<Req> for Unary<F>
-where
-    F: Fn(Req) -> Fut,
-    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
-    Resp: Send + 'static,
-{
-    type Response = Resp;
-    type Future = BoxFuture<tonic::Response<Resp>, Status>;
-    fn call(&mut self, req: tonic::Request<Req>) -> Self::Future {
-        let answer = (self.0)(req.into_inner());
-        Box::pin(async move { answer.await.map(tonic::Response::new) })
-    }
-}
-
-async fn serve<F, Fut, Req, Resp>(req: http::Request<Body>, f: F) -> http::Response<Body>
-where
-    F: Fn(Req) -> Fut,
-    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
-    Req: prost::Message + Default + Send + 'static,
-    Resp: prost::Message + Send + 'static,
-{
-    let codec = tonic_prost::ProstCodec::<Resp, Req>::default();
-    tonic::server::Grpc::new(codec).unary(Unary(f), req).await
 }
 
 async fn list_volumes(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tonic::Status;
 use tonic::body::Body;
 use volhealth_csi::capabilities::ControllerHealthMode;
+use volhealth_csi::server::serve_unary;
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
@@ -137,7 +138,7 @@ pub(crate) async fn capabilities(inner: &Inner, path: &str, req: Request<Body>) 
     let k = known(inner, true).await;
     let channel = inner.channel.clone();
     if path == CONTROLLER_CAPS {
-        serve(req, move |r: v1::ControllerGetCapabilitiesRequest| {
+        serve_unary(req, move |r: v1::ControllerGetCapabilitiesRequest| {
             let (channel, k) = (channel.clone(), k.clone());
             async move {
                 let mut client = v1::controller_client::ControllerClient::new(channel);
@@ -169,7 +170,7 @@ pub(crate) async fn capabilities(inner: &Inner, path: &str, req: Request<Body>) 
             ),
             None => (false, false),
         };
-        serve(req, move |r: v1::NodeGetCapabilitiesRequest| {
+        serve_unary(req, move |r: v1::NodeGetCapabilitiesRequest| {
             let channel = channel.clone();
             async move {
                 let mut client = v1::node_client::NodeClient::new(channel);
@@ -210,45 +211,51 @@ pub(crate) async fn health(
             let Some(c) = k.bridged_get().cloned() else {
                 return Err(req);
             };
-            Ok(serve(req, move |r: v1::ControllerGetVolumeHealthRequest| {
-                let c = c.clone();
-                async move {
-                    if r.volume_id.is_empty() {
-                        return Err(Status::invalid_argument("volume_id is required"));
+            Ok(
+                serve_unary(req, move |r: v1::ControllerGetVolumeHealthRequest| {
+                    let c = c.clone();
+                    async move {
+                        if r.volume_id.is_empty() {
+                            return Err(Status::invalid_argument("volume_id is required"));
+                        }
+                        let h = within(timeout, c.get(r.volume_id)).await?;
+                        Ok(v1::ControllerGetVolumeHealthResponse {
+                            volume_health: Some(h),
+                        })
                     }
-                    let h = within(timeout, c.get(r.volume_id)).await?;
-                    Ok(v1::ControllerGetVolumeHealthResponse {
-                        volume_health: Some(h),
-                    })
-                }
-            })
-            .await)
+                })
+                .await,
+            )
         }
         CONTROLLER_LIST_HEALTH => {
             let Some(c) = k.bridged_list().cloned() else {
                 return Err(req);
             };
-            Ok(serve(req, move |r: v1::ControllerListVolumeHealthRequest| {
-                let c = c.clone();
-                async move {
-                    if r.max_entries < 0 {
-                        return Err(Status::invalid_argument("max_entries must not be negative"));
+            Ok(
+                serve_unary(req, move |r: v1::ControllerListVolumeHealthRequest| {
+                    let c = c.clone();
+                    async move {
+                        if r.max_entries < 0 {
+                            return Err(Status::invalid_argument(
+                                "max_entries must not be negative",
+                            ));
+                        }
+                        let (entries, next_token) =
+                            within(timeout, c.list_page(r.max_entries, r.starting_token)).await?;
+                        Ok(v1::ControllerListVolumeHealthResponse {
+                            entries,
+                            next_token,
+                        })
                     }
-                    let (entries, next_token) =
-                        within(timeout, c.list_page(r.max_entries, r.starting_token)).await?;
-                    Ok(v1::ControllerListVolumeHealthResponse {
-                        entries,
-                        next_token,
-                    })
-                }
-            })
-            .await)
+                })
+                .await,
+            )
         }
         NODE_STORAGE_HEALTH => {
             let (Some(d), Some(driver)) = (k.detected_storage(inner).cloned(), k.driver()) else {
                 return Err(req);
             };
-            Ok(serve(req, move |_: v1::NodeGetStorageHealthRequest| {
+            Ok(serve_unary(req, move |_: v1::NodeGetStorageHealthRequest| {
                 let (d, driver) = (d.clone(), driver.clone());
                 async move {
                     let backend_health = d
@@ -265,7 +272,7 @@ pub(crate) async fn health(
                 return Err(req);
             };
             let inner = inner.clone();
-            Ok(serve(req, move |r: v1::NodeGetVolumeHealthRequest| {
+            Ok(serve_unary(req, move |r: v1::NodeGetVolumeHealthRequest| {
                 let (d, driver, inner) = (d.clone(), driver.clone(), inner.clone());
                 async move {
                     let query = query(&inner, driver, r)?;
@@ -288,30 +295,32 @@ pub(crate) async fn health(
                 return Err(req);
             };
             let inner = inner.clone();
-            Ok(serve(req, move |mut r: v1::NodeGetVolumeHealthRequest| {
-                let n = n.clone();
-                let (publish, staging) = inner.paths_of(&r.volume_id);
-                async move {
-                    if r.volume_id.is_empty() {
-                        return Err(Status::invalid_argument("volume_id is required"));
+            Ok(
+                serve_unary(req, move |mut r: v1::NodeGetVolumeHealthRequest| {
+                    let n = n.clone();
+                    let (publish, staging) = inner.paths_of(&r.volume_id);
+                    async move {
+                        if r.volume_id.is_empty() {
+                            return Err(Status::invalid_argument("volume_id is required"));
+                        }
+                        if r.volume_publish_path.is_empty() && r.staging_target_path.is_empty() {
+                            r.volume_publish_path = publish;
+                            r.staging_target_path = staging;
+                        }
+                        if r.volume_publish_path.is_empty() && r.staging_target_path.is_empty() {
+                            return Err(Status::not_found(format!(
+                                "volume {} is neither staged nor published through this proxy",
+                                r.volume_id
+                            )));
+                        }
+                        let h = within(timeout, n.volume_health(r)).await?;
+                        Ok(v1::NodeGetVolumeHealthResponse {
+                            volume_health: Some(h),
+                        })
                     }
-                    if r.volume_publish_path.is_empty() && r.staging_target_path.is_empty() {
-                        r.volume_publish_path = publish;
-                        r.staging_target_path = staging;
-                    }
-                    if r.volume_publish_path.is_empty() && r.staging_target_path.is_empty() {
-                        return Err(Status::not_found(format!(
-                            "volume {} is neither staged nor published through this proxy",
-                            r.volume_id
-                        )));
-                    }
-                    let h = within(timeout, n.volume_health(r)).await?;
-                    Ok(v1::NodeGetVolumeHealthResponse {
-                        volume_health: Some(h),
-                    })
-                }
-            })
-            .await)
+                })
+                .await,
+            )
         }
     }
 }
@@ -356,32 +365,4 @@ async fn within<T>(
                 "the driver did not answer within {timeout:?}"
             )))
         })
-}
-
-struct Unary<F>(F);
-
-impl<F, Fut, Req, Resp> tonic::server::UnaryService<Req> for Unary<F>
-where
-    F: FnMut(Req) -> Fut,
-    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
-    Resp: Send + 'static,
-{
-    type Response = Resp;
-    type Future = futures::future::BoxFuture<'static, Result<tonic::Response<Resp>, Status>>;
-    fn call(&mut self, req: tonic::Request<Req>) -> Self::Future {
-        let answer = (self.0)(req.into_inner());
-        Box::pin(async move { answer.await.map(tonic::Response::new) })
-    }
-}
-
-/// Decodes a unary request as `Req`, answers it with `f`, encodes the answer.
-async fn serve<Req, Resp, F, Fut>(req: Request<Body>, f: F) -> Response<Body>
-where
-    F: FnMut(Req) -> Fut,
-    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
-    Req: prost::Message + Default + Send + 'static,
-    Resp: prost::Message + Send + 'static,
-{
-    let codec = tonic_prost::ProstCodec::<Resp, Req>::default();
-    tonic::server::Grpc::new(codec).unary(Unary(f), req).await
 }

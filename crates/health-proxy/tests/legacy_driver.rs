@@ -44,40 +44,14 @@ async fn health_from_a_legacy_driver_through_the_proxy() {
     let endpoint = format!("unix://{}", socket.display());
 
     let channel = proxy.channel().await;
-    let ctrl = v1::controller_client::ControllerClient::new(channel.clone())
-        .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let types: Vec<i32> = ctrl
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::controller_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
+    let (types, node_types) = support::capability_types(channel.clone()).await;
     for want in [1, 3, 11, 12, 16, 17] {
         assert!(
             types.contains(&want),
             "controller capability {want} missing: {types:?}"
         );
     }
-    let node = v1::node_client::NodeClient::new(channel.clone())
-        .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let types: Vec<i32> = node
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::node_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
+    let types = node_types;
     for want in [1, 2, 4, 7] {
         assert!(
             types.contains(&want),

@@ -65,20 +65,7 @@ async fn a_driver_without_health_gets_the_nodes_own_through_the_proxy() {
     )
     .await;
     let channel = proxy.channel().await;
-    let caps = v1::node_client::NodeClient::new(channel.clone())
-        .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let types: Vec<i32> = caps
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::node_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
+    let (_, types) = support::capability_types(channel.clone()).await;
     assert!(types.contains(&7) && types.contains(&8), "{types:?}");
 
     let volume = driver.create_volume("pv-quiet").await;

@@ -1,7 +1,7 @@
 //! The controller side: ListVolumes and ControllerGetVolume with their legacy condition, answered
 //! as ControllerListVolumeHealth and ControllerGetVolumeHealth would be.
 
-use crate::{Bridge, LegacyModes, no_condition, wire};
+use crate::{Bridge, LegacyModes, wire};
 use tonic::codegen::http::uri::PathAndQuery;
 use volhealth_csi::v1;
 use volhealth_csi::v1::VolumeHealth;
@@ -70,29 +70,11 @@ impl LegacyController {
         let req = v1::ControllerGetVolumeRequest {
             volume_id: volume_id.clone(),
         };
-        let resp: wire::ControllerGetVolumeResponse =
-            match self.unary(wire::CONTROLLER_GET_VOLUME_PATH, req).await {
-                Ok(r) => r,
-                Err(s) if s.code() == tonic::Code::NotFound => {
-                    return match self.bridge.not_found(&volume_id, "ControllerGetVolume", &s) {
-                        Some(entry) => Ok(VolumeHealth {
-                            volume_id,
-                            health_statuses: vec![entry],
-                        }),
-                        None => Err(s),
-                    };
-                }
-                Err(s) => return Err(s),
-            };
-        self.bridge.answered(&volume_id);
-        let condition = resp.status.and_then(|s| s.volume_condition);
-        match self.bridge.entries(condition.as_ref()) {
-            Some(health_statuses) => Ok(VolumeHealth {
-                volume_id,
-                health_statuses,
-            }),
-            None => Err(no_condition("ControllerGetVolume", &volume_id)),
-        }
+        let result = self
+            .unary::<_, wire::ControllerGetVolumeResponse>(wire::CONTROLLER_GET_VOLUME_PATH, req)
+            .await
+            .map(|r| r.status.and_then(|s| s.volume_condition));
+        self.bridge.answer(volume_id, "ControllerGetVolume", result)
     }
 
     async fn unary<Req, Resp>(&self, path: &'static str, req: Req) -> Result<Resp, tonic::Status>

@@ -33,6 +33,40 @@ pub const NOT_FOUND_REASON: &str = "VolumeNotFound";
 /// driver that answers NOT_FOUND for every id cannot grow memory without bound.
 const MAX_COUNTED: usize = 65_536;
 
+/// How a writer treats a driver that speaks only the legacy shape: `--legacy-volume-condition`,
+/// `--legacy-rules` and `--legacy-debounce`, as the monitor, the agent and the proxy take them.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Probe a driver through the bridge when it advertises the legacy capability and not the
+    /// new ones (`auto`); `false` = `off`.
+    pub enabled: bool,
+    /// The mapping rules: the user's, then the shipped ones.
+    pub rules: Arc<Rules>,
+    /// Consecutive NOT_FOUND answers about a volume the caller knows exists that make a
+    /// `VolumeNotFound` condition.
+    pub debounce: u32,
+}
+
+/// Default of `--legacy-debounce`.
+pub const DEFAULT_DEBOUNCE: u32 = 2;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            rules: Arc::new(Rules::shipped().unwrap_or_default()),
+            debounce: DEFAULT_DEBOUNCE,
+        }
+    }
+}
+
+impl Settings {
+    /// A bridge for `driver` with these rules and debounce.
+    pub fn bridge(&self, driver: impl Into<String>) -> Bridge {
+        Bridge::new(driver, self.rules.clone(), self.debounce)
+    }
+}
+
 /// What every legacy call of one driver shares: its name, the rules and the NOT_FOUND counts.
 #[derive(Debug, Clone)]
 pub struct Bridge {
@@ -106,6 +140,39 @@ impl Bridge {
             reason: NOT_FOUND_REASON.to_string(),
             message: format!("{rpc} answers NOT_FOUND: {}", status.message()),
         })
+    }
+}
+
+impl Bridge {
+    /// The answer about `volume_id` of a legacy call `rpc`: its condition (`Ok(None)` when the
+    /// answer carried none), or the driver's refusal.
+    fn answer(
+        &self,
+        volume_id: String,
+        rpc: &str,
+        result: Result<Option<wire::VolumeCondition>, tonic::Status>,
+    ) -> Result<volhealth_csi::v1::VolumeHealth, tonic::Status> {
+        let condition = match result {
+            Ok(c) => c,
+            Err(s) if s.code() == tonic::Code::NotFound => {
+                return match self.not_found(&volume_id, rpc, &s) {
+                    Some(entry) => Ok(volhealth_csi::v1::VolumeHealth {
+                        volume_id,
+                        health_statuses: vec![entry],
+                    }),
+                    None => Err(s),
+                };
+            }
+            Err(s) => return Err(s),
+        };
+        self.answered(&volume_id);
+        match self.entries(condition.as_ref()) {
+            Some(health_statuses) => Ok(volhealth_csi::v1::VolumeHealth {
+                volume_id,
+                health_statuses,
+            }),
+            None => Err(no_condition(rpc, &volume_id)),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! would be. Called only for volumes staged or published at the paths given, as the legacy spec
 //! requires.
 
-use crate::{Bridge, controller::call, no_condition, wire};
+use crate::{Bridge, controller::call, wire};
 use volhealth_csi::v1;
 use volhealth_csi::v1::VolumeHealth;
 
@@ -42,27 +42,13 @@ impl LegacyNode {
             volume_path,
             staging_target_path: req.staging_target_path,
         };
-        let resp: wire::NodeGetVolumeStatsResponse =
-            match call(&self.channel, wire::NODE_GET_VOLUME_STATS_PATH, stats).await {
-                Ok(r) => r,
-                Err(s) if s.code() == tonic::Code::NotFound => {
-                    return match self.bridge.not_found(&volume_id, "NodeGetVolumeStats", &s) {
-                        Some(entry) => Ok(VolumeHealth {
-                            volume_id,
-                            health_statuses: vec![entry],
-                        }),
-                        None => Err(s),
-                    };
-                }
-                Err(s) => return Err(s),
-            };
-        self.bridge.answered(&volume_id);
-        match self.bridge.entries(resp.volume_condition.as_ref()) {
-            Some(health_statuses) => Ok(VolumeHealth {
-                volume_id,
-                health_statuses,
-            }),
-            None => Err(no_condition("NodeGetVolumeStats", &volume_id)),
-        }
+        let result = call::<_, wire::NodeGetVolumeStatsResponse>(
+            &self.channel,
+            wire::NODE_GET_VOLUME_STATS_PATH,
+            stats,
+        )
+        .await
+        .map(|r| r.volume_condition);
+        self.bridge.answer(volume_id, "NodeGetVolumeStats", result)
     }
 }

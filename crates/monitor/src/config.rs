@@ -94,31 +94,7 @@ pub struct MonitorConfig {
 }
 
 /// `--legacy-volume-condition`, `--legacy-rules` and `--legacy-debounce`.
-#[derive(Debug, Clone)]
-pub struct Legacy {
-    /// Probe a driver through the bridge when it advertises the legacy capability and not the
-    /// new ones (`auto`); `false` = `off`.
-    pub enabled: bool,
-    /// The mapping rules: the user's, then the shipped ones.
-    pub rules: std::sync::Arc<volhealth_legacy_bridge::Rules>,
-    /// Consecutive NOT_FOUND answers that make a `VolumeNotFound` condition.
-    pub debounce: u32,
-}
-
-/// Default of `--legacy-debounce`.
-pub const DEFAULT_LEGACY_DEBOUNCE: u32 = 2;
-
-impl Default for Legacy {
-    fn default() -> Self {
-        Legacy {
-            enabled: true,
-            rules: std::sync::Arc::new(
-                volhealth_legacy_bridge::Rules::shipped().unwrap_or_default(),
-            ),
-            debounce: DEFAULT_LEGACY_DEBOUNCE,
-        }
-    }
-}
+pub use volhealth_legacy_bridge::Settings as Legacy;
 
 impl Default for MonitorConfig {
     fn default() -> Self {

@@ -233,11 +233,7 @@ impl CapabilitySource for CsiCapabilities {
                     Mode::Get
                 };
                 info.legacy = true;
-                let b = volhealth_legacy_bridge::Bridge::new(
-                    info.driver_name.clone(),
-                    legacy.rules.clone(),
-                    legacy.debounce,
-                );
+                let b = legacy.bridge(info.driver_name.clone());
                 bridge = Some(LegacyController::new(self.channel.clone(), b, modes));
             }
         }

@@ -11,7 +11,7 @@ mod node_world;
 mod service;
 mod world;
 
-pub use node_world::{KubeletLayout, NodeWorld};
+pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
 pub use service::Service;
 pub use world::{
     ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish,

@@ -8,6 +8,12 @@ use kube::api::Api;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+/// A token file for [`NodeWorld::start`]: the admin (`admintok`), the monitor's service account
+/// (`monitortok`) and the node identity of `node-a` (`nodetok`).
+pub const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
+    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
+    nodetok,system:node:node-a,3,\"system:nodes\"\n";
+
 /// Where the kubelet stages and publishes a volume: (root, driver, volume handle, pod uid, PV)
 /// to (the directory holding `globalmount`, the pod's volume directory). The agent's own path
 /// rules (`volhealth_agent::KubeletRoot`) are what tests pass.

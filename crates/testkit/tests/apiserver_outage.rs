@@ -12,13 +12,10 @@ use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, client_for, wait_for};
+use volhealth_testkit::{NodeWorld, Service, TOKENS, client_for, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
-const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
-    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
-    nodetok,system:node:node-a,3,\"system:nodes\"\n";
 const WAIT: Duration = Duration::from_secs(40);
 
 /// A free loopback address for a writer's HTTP endpoint.

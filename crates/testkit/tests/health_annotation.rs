@@ -10,13 +10,10 @@ use std::time::Duration;
 use volhealth_agent::KubeletRoot;
 use volhealth_driver::HealthCapabilities;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, wait_for};
+use volhealth_testkit::{NodeWorld, Service, TOKENS, wait_for};
 
 const DRIVER: &str = "csi.vsphere.example.com";
 const NODE: &str = "node-a";
-const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
-    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
-    nodetok,system:node:node-a,3,\"system:nodes\"\n";
 const WAIT: Duration = Duration::from_secs(40);
 const KEY: &str = "volumehealth.storage.kubernetes.io/health";
 

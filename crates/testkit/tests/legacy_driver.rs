@@ -16,13 +16,10 @@ use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_legacy_bridge::Rules;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, wait_for};
+use volhealth_testkit::{NodeWorld, Service, TOKENS, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
-const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
-    monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n\
-    nodetok,system:node:node-a,3,\"system:nodes\"\n";
 const WAIT: Duration = Duration::from_secs(40);
 /// gRPC UNAVAILABLE.
 const UNAVAILABLE: i32 = 14;
@@ -67,56 +64,77 @@ fn seen(status: &str, reason: &str, message: &str) -> Seen {
     vec![(status.into(), reason.into(), message.into())]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE;
-            c.legacy_condition = true;
-        })
-        .await;
-    let NodeWorld {
-        dir,
-        api,
-        admin,
-        driver,
-        volume,
-        root,
-    } = w;
-
-    let mine = Rules::parse(
-        "rules:\n- match: \"injected SlowDisk\"\n  status: Inaccessible\n  reason: SlowDisk\n",
-    )
-    .unwrap();
+/// Starts the monitor and the node agent in-process against `endpoint` (the driver's socket, or a
+/// proxy's), every second, with `legacy` as both writers' bridge settings.
+fn start_writers(
+    w: &NodeWorld,
+    endpoint: &str,
+    legacy: volhealth_legacy_bridge::Settings,
+) -> (Service, Service) {
     let mut monitor_config = MonitorConfig {
-        csi_address: driver.endpoint.clone(),
-        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
+        csi_address: endpoint.to_string(),
+        kubeconfig: Some(
+            w.api
+                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
+        ),
         monitor_interval: Duration::from_secs(1),
         timeout: Duration::from_secs(5),
         http_endpoint: None,
         ..MonitorConfig::default()
     };
-    monitor_config.legacy.rules = Arc::new(mine.then(Rules::shipped().unwrap()));
+    monitor_config.legacy = legacy.clone();
     let monitor = Service::start("monitor", move |shutdown| async move {
         volhealth_monitor::run(monitor_config, shutdown)
             .await
             .map_err(|e| e.to_string())
     });
     let mut agent_config = AgentConfig::new(NODE);
-    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
-    agent_config.kubelet_root_dir = root;
+    agent_config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
+    agent_config.kubelet_root_dir = w.root.clone();
     agent_config.drivers = vec![StaticDriver {
         name: DRIVER.to_string(),
-        endpoint: driver.endpoint.clone(),
+        endpoint: endpoint.to_string(),
     }];
     agent_config.interval = Duration::from_secs(1);
     agent_config.timeout = Duration::from_secs(5);
     agent_config.http_endpoint = None;
+    agent_config.legacy = legacy;
     let agent = Service::start("agent", move |shutdown| async move {
         volhealth_agent::run(agent_config, shutdown)
             .await
             .map_err(|e| e.to_string())
     });
+    (monitor, agent)
+}
+
+/// A world whose driver speaks only the legacy VOLUME_CONDITION shape.
+async fn legacy_world() -> NodeWorld {
+    NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+        c.health = HealthCapabilities::NONE;
+        c.legacy_condition = true;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
+    let w = legacy_world().await;
+    let mine = Rules::parse(
+        "rules:\n- match: \"injected SlowDisk\"\n  status: Inaccessible\n  reason: SlowDisk\n",
+    )
+    .unwrap();
+    let legacy = volhealth_legacy_bridge::Settings {
+        rules: Arc::new(mine.then(Rules::shipped().unwrap())),
+        ..Default::default()
+    };
+    let (monitor, agent) = start_writers(&w, &w.driver.endpoint.clone(), legacy);
+    let NodeWorld {
+        api,
+        admin,
+        driver,
+        volume,
+        ..
+    } = w;
 
     // A user's rule maps the controller's message; the node's falls to the default mapping.
     driver.inject_volume(
@@ -204,26 +222,13 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy_conditions() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE;
-            c.legacy_condition = true;
-        })
-        .await;
-    let NodeWorld {
-        dir,
-        api,
-        admin,
-        driver,
-        volume,
-        root,
-    } = w;
-    let proxy_socket = dir.path().join("health.sock");
+    let w = legacy_world().await;
+    let proxy_socket = w.dir.path().join("health.sock");
     let proxy_endpoint = format!("unix://{}", proxy_socket.display());
     let proxy_config = volhealth_health_proxy::ProxyConfig {
-        csi_address: driver.endpoint.clone(),
+        csi_address: w.driver.endpoint.clone(),
         listen: proxy_endpoint.clone(),
-        state_dir: Some(dir.path().join("proxy-state")),
+        state_dir: Some(w.dir.path().join("proxy-state")),
         timeout: Duration::from_secs(5),
         legacy: true,
         rules: Arc::new(Rules::shipped().unwrap()),
@@ -235,37 +240,19 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
             .await
             .map_err(|e| e.to_string())
     });
-
-    let mut monitor_config = MonitorConfig {
-        csi_address: proxy_endpoint.clone(),
-        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: None,
-        ..MonitorConfig::default()
+    // The writers' own bridge is off: they see only what the proxy serves.
+    let off = volhealth_legacy_bridge::Settings {
+        enabled: false,
+        ..Default::default()
     };
-    monitor_config.legacy.enabled = false;
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(monitor_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
-    let mut agent_config = AgentConfig::new(NODE);
-    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
-    agent_config.kubelet_root_dir = root;
-    agent_config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: proxy_endpoint,
-    }];
-    agent_config.interval = Duration::from_secs(1);
-    agent_config.timeout = Duration::from_secs(5);
-    agent_config.http_endpoint = None;
-    agent_config.legacy.enabled = false;
-    let agent = Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(agent_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let (monitor, agent) = start_writers(&w, &proxy_endpoint, off);
+    let NodeWorld {
+        api,
+        admin,
+        driver,
+        volume,
+        ..
+    } = w;
 
     driver.inject_volume(
         &volume,
