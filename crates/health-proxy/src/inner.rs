@@ -5,9 +5,7 @@ use crate::ProxyConfig;
 use crate::paths::{Change, Paths};
 use http::{Request, Response};
 use std::sync::Mutex;
-use tonic::Status;
 use tonic::body::Body;
-use tower::ServiceExt as _;
 use volhealth_csi::capabilities::Capabilities;
 use volhealth_legacy_bridge::{LegacyController, LegacyModes, LegacyNode};
 
@@ -31,19 +29,17 @@ pub(crate) struct Inner {
     pub(crate) channel: tonic::transport::Channel,
     pub(crate) config: ProxyConfig,
     pub(crate) known: tokio::sync::Mutex<Option<Known>>,
+    /// The connection forwarded calls take.
+    pub(crate) forwarder: crate::forward::Forwarder,
     pub(crate) paths: Mutex<Paths>,
 }
 
 impl Inner {
     /// Passes `req` to the driver and its answer back, unchanged.
     pub(crate) async fn forward(&self, req: Request<Body>) -> Response<Body> {
-        match self.channel.clone().oneshot(req).await {
+        match self.forwarder.forward(req).await {
             Ok(resp) => resp,
-            Err(e) => Status::unavailable(format!(
-                "the driver at {} does not answer: {e}",
-                self.config.csi_address
-            ))
-            .into_http(),
+            Err(why) => crate::forward::unreachable(&self.config.csi_address, &why),
         }
     }
 

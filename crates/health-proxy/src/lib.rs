@@ -3,8 +3,8 @@
 //! v1.13 health RPCs from drivers that speak only the legacy VOLUME_CONDITION shape.
 //!
 //! - Every call it does not answer goes to the driver unchanged: the request and answer bytes,
-//!   the metadata and trailers, methods it does not know included. (Like any HTTP/2 proxy it
-//!   adds itself to `user-agent`.)
+//!   the metadata and trailers, methods it does not know included (the driver sees
+//!   `:authority: localhost`).
 //! - The capability answers gain the health capabilities the bridge can serve.
 //! - The four health RPCs come from the driver when it has them, from the bridge otherwise; the
 //!   node ones from the node fault detector (when given) for a driver with neither.
@@ -12,6 +12,7 @@
 //!   so NodeGetVolumeHealth works with only a volume id.
 
 mod answer;
+mod forward;
 mod inner;
 pub mod paths;
 mod proxy;
@@ -84,7 +85,7 @@ pub async fn run(
     };
     tracing::info!(driver = %config.csi_address, listen = %config.listen, "health proxy serving");
     let listen = config.listen.clone();
-    let proxy = Proxy::new(channel, config, paths);
+    let proxy = Proxy::new(channel, config, paths)?;
     let routes = tonic::service::Routes::from(axum::Router::new().fallback_service(proxy));
     let router = tonic::transport::Server::builder().add_routes(routes);
     volhealth_csi::server::serve_unix(&listen, router, shutdown).await?;

@@ -33,15 +33,20 @@ pub struct Proxy {
 
 impl Proxy {
     /// A proxy in front of the driver on `channel`, knowing `paths` already.
-    pub fn new(channel: tonic::transport::Channel, config: ProxyConfig, paths: Paths) -> Proxy {
-        Proxy {
+    pub fn new(
+        channel: tonic::transport::Channel,
+        config: ProxyConfig,
+        paths: Paths,
+    ) -> Result<Proxy, volhealth_csi::Error> {
+        Ok(Proxy {
             inner: Arc::new(Inner {
+                forwarder: crate::forward::Forwarder::new(&config.csi_address)?,
                 channel,
                 config,
                 known: AsyncMutex::new(None),
                 paths: Mutex::new(paths),
             }),
-        }
+        })
     }
 
     async fn handle(self, req: Request<Body>) -> Response<Body> {
