@@ -9,6 +9,23 @@ use tonic::Status;
 use tonic::body::Body;
 use volhealth_csi::socket_address::SocketAddress;
 
+/// Why a forwarded call did not reach the driver.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ForwardError {
+    /// The socket path cannot be used.
+    #[error("{0}")]
+    Address(#[from] volhealth_csi::socket_address::AddressError),
+    /// Connecting to the socket failed.
+    #[error("connecting: {0}")]
+    Connect(#[from] std::io::Error),
+    /// The HTTP/2 connection failed or refused the call.
+    #[error("{0}")]
+    Http(#[from] hyper::Error),
+    /// The request's path makes no URI.
+    #[error("the request path makes no URI: {0}")]
+    Uri(#[from] http::uri::InvalidUri),
+}
+
 /// The driver's socket and the current connection to it.
 pub(crate) struct Forwarder {
     socket: PathBuf,
@@ -24,15 +41,12 @@ impl Forwarder {
         })
     }
 
-    async fn connect(&self) -> Result<hyper::client::conn::http2::SendRequest<Body>, String> {
-        let address = SocketAddress::new(&self.socket).map_err(|e| e.to_string())?;
-        let stream = tokio::net::UnixStream::connect(address.as_path())
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn connect(&self) -> Result<hyper::client::conn::http2::SendRequest<Body>, ForwardError> {
+        let address = SocketAddress::new(&self.socket)?;
+        let stream = tokio::net::UnixStream::connect(address.as_path()).await?;
         let (sender, connection) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("the connection to the driver ended: {e}");
@@ -42,7 +56,7 @@ impl Forwarder {
     }
 
     /// A sender on a live connection, connecting when there is none.
-    async fn sender(&self) -> Result<hyper::client::conn::http2::SendRequest<Body>, String> {
+    async fn sender(&self) -> Result<hyper::client::conn::http2::SendRequest<Body>, ForwardError> {
         let mut held = self.sender.lock().await;
         if let Some(s) = held.as_ref().filter(|s| !s.is_closed()) {
             return Ok(s.clone());
@@ -54,28 +68,25 @@ impl Forwarder {
 
     /// Passes `req` to the driver and its answer back, unchanged (its URI gets the scheme and
     /// authority HTTP/2 needs; the `:authority` the driver sees is `localhost`).
-    pub(crate) async fn forward(&self, req: Request<Body>) -> Result<Response<Body>, String> {
+    pub(crate) async fn forward(&self, req: Request<Body>) -> Result<Response<Body>, ForwardError> {
         let (mut parts, body) = req.into_parts();
         let path = parts
             .uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string();
-        parts.uri = format!("http://localhost{path}")
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        parts.uri = format!("http://localhost{path}").parse()?;
         let mut sender = self.sender().await?;
-        sender.ready().await.map_err(|e| e.to_string())?;
+        sender.ready().await?;
         let resp = sender
             .send_request(Request::from_parts(parts, body))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         Ok(resp.map(Body::new))
     }
 }
 
 /// The gRPC answer for a driver that could not be reached.
-pub(crate) fn unreachable(csi_address: &str, why: &str) -> Response<Body> {
+pub(crate) fn unreachable(csi_address: &str, why: &ForwardError) -> Response<Body> {
     Status::unavailable(format!(
         "the driver at {csi_address} does not answer: {why}"
     ))

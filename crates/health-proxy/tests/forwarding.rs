@@ -47,7 +47,11 @@ async fn unanswered_calls_pass_byte_for_byte_with_metadata_and_trailers() {
         );
         assert_eq!(seen.headers.get("x-custom").unwrap(), "one", "{path}");
         let agent = seen.headers.get("user-agent").unwrap().to_str().unwrap();
-        assert_eq!(agent.matches("tonic/").count(), 1, "{path}: user-agent {agent:?}");
+        assert_eq!(
+            agent.matches("tonic/").count(),
+            1,
+            "{path}: user-agent {agent:?}"
+        );
         assert_eq!(
             seen.headers.get("content-type").unwrap(),
             "application/grpc"
