@@ -19,7 +19,7 @@ pub enum Error {
         /// What was given.
         input: String,
         /// Why it was refused.
-        reason: String,
+        reason: volhealth_daemon::feature_gates::GateError,
     },
     /// `--detect-node-faults` is not auto, always or off.
     #[error("invalid --detect-node-faults {0:?}: expected auto, always or off")]

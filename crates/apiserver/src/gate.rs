@@ -21,7 +21,7 @@ impl Default for FeatureGates {
 
 impl FeatureGates {
     /// Parses `Name=bool,Name=bool`; unknown gates are errors.
-    pub fn parse(s: &str) -> Result<FeatureGates, String> {
+    pub fn parse(s: &str) -> Result<FeatureGates, volhealth_daemon::feature_gates::GateError> {
         Ok(FeatureGates {
             csi_volume_health: volhealth_daemon::feature_gates::csi_volume_health(s)?,
         })

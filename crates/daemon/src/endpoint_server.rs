@@ -23,17 +23,31 @@ pub const LEADER_ELECTION_HEALTHZ: &str = "/healthz/leader-election";
 /// The metrics path of this process, set once from the command line.
 static METRICS_PATH: OnceLock<String> = OnceLock::new();
 
+/// A `--metrics-path` that cannot be served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MetricsPathError {
+    /// Not starting with `/`.
+    #[error("must start with /")]
+    NotAbsolute,
+    /// One of the health paths.
+    #[error("is taken by the health checks")]
+    Taken,
+    /// A route pattern rather than a path.
+    #[error("must be a plain path")]
+    NotPlain,
+}
+
 /// Sets the path of the metrics page for every endpoint of this process (the upstream sidecars'
 /// `--metrics-path`); it must start with `/` and not be `/healthz` or `/readyz`. The first call wins.
-pub fn set_metrics_path(path: &str) -> std::result::Result<(), String> {
+pub fn set_metrics_path(path: &str) -> std::result::Result<(), MetricsPathError> {
     if !path.starts_with('/') {
-        return Err("must start with /".into());
+        return Err(MetricsPathError::NotAbsolute);
     }
     if path == "/healthz" || path == "/readyz" || path == LEADER_ELECTION_HEALTHZ {
-        return Err("is taken by the health checks".into());
+        return Err(MetricsPathError::Taken);
     }
     if path.contains(['{', '}', '*']) {
-        return Err("must be a plain path".into());
+        return Err(MetricsPathError::NotPlain);
     }
     let _ = METRICS_PATH.set(path.to_string());
     Ok(())

@@ -15,21 +15,47 @@ pub fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// A `--feature-gates` value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// An item without `=`.
+    #[error("missing bool value for {0:?} (want Name=true|false)")]
+    MissingValue(String),
+    /// A value that is not a Go boolean.
+    #[error("invalid value of {name}={value}: must be true or false")]
+    InvalidValue {
+        /// The gate.
+        name: String,
+        /// What was given.
+        value: String,
+    },
+    /// A gate this component does not know.
+    #[error("unrecognized feature gate {name:?} (known: {known})")]
+    Unknown {
+        /// The gate.
+        name: String,
+        /// The known gates, comma-separated.
+        known: String,
+    },
+}
+
 /// Parses `--feature-gates`; every name must be one of `known`.
-pub fn parse(input: &str, known: &[&str]) -> Result<BTreeMap<String, bool>, String> {
+pub fn parse(input: &str, known: &[&str]) -> Result<BTreeMap<String, bool>, GateError> {
     let mut gates = BTreeMap::new();
     for item in input.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, value) = item
             .split_once('=')
-            .ok_or_else(|| format!("missing bool value for {item:?} (want Name=true|false)"))?;
+            .ok_or_else(|| GateError::MissingValue(item.to_string()))?;
         let (name, value) = (name.trim(), value.trim());
-        let value = parse_bool(value)
-            .ok_or_else(|| format!("invalid value of {name}={value}: must be true or false"))?;
+        let value = parse_bool(value).ok_or_else(|| GateError::InvalidValue {
+            name: name.to_string(),
+            value: value.to_string(),
+        })?;
         if !known.contains(&name) {
-            return Err(format!(
-                "unrecognized feature gate {name:?} (known: {})",
-                known.join(", ")
-            ));
+            return Err(GateError::Unknown {
+                name: name.to_string(),
+                known: known.join(", "),
+            });
         }
         gates.insert(name.to_string(), value);
     }
@@ -37,7 +63,7 @@ pub fn parse(input: &str, known: &[&str]) -> Result<BTreeMap<String, bool>, Stri
 }
 
 /// Whether `CSIVolumeHealth` is on in `input` (on unless turned off).
-pub fn csi_volume_health(input: &str) -> Result<bool, String> {
+pub fn csi_volume_health(input: &str) -> Result<bool, GateError> {
     Ok(parse(input, &[CSI_VOLUME_HEALTH])?
         .get(CSI_VOLUME_HEALTH)
         .copied()

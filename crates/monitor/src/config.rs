@@ -118,30 +118,42 @@ impl Default for MonitorConfig {
 
 impl MonitorConfig {
     /// Refuses settings the loops cannot work with.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &'static str| Err(ConfigError::Setting(m));
         if self.monitor_interval.is_zero() {
-            return Err("--monitor-interval must be positive".into());
+            return bad("--monitor-interval must be positive");
         }
         if self.timeout.is_zero() {
-            return Err("--timeout must be positive".into());
+            return bad("--timeout must be positive");
         }
         if self.list_page_size == 0 || self.list_page_size > i32::MAX as u32 {
-            return Err("--list-page-size must be between 1 and 2147483647".into());
+            return bad("--list-page-size must be between 1 and 2147483647");
         }
         if self.worker_threads == 0 {
-            return Err("--worker-threads must be at least 1".into());
+            return bad("--worker-threads must be at least 1");
         }
         if !(self.kube_api_qps.is_finite() && self.kube_api_qps > 0.0) {
-            return Err("--kube-api-qps must be positive".into());
+            return bad("--kube-api-qps must be positive");
         }
         if self.kube_api_burst == 0 {
-            return Err("--kube-api-burst must be at least 1".into());
+            return bad("--kube-api-burst must be at least 1");
         }
         if let Some(le) = &self.leader_election {
             le.validate()?;
         }
         Ok(())
     }
+}
+
+/// Monitor settings that cannot work, each naming its flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// One setting out of range.
+    #[error("{0}")]
+    Setting(&'static str),
+    /// Leader-election timings client-go refuses.
+    #[error(transparent)]
+    LeaderElection(#[from] volhealth_writer::lease::TimingError),
 }
 
 /// The Lease name upstream uses: `external-health-monitor-leader-<driver>`, driver reduced to `[a-zA-Z0-9-]`.

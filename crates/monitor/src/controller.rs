@@ -93,7 +93,9 @@ pub async fn run(
     config: MonitorConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    config.validate().map_err(Error::Config)?;
+    config
+        .validate()
+        .map_err(|e| Error::Config(e.to_string()))?;
     let (stop_tx, mut stop_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;

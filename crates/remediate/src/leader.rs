@@ -16,7 +16,7 @@ pub fn default_identity() -> String {
 /// Starts electing on Lease [`LEASE_NAME`], in `le.namespace` (else `default`), as `le.identity`
 /// (else [`default_identity`]); the timings are checked as client-go checks them first.
 pub async fn start(client: kube::Client, le: &LeaderElection) -> Result<Election, StartError> {
-    le.validate().map_err(StartError::Timings)?;
+    le.validate()?;
     let namespace = volhealth_writer::lease::namespace(le, "default");
     let identity = le.identity.clone().unwrap_or_else(default_identity);
     let election =
@@ -29,8 +29,8 @@ pub async fn start(client: kube::Client, le: &LeaderElection) -> Result<Election
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// Timings client-go would refuse.
-    #[error("{0}")]
-    Timings(String),
+    #[error(transparent)]
+    Timings(#[from] volhealth_writer::lease::TimingError),
     /// The Lease manager failed.
     #[error(transparent)]
     Lease(#[from] LeaseManagerError),

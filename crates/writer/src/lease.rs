@@ -61,35 +61,73 @@ impl LeaderElection {
     /// The rules client-go's leader election refuses to start without, each message naming the
     /// flag that is wrong: every period at least a second (the Lease counts whole seconds), the
     /// lease longer than the renew deadline, the renew deadline longer than 1.2 retry periods.
-    pub fn validate(&self) -> Result<(), String> {
-        let show = |d: Duration| volhealth_daemon::duration::format(d);
+    pub fn validate(&self) -> Result<(), TimingError> {
         for (flag, d) in [
             ("--leader-election-lease-duration", self.lease_duration),
             ("--leader-election-renew-deadline", self.renew_deadline),
             ("--leader-election-retry-period", self.retry_period),
         ] {
             if d < Duration::from_secs(1) {
-                return Err(format!("{flag} must be at least 1s, got {}", show(d)));
+                return Err(TimingError::TooShort { flag, got: d });
             }
         }
         if self.lease_duration <= self.renew_deadline {
-            return Err(format!(
-                "--leader-election-lease-duration ({}) must be greater than --leader-election-renew-deadline ({})",
-                show(self.lease_duration),
-                show(self.renew_deadline)
-            ));
+            return Err(TimingError::LeaseNotLonger {
+                lease: self.lease_duration,
+                renew: self.renew_deadline,
+            });
         }
         if self.renew_deadline.as_secs_f64()
             <= LEADER_ELECTION_JITTER * self.retry_period.as_secs_f64()
         {
-            return Err(format!(
-                "--leader-election-renew-deadline ({}) must be greater than {LEADER_ELECTION_JITTER} x --leader-election-retry-period ({}), so the leader retries before its deadline",
-                show(self.renew_deadline),
-                show(self.retry_period)
-            ));
+            return Err(TimingError::NoRetryBeforeDeadline {
+                renew: self.renew_deadline,
+                retry: self.retry_period,
+            });
         }
         Ok(())
     }
+}
+
+fn show(d: &Duration) -> String {
+    volhealth_daemon::duration::format(*d)
+}
+
+/// Leader-election timings client-go refuses, each naming its flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimingError {
+    /// A period under one second.
+    #[error("{flag} must be at least 1s, got {}", show(got))]
+    TooShort {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        got: Duration,
+    },
+    /// The lease is not longer than the renew deadline.
+    #[error(
+        "--leader-election-lease-duration ({}) must be greater than --leader-election-renew-deadline ({})",
+        show(lease),
+        show(renew)
+    )]
+    LeaseNotLonger {
+        /// The lease duration.
+        lease: Duration,
+        /// The renew deadline.
+        renew: Duration,
+    },
+    /// The renew deadline leaves no second try before it passes.
+    #[error(
+        "--leader-election-renew-deadline ({}) must be greater than {LEADER_ELECTION_JITTER} x --leader-election-retry-period ({}), so the leader retries before its deadline",
+        show(renew),
+        show(retry)
+    )]
+    NoRetryBeforeDeadline {
+        /// The renew deadline.
+        renew: Duration,
+        /// The retry period.
+        retry: Duration,
+    },
 }
 
 /// A running election.
@@ -329,7 +367,7 @@ mod tests {
         };
         assert_eq!(LeaderElection::default().validate(), Ok(()));
         assert_eq!(le(4, 3, 1).validate(), Ok(()));
-        let err = |l: LeaderElection| l.validate().unwrap_err();
+        let err = |l: LeaderElection| l.validate().unwrap_err().to_string();
         // The leader would re-read less often than its deadline.
         assert!(
             err(le(5, 3, 4)).starts_with("--leader-election-renew-deadline (3s) must be greater than 1.2 x --leader-election-retry-period (4s)"),
