@@ -113,30 +113,8 @@ pub fn is_mount_point(path: &Path) -> bool {
 pub fn parse_mountinfo(text: &str) -> HashSet<PathBuf> {
     text.lines()
         .filter_map(|line| line.split(' ').nth(4))
-        .map(|p| PathBuf::from(unescape(p)))
+        .map(|p| PathBuf::from(volhealth_node_faults::mount_table::unescape(p)))
         .collect()
-}
-
-fn unescape(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let v = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Image files currently attached to a loop device (their filesystem may be live).
