@@ -18,11 +18,9 @@ const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
 const WAIT: Duration = Duration::from_secs(40);
 
-/// A free loopback address for a writer's HTTP endpoint.
-fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
-}
+mod support;
+
+use support::free_addr;
 
 async fn ready(addr: SocketAddr) -> bool {
     reqwest::get(format!("http://{addr}/readyz"))

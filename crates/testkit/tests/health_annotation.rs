@@ -6,7 +6,10 @@
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{Api, Patch, PatchParams};
+mod support;
+
 use std::time::Duration;
+use support::{free_addr, more_cycles};
 use volhealth_agent::KubeletRoot;
 use volhealth_driver::HealthCapabilities;
 use volhealth_monitor::MonitorConfig;
@@ -45,6 +48,7 @@ async fn the_storage_systems_annotation_is_the_claims_health() {
             c.health = HealthCapabilities::NONE
         })
         .await;
+    let monitor_http = free_addr();
     let config = MonitorConfig {
         csi_address: w.driver.endpoint.clone(),
         kubeconfig: Some(
@@ -53,7 +57,7 @@ async fn the_storage_systems_annotation_is_the_claims_health() {
         ),
         monitor_interval: Duration::from_secs(1),
         timeout: Duration::from_secs(5),
-        http_endpoint: None,
+        http_endpoint: Some(monitor_http),
         health_annotation: true,
         ..MonitorConfig::default()
     };
@@ -73,7 +77,7 @@ async fn the_storage_systems_annotation_is_the_claims_health() {
 
     // The annotation goes away: nothing is reported, so what is stored stays.
     annotate(&claims, None).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    more_cycles(&[monitor_http], 3.0).await;
     assert_eq!(conditions(&claims).await.unwrap(), down);
 
     annotate(&claims, Some("accessible")).await;

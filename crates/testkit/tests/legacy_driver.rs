@@ -8,8 +8,12 @@
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::Api;
+mod support;
+
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use support::{free_addr, more_cycles};
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::HealthCapabilities;
 use volhealth_driver::condition::volume_status;
@@ -60,6 +64,15 @@ async fn pod(admin: &kube::Client) -> Option<Seen> {
     )
 }
 
+/// Waits until the claim shows `on_claim` and the pod `on_pod` (both empty: cleared).
+async fn wait_both(admin: &kube::Client, what: &str, on_claim: Seen, on_pod: Seen) {
+    wait_for(WAIT, what, || async {
+        let (c, _) = claim(admin).await?;
+        (c == on_claim && pod(admin).await? == on_pod).then_some(())
+    })
+    .await;
+}
+
 fn seen(status: &str, reason: &str, message: &str) -> Seen {
     vec![(status.into(), reason.into(), message.into())]
 }
@@ -70,7 +83,8 @@ fn start_writers(
     w: &NodeWorld,
     endpoint: &str,
     legacy: volhealth_legacy_bridge::Settings,
-) -> (Service, Service) {
+) -> (Service, Service, [SocketAddr; 2]) {
+    let (monitor_http, agent_http) = (free_addr(), free_addr());
     let mut monitor_config = MonitorConfig {
         csi_address: endpoint.to_string(),
         kubeconfig: Some(
@@ -79,7 +93,7 @@ fn start_writers(
         ),
         monitor_interval: Duration::from_secs(1),
         timeout: Duration::from_secs(5),
-        http_endpoint: None,
+        http_endpoint: Some(monitor_http),
         ..MonitorConfig::default()
     };
     monitor_config.legacy = legacy.clone();
@@ -97,14 +111,14 @@ fn start_writers(
     }];
     agent_config.interval = Duration::from_secs(1);
     agent_config.timeout = Duration::from_secs(5);
-    agent_config.http_endpoint = None;
+    agent_config.http_endpoint = Some(agent_http);
     agent_config.legacy = legacy;
     let agent = Service::start("agent", move |shutdown| async move {
         volhealth_agent::run(agent_config, shutdown)
             .await
             .map_err(|e| e.to_string())
     });
-    (monitor, agent)
+    (monitor, agent, [monitor_http, agent_http])
 }
 
 /// A world whose driver speaks only the legacy VOLUME_CONDITION shape.
@@ -127,7 +141,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
         rules: Arc::new(mine.then(Rules::shipped().unwrap())),
         ..Default::default()
     };
-    let (monitor, agent) = start_writers(&w, &w.driver.endpoint.clone(), legacy);
+    let (monitor, agent, writers) = start_writers(&w, &w.driver.endpoint.clone(), legacy);
     let NodeWorld {
         api,
         admin,
@@ -144,13 +158,12 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
         "SlowDisk",
     );
     driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
-    wait_for(WAIT, "both legacy conditions on status", || async {
-        let (c, _) = claim(&admin).await?;
-        (c == seen("Inaccessible", "SlowDisk", "injected SlowDisk")
-            && pod(&admin).await?
-                == seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"))
-        .then_some(())
-    })
+    wait_both(
+        &admin,
+        "both legacy conditions on status",
+        seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
+        seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
+    )
     .await;
 
     // Failed answers clear nothing: the driver recovers but every legacy call fails.
@@ -158,7 +171,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
         driver.fail_method(method, UNAVAILABLE);
     }
     driver.clear_volume(&volume);
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    more_cycles(&writers, 3.0).await;
     assert_eq!(
         claim(&admin).await.unwrap().0,
         seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
@@ -172,10 +185,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
 
     // The calls answer again: both clear.
     driver.clear_faults();
-    wait_for(WAIT, "both conditions cleared", || async {
-        (claim(&admin).await?.0.is_empty() && pod(&admin).await?.is_empty()).then_some(())
-    })
-    .await;
+    wait_both(&admin, "both conditions cleared", Seen::new(), Seen::new()).await;
 
     // A message stamped with the time of each poll (as PowerFlex's) is written once.
     let stamped =
@@ -205,7 +215,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
             "Gone",
             &stamped(second),
         );
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        more_cycles(&writers[..1], 1.0).await;
     }
     assert_eq!(
         claim(&admin).await.unwrap().1,
@@ -245,7 +255,7 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
         enabled: false,
         ..Default::default()
     };
-    let (monitor, agent) = start_writers(&w, &proxy_endpoint, off);
+    let (monitor, agent, _) = start_writers(&w, &proxy_endpoint, off);
     let NodeWorld {
         api,
         admin,
@@ -261,22 +271,20 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
         "SlowDisk",
     );
     driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
-    wait_for(
-        WAIT,
+    wait_both(
+        &admin,
         "both legacy conditions on status through the proxy",
-        || async {
-            let (c, _) = claim(&admin).await?;
-            (c == seen("Degraded", "VolumeConditionAbnormal", "injected SlowDisk")
-                && pod(&admin).await?
-                    == seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"))
-            .then_some(())
-        },
+        seen("Degraded", "VolumeConditionAbnormal", "injected SlowDisk"),
+        seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
     )
     .await;
     driver.clear_volume(&volume);
-    wait_for(WAIT, "both cleared through the proxy", || async {
-        (claim(&admin).await?.0.is_empty() && pod(&admin).await?.is_empty()).then_some(())
-    })
+    wait_both(
+        &admin,
+        "both cleared through the proxy",
+        Seen::new(),
+        Seen::new(),
+    )
     .await;
 
     assert!(!monitor.ended() && !agent.ended() && !proxy.ended());
