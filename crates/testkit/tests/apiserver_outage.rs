@@ -4,8 +4,6 @@
 //! and the recoveries that happened during the outage reach the claim's and the pod's status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::Api;
 use std::net::SocketAddr;
 use std::time::Duration;
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
@@ -29,35 +27,13 @@ async fn ready(addr: SocketAddr) -> bool {
 }
 
 async fn claim_conditions(admin: &kube::Client) -> Option<Vec<String>> {
-    let pvc = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "default")
-        .get("claim-web")
-        .await
-        .ok()?;
-    Some(
-        pvc.status
-            .and_then(|s| s.health_status)
-            .and_then(|h| h.health_conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.reason)
-            .collect(),
-    )
+    let (seen, _) = support::claim(admin).await?;
+    Some(seen.into_iter().map(|(_, reason, _)| reason).collect())
 }
 
 async fn pod_conditions(admin: &kube::Client) -> Option<Vec<String>> {
-    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
-        .get("web")
-        .await
-        .ok()?;
-    Some(
-        pod.status
-            .and_then(|s| s.volume_health)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|e| e.health_conditions.unwrap_or_default())
-            .map(|c| c.reason)
-            .collect(),
-    )
+    let seen = support::pod(admin).await?;
+    Some(seen.into_iter().map(|(_, reason, _)| reason).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,14 +21,10 @@ const WAIT: Duration = Duration::from_secs(40);
 const KEY: &str = "volumehealth.storage.kubernetes.io/health";
 
 async fn conditions(claims: &Api<PersistentVolumeClaim>) -> Option<Vec<(String, String)>> {
-    let pvc = claims.get("claim-web").await.ok()?;
+    let (seen, _) = support::claim(&claims.clone().into_client()).await?;
     Some(
-        pvc.status
-            .and_then(|s| s.health_status)
-            .and_then(|h| h.health_conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| (c.status, c.reason))
+        seen.into_iter()
+            .map(|(status, reason, _)| (status, reason))
             .collect(),
     )
 }

@@ -6,14 +6,12 @@
 //! RPCs (their own bridge off), as the kubelet and the upstream sidecar would be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::Api;
 mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{free_addr, more_cycles};
+use support::{Seen, claim, free_addr, more_cycles, pod};
 use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::HealthCapabilities;
 use volhealth_driver::condition::volume_status;
@@ -27,42 +25,6 @@ const NODE: &str = "node-a";
 const WAIT: Duration = Duration::from_secs(40);
 /// gRPC UNAVAILABLE.
 const UNAVAILABLE: i32 = 14;
-
-/// (status, reason, message) of each condition.
-type Seen = Vec<(String, String, String)>;
-
-async fn claim(admin: &kube::Client) -> Option<(Seen, String)> {
-    let pvc = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "default")
-        .get("claim-web")
-        .await
-        .ok()?;
-    let rv = pvc.metadata.resource_version.clone().unwrap_or_default();
-    let seen = pvc
-        .status
-        .and_then(|s| s.health_status)
-        .and_then(|h| h.health_conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
-        .collect();
-    Some((seen, rv))
-}
-
-async fn pod(admin: &kube::Client) -> Option<Seen> {
-    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
-        .get("web")
-        .await
-        .ok()?;
-    Some(
-        pod.status
-            .and_then(|s| s.volume_health)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|e| e.health_conditions.unwrap_or_default())
-            .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
-            .collect(),
-    )
-}
 
 /// Waits until the claim shows `on_claim` and the pod `on_pod` (both empty: cleared).
 async fn wait_both(admin: &kube::Client, what: &str, on_claim: Seen, on_pod: Seen) {

@@ -3,6 +3,8 @@
 //! sleeping, when a test must show that something did *not* change.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test support fails by panicking
 
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::Api;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -40,4 +42,43 @@ pub async fn more_cycles(addrs: &[SocketAddr], n: f64) {
         Some(())
     })
     .await
+}
+
+/// (status, reason, message) of each condition.
+pub type Seen = Vec<(String, String, String)>;
+
+/// The conditions on claim `default/claim-web` of a [`volhealth_testkit::NodeWorld`], and its
+/// resourceVersion.
+pub async fn claim(admin: &kube::Client) -> Option<(Seen, String)> {
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "default")
+        .get("claim-web")
+        .await
+        .ok()?;
+    let rv = pvc.metadata.resource_version.clone().unwrap_or_default();
+    let seen = pvc
+        .status
+        .and_then(|s| s.health_status)
+        .and_then(|h| h.health_conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
+        .collect();
+    Some((seen, rv))
+}
+
+/// The conditions of pod `default/web`'s volumes.
+pub async fn pod(admin: &kube::Client) -> Option<Seen> {
+    let pod = Api::<Pod>::namespaced(admin.clone(), "default")
+        .get("web")
+        .await
+        .ok()?;
+    Some(
+        pod.status
+            .and_then(|s| s.volume_health)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|e| e.health_conditions.unwrap_or_default())
+            .map(|c| (c.status, c.reason, c.message.unwrap_or_default()))
+            .collect(),
+    )
 }
