@@ -356,6 +356,9 @@ pub fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: 
             "10000",
             "--io-probe-timeout-ms",
             "20000",
+            // Nor a real LowFreeSpace of its own when the test machine's disk is nearly full.
+            "--low-space-fraction",
+            "0",
         ],
     )
 }

@@ -116,6 +116,10 @@ impl World {
             caps,
             "--refresh-interval-ms",
             "200",
+            // No real LowFreeSpace of its own when the test machine's disk is nearly full: the
+            // tests inject the conditions they expect.
+            "--low-space-fraction",
+            "0",
         ]
         .iter()
         .map(|s| s.to_string())

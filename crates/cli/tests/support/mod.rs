@@ -27,6 +27,8 @@ pub struct Proc {
     pub name: String,
     /// The running child.
     pub child: Child,
+    /// Where its output goes.
+    pub log: PathBuf,
 }
 
 impl Proc {
@@ -70,6 +72,7 @@ impl Proc {
         Proc {
             name: name.to_string(),
             child,
+            log: log_path,
         }
     }
 
@@ -85,9 +88,27 @@ impl Proc {
     }
 }
 
+/// Lines of a component's log that a failing test prints.
+const LOG_TAIL_LINES: usize = 60;
+
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+        // A test that fails mid-way removes its directory with the logs in it; print what each
+        // component said last, so a failure on a CI machine can be read without rerunning it.
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+            eprintln!(
+                "--- last {} lines of {} ({}) ---\n{}\n--- end of {} ---",
+                tail.len(),
+                self.name,
+                self.log.display(),
+                tail.join("\n"),
+                self.name
+            );
+        }
     }
 }
 
