@@ -3,15 +3,24 @@
 //! running pod reaches the pod's status as Inaccessible/NotMounted beside whatever the driver
 //! says, a filesystem remounted read-only as Inaccessible/FilesystemReadOnly, an ext4 error the
 //! kernel logs for the volume's device as Degraded/IoErrors, and each clears when its evidence
-//! is gone. Without root or the tools the test prints why it skips, unless
-//! `VOLHEALTH_REQUIRE_TOOLS=1`.
+//! is gone. For a driver that reports no health at all, the detector alone answers: a FUSE
+//! mount that stops answering reaches the pod as Inaccessible/MountUnresponsive, and an NFS
+//! server the kernel logs as not responding reaches the node's CSINode as
+//! StorageUnreachable/NfsServerNotResponding; both clear. Without root or the tools the tests
+//! print why they skip, unless `VOLHEALTH_REQUIRE_TOOLS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::Api;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use volhealth_agent::{AgentConfig, KubeletRoot, NodeFaultMode, StaticDriver};
+use volhealth_driver::HealthCapabilities;
+use volhealth_testkit::kernel_faults::fault_fs::{Mode, Mounted};
+use volhealth_testkit::kernel_faults::{
+    attach_and_mount, bind, can_run, inject_kmsg, is_mounted, make_ext4_image, run,
+};
 use volhealth_testkit::{NodeWorld, Service, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -19,43 +28,6 @@ const NODE: &str = "node-a";
 const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
     nodetok,system:node:node-a,2,\"system:nodes\"\n";
 const WAIT: Duration = Duration::from_secs(40);
-
-/// Root and the tools to make an ext4 volume on a loop device; else prints why the test skips
-/// (or fails under `VOLHEALTH_REQUIRE_TOOLS=1`).
-fn can_run() -> bool {
-    let mut missing: Vec<&str> = ["mkfs.ext4", "losetup"]
-        .into_iter()
-        .filter(|tool| {
-            std::process::Command::new(tool)
-                .arg("--version")
-                .output()
-                .is_err()
-        })
-        .collect();
-    if !nix::unistd::geteuid().is_root() {
-        missing.push("root");
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-        "the node fault test needs {missing:?} (VOLHEALTH_REQUIRE_TOOLS=1)"
-    );
-    println!("SKIPPED node fault detection in the agent: needs {missing:?}");
-    false
-}
-
-/// Runs a command; panics with its error output when it fails.
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = std::process::Command::new(cmd).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 async fn reasons(pods: &Api<Pod>, pod: &str) -> Vec<(String, String)> {
     let p = pods.get(pod).await.expect("get the pod");
@@ -68,26 +40,13 @@ async fn reasons(pods: &Api<Pod>, pod: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn is_mounted(path: &Path) -> bool {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let want = path.to_str().unwrap();
-    info.lines().any(|l| l.split(' ').nth(4) == Some(want))
-}
-
-fn bind(from: &Path, to: &Path) {
-    nix::mount::mount(
-        Some(from),
-        to,
-        None::<&str>,
-        nix::mount::MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
-    if !can_run() {
+    if !can_run(
+        "node fault detection in the agent",
+        &["mkfs.ext4", "losetup"],
+        &["/dev/kmsg"],
+    ) {
         return;
     }
     let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
@@ -99,39 +58,12 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     // The test world's driver links its paths; mount them as a real block driver would: ext4
     // on a loop device at the staging path, bound to the publish path.
     let image = w.dir.path().join("volume.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(32 << 20)
-        .unwrap();
-    run("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
-    let device = run("losetup", &["-f", "--show", image.to_str().unwrap()]);
-    for to in [&staging, &target] {
-        let _ = std::fs::remove_file(to);
-        std::fs::create_dir_all(to).unwrap();
-    }
-    run("mount", &["-t", "ext4", &device, staging.to_str().unwrap()]);
-    bind(&staging, &target);
+    make_ext4_image(&image);
+    let (device, staging, target) = attach_and_mount(&image, staging, target);
     assert!(is_mounted(&target));
 
-    let mut config = AgentConfig::new(NODE);
-    config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
-    config.kubelet_root_dir = w.root.clone();
-    config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: w.driver.endpoint.clone(),
-    }];
-    config.interval = Duration::from_secs(1);
-    config.timeout = Duration::from_secs(5);
-    config.http_endpoint = None;
     // The reference driver has node health of its own: `always` adds the detector beside it.
-    config.node_faults = NodeFaultMode::Always;
-    config.probe_timeout = Duration::from_secs(2);
-    config.io_error_window = Duration::from_secs(3);
-    let agent = Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let agent = start_agent(&w, NodeFaultMode::Always, None);
 
     nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH).unwrap();
     let not_mounted = ("Inaccessible".to_string(), "NotMounted".to_string());
@@ -173,10 +105,9 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
         .to_str()
         .unwrap()
         .to_string();
-    let line = format!(
-        "<3>EXT4-fs error (device {name}): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0\n"
-    );
-    std::fs::write("/dev/kmsg", line).unwrap();
+    inject_kmsg(&format!(
+        "EXT4-fs error (device {name}): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0"
+    ));
     let io_errors = ("Degraded".to_string(), "IoErrors".to_string());
     wait_for(WAIT, "IoErrors on the pod's status", || async {
         reasons(&pods, "web")
@@ -196,6 +127,175 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     let _ = std::process::Command::new("losetup")
         .args(["-d", &device])
         .output();
+    w.driver.stop().expect("the driver stops cleanly");
+    w.api.stop().expect("the API server stops cleanly");
+}
+
+/// The agent for the world's driver with node fault detection in `mode`, cycling every second,
+/// reading `mountinfo` when given (else the host's).
+fn start_agent(w: &NodeWorld, mode: NodeFaultMode, mountinfo: Option<PathBuf>) -> Service {
+    let mut config = AgentConfig::new(NODE);
+    config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
+    config.kubelet_root_dir = w.root.clone();
+    config.drivers = vec![StaticDriver {
+        name: DRIVER.to_string(),
+        endpoint: w.driver.endpoint.clone(),
+    }];
+    config.interval = Duration::from_secs(1);
+    config.timeout = Duration::from_secs(5);
+    config.http_endpoint = None;
+    config.node_faults = mode;
+    config.probe_timeout = Duration::from_secs(2);
+    config.io_error_window = Duration::from_secs(3);
+    if let Some(table) = mountinfo {
+        config.mountinfo = vec![table];
+    }
+    Service::start("agent", move |shutdown| async move {
+        volhealth_agent::run(config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// A world whose driver advertises no health capability at all, as most drivers today: only
+/// the node fault detector can say anything about its volumes.
+async fn silent_driver_world() -> NodeWorld {
+    NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+        c.health = HealthCapabilities::NONE;
+    })
+    .await
+}
+
+/// The world's pod's publish path (`…/volumes/kubernetes.io~csi/pv-web/mount`), emptied of the
+/// link the test driver made there, as a directory.
+async fn publish_path(w: &NodeWorld) -> PathBuf {
+    let pods: Api<Pod> = Api::namespaced(w.admin.clone(), "default");
+    let uid = pods.get("web").await.unwrap().metadata.uid.unwrap();
+    let (_, publish) = KubeletRoot::volume_dirs(&w.root, DRIVER, &w.volume, &uid, "pv-web");
+    let target = publish.join("mount");
+    let _ = std::fs::remove_file(&target);
+    std::fs::create_dir_all(&target).unwrap();
+    target
+}
+
+/// (status, reason) of the storage conditions the node's CSINode holds for the driver.
+async fn storage_reasons(w: &NodeWorld) -> Vec<(String, String)> {
+    let Ok(csinode) = Api::<CSINode>::all(w.admin.clone()).get(NODE).await else {
+        return Vec::new();
+    };
+    csinode
+        .status
+        .and_then(|s| s.storage_health)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.name == DRIVER)
+        .flat_map(|e| e.health_conditions.unwrap_or_default())
+        .map(|c| (c.status, c.reason))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_mount_of_a_silent_driver_reaches_the_pod_and_clears() {
+    if !can_run("a hung mount in the agent", &[], &["/dev/fuse"]) {
+        return;
+    }
+    let w = silent_driver_world().await;
+    let pods: Api<Pod> = Api::namespaced(w.admin.clone(), "default");
+    let target = publish_path(&w).await;
+    // A FUSE filesystem at the publish path, answering for now.
+    let fuse = Mounted::mount(&target, vec![0; 4096]);
+    let agent = start_agent(&w, NodeFaultMode::Auto, None);
+    // The detector looked and found nothing: no condition, and the CSINode lists the driver.
+    wait_for(WAIT, "the driver on the CSINode", || async {
+        Api::<CSINode>::all(w.admin.clone())
+            .get(NODE)
+            .await
+            .ok()
+            .filter(|c| c.spec.drivers.iter().any(|d| d.name == DRIVER))
+            .map(|_| ())
+    })
+    .await;
+    assert!(reasons(&pods, "web").await.is_empty());
+
+    // Every call into the mount now blocks: the probe times out, the cycle goes on.
+    fuse.switch.set(Mode::Hang);
+    let unresponsive = ("Inaccessible".to_string(), "MountUnresponsive".to_string());
+    wait_for(WAIT, "MountUnresponsive on the pod's status", || async {
+        reasons(&pods, "web")
+            .await
+            .contains(&unresponsive)
+            .then_some(())
+    })
+    .await;
+    fuse.switch.set(Mode::Healthy);
+    wait_for(WAIT, "MountUnresponsive to clear", || async {
+        reasons(&pods, "web").await.is_empty().then_some(())
+    })
+    .await;
+
+    agent.stop().expect("the agent stops cleanly");
+    drop(fuse);
+    w.driver.stop().expect("the driver stops cleanly");
+    w.api.stop().expect("the API server stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_nfs_server_the_kernel_gives_up_on_reaches_the_csinode_and_clears() {
+    if !can_run("an NFS outage in the agent", &[], &["/dev/kmsg"]) {
+        return;
+    }
+    let w = silent_driver_world().await;
+    let target = publish_path(&w).await;
+    // An NFS mount cannot be made here: the agent reads a mount table that lists the pod's
+    // publish path (a real directory, so its probes answer) as an NFS 4.1 export.
+    let server = "10.251.44.9";
+    let table = w.dir.path().join("mountinfo");
+    std::fs::write(
+        &table,
+        format!(
+            "41 1 0:78 / {} rw,relatime shared:9 - nfs4 {server}:/exports/web rw,vers=4.1,addr={server}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let agent = start_agent(&w, NodeFaultMode::Auto, Some(table));
+    // The pod's volume is looked at first (no finding), so the storage answer is a real one.
+    wait_for(
+        WAIT,
+        "the driver's storage entry on the CSINode",
+        || async {
+            let csinode = Api::<CSINode>::all(w.admin.clone()).get(NODE).await.ok()?;
+            csinode
+                .spec
+                .drivers
+                .iter()
+                .any(|d| d.name == DRIVER)
+                .then_some(())
+        },
+    )
+    .await;
+
+    inject_kmsg(&format!(
+        "nfs: server {server} not responding, still trying"
+    ));
+    let unreachable = (
+        "StorageUnreachable".to_string(),
+        "NfsServerNotResponding".to_string(),
+    );
+    wait_for(WAIT, "NfsServerNotResponding on the CSINode", || async {
+        storage_reasons(&w)
+            .await
+            .contains(&unreachable)
+            .then_some(())
+    })
+    .await;
+    inject_kmsg(&format!("nfs: server {server} OK"));
+    wait_for(WAIT, "NfsServerNotResponding to clear", || async {
+        storage_reasons(&w).await.is_empty().then_some(())
+    })
+    .await;
+
+    agent.stop().expect("the agent stops cleanly");
     w.driver.stop().expect("the driver stops cleanly");
     w.api.stop().expect("the API server stops cleanly");
 }

@@ -83,11 +83,7 @@ async fn kernel_io_errors_from_a_failing_device_under_ext4() {
     // An ext4 image served by FUSE, on a loop device, mounted like a CSI volume.
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path().join("scratch.img");
-    std::fs::File::create(&scratch)
-        .unwrap()
-        .set_len(32 << 20)
-        .unwrap();
-    run("mkfs.ext4", &["-q", "-F", scratch.to_str().unwrap()]);
+    volhealth_testkit::kernel_faults::make_ext4_image(&scratch);
     let fuse = Mounted::mount(&dir.path().join("fuse"), std::fs::read(&scratch).unwrap());
     let volume = LoopVolume::on_image(tempfile::tempdir().unwrap(), &fuse.file());
     let detector = detector(Duration::from_secs(5));

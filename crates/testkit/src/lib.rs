@@ -7,6 +7,7 @@
 //! Test support: failures panic with what was being done, as tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod kernel_faults;
 mod node_world;
 mod service;
 mod world;

@@ -183,7 +183,9 @@ impl Filesystem for FaultFs {
 
 /// A mounted [`FaultFs`]; unmounted on drop (after releasing any hang).
 pub struct Mounted {
+    /// Where it is mounted.
     pub point: PathBuf,
+    /// What it does now.
     pub switch: Switch,
     session: Option<fuser::BackgroundSession>,
 }
