@@ -52,3 +52,10 @@ pub use errors::{ApiError, Error, Result};
 pub use gate::FeatureGates;
 pub use server::{ServerConfig, serve};
 pub use tls::TlsConfig;
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}

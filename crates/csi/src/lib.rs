@@ -40,3 +40,10 @@ pub mod registration {
     pub use volhealth_csi_proto::registration::*;
     tonic::include_proto!("pluginregistration");
 }
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}

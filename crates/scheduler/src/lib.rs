@@ -20,3 +20,10 @@ pub mod wire;
 pub use matching::{ClusterView, Rejection, Verdict, filter};
 pub use policy::{ANNOTATION, HealthSchedulingPolicy};
 pub use server::{Error, ExtenderConfig, router, run};
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}

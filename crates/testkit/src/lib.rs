@@ -18,3 +18,10 @@ pub use world::{
     ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish,
     stage_and_publish_via, wait_for,
 };
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}

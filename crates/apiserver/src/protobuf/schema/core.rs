@@ -148,3 +148,12 @@ msg! { EVENT_SERIES "EventSeries"
 msg! { BINDING "Binding"
     one(1, "metadata", m(&super::meta::OBJECT_META)), one(2, "target", m(&OBJECT_REFERENCE)),
 }
+
+// Selectors that a pod's environment and a downward-API volume both use.
+msg! { OBJECT_FIELD_SELECTOR "ObjectFieldSelector"
+    one(1, "apiVersion", Str), one(2, "fieldPath", Str),
+}
+
+msg! { RESOURCE_FIELD_SELECTOR "ResourceFieldSelector"
+    one(1, "containerName", Str), one(2, "resource", Str), one(3, "divisor", Quantity),
+}

@@ -32,14 +32,6 @@ msg! { POD_SPEC "PodSpec"
     one(40, "resources", m(&RESOURCE_REQUIREMENTS)),
 }
 
-msg! { OBJECT_FIELD_SELECTOR "ObjectFieldSelector"
-    one(1, "apiVersion", Str), one(2, "fieldPath", Str),
-}
-
-msg! { RESOURCE_FIELD_SELECTOR "ResourceFieldSelector"
-    one(1, "containerName", Str), one(2, "resource", Str), one(3, "divisor", Quantity),
-}
-
 msg! { CONTAINER "Container"
     one(1, "name", Str), one(2, "image", Str), many(3, "command", Str), many(4, "args", Str),
     one(5, "workingDir", Str), many(6, "ports", m(&CONTAINER_PORT)), many(7, "env", m(&ENV_VAR)),
@@ -76,8 +68,8 @@ msg! { ENV_VAR "EnvVar"
 }
 
 msg! { ENV_VAR_SOURCE "EnvVarSource"
-    one(1, "fieldRef", m(&OBJECT_FIELD_SELECTOR)),
-    one(2, "resourceFieldRef", m(&RESOURCE_FIELD_SELECTOR)),
+    one(1, "fieldRef", m(&super::core::OBJECT_FIELD_SELECTOR)),
+    one(2, "resourceFieldRef", m(&super::core::RESOURCE_FIELD_SELECTOR)),
     one(3, "configMapKeyRef", m(&CONFIG_MAP_KEY_SELECTOR)),
     one(4, "secretKeyRef", m(&SECRET_KEY_SELECTOR)),
 }

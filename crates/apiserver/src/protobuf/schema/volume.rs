@@ -115,8 +115,8 @@ msg! { DOWNWARD_API_VOLUME_SOURCE "DownwardAPIVolumeSource"
 }
 
 msg! { DOWNWARD_API_VOLUME_FILE "DownwardAPIVolumeFile"
-    one(1, "path", Str), one(2, "fieldRef", m(&super::pod::OBJECT_FIELD_SELECTOR)),
-    one(3, "resourceFieldRef", m(&super::pod::RESOURCE_FIELD_SELECTOR)), one(4, "mode", Int),
+    one(1, "path", Str), one(2, "fieldRef", m(&super::core::OBJECT_FIELD_SELECTOR)),
+    one(3, "resourceFieldRef", m(&super::core::RESOURCE_FIELD_SELECTOR)), one(4, "mode", Int),
 }
 
 msg! { FC_VOLUME_SOURCE "FCVolumeSource"

@@ -78,9 +78,7 @@ impl Component {
             let start = usize::try_from(self.log_start)
                 .unwrap_or(usize::MAX)
                 .min(text.len());
-            if let Some(addr) =
-                super::endpoints::bound_address(&String::from_utf8_lossy(&text[start..]))
-            {
+            if let Some(addr) = bound_address(&String::from_utf8_lossy(&text[start..])) {
                 return Ok(addr);
             }
             if let Some(why) = self.exited() {
@@ -218,6 +216,18 @@ pub async fn stop_leftovers(
     names
 }
 
+/// The address in the line a component's endpoint server logs once it is bound
+/// ("serving /metrics, /healthz and /readyz on http://ADDR").
+pub fn bound_address(log: &str) -> Option<std::net::SocketAddr> {
+    log.lines().find_map(|line| {
+        let rest = line.split_once("/readyz on http://")?.1;
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '[' | ']')))
+            .unwrap_or(rest.len());
+        rest[..end].parse().ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,5 +272,20 @@ mod tests {
         std::fs::write(&log, "a\nb\nc\n").unwrap();
         assert_eq!(tail(&log, 2), "    b\n    c\n");
         assert_eq!(tail(&tmp.path().join("missing"), 2), "");
+    }
+
+    #[test]
+    fn the_bound_address_is_read_from_the_components_log() {
+        let log = "2026-12-04T23:20:00.136558Z  INFO volhealth_daemon::endpoint_server: serving /metrics, /healthz and /readyz on http://127.0.0.1:27938\n";
+        assert_eq!(
+            bound_address(&format!("earlier line\n{log}later line")),
+            Some("127.0.0.1:27938".parse().unwrap())
+        );
+        assert_eq!(
+            bound_address("serving /m, /healthz and /readyz on http://[::1]:9\n"),
+            Some("[::1]:9".parse().unwrap())
+        );
+        assert_eq!(bound_address("starting the driver\n"), None);
+        assert_eq!(bound_address("/readyz on http://not-an-address\n"), None);
     }
 }
