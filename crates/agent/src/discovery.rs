@@ -191,5 +191,5 @@ async fn register(
     }
     drivers::connect(&info.endpoint, Some(&info.name), timeout, legacy)
         .await
-        .map_err(RegisterError::Failed)
+        .map_err(|e| RegisterError::Failed(e.to_string()))
 }

@@ -173,6 +173,65 @@ impl NodeHealthClient for LegacyNodeHealth {
     }
 }
 
+/// Why [`connect`] could not take a driver on.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The socket could not be reached.
+    #[error("connecting to the CSI endpoint {endpoint}: {source}")]
+    Connect {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// What the transport said.
+        source: volhealth_csi::Error,
+    },
+    /// GetPluginInfo or a capability call failed.
+    #[error("asking the driver at {endpoint} for its capabilities: {source}")]
+    Capabilities {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// What the probe said.
+        source: volhealth_csi::Error,
+    },
+    /// The plugin's name is not the one it registered under.
+    #[error(
+        "the driver at {endpoint} calls itself {calls_itself:?}, but it was registered as {registered_as:?}"
+    )]
+    OtherName {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// GetPluginInfo's name.
+        calls_itself: String,
+        /// The registration's name.
+        registered_as: String,
+    },
+    /// NodeGetInfo did not answer in time.
+    #[error("NodeGetInfo on {endpoint} timed out after {timeout:?}")]
+    NodeInfoTimeout {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// NodeGetInfo failed.
+    #[error("NodeGetInfo on {endpoint}: {code}: {message}")]
+    NodeInfo {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// The gRPC status code.
+        code: tonic::Code,
+        /// The status message.
+        message: String,
+    },
+    /// The legacy capability calls failed.
+    #[error("asking the driver at {endpoint} for its legacy capabilities: {message}")]
+    LegacyCapabilities {
+        /// The driver's endpoint.
+        endpoint: String,
+        /// The status message.
+        message: String,
+    },
+}
+
 /// Connects to a driver's node plugin, learns its name, health capabilities and node info.
 ///
 /// `expected_name`, when given, is the name the driver was registered under; a different plugin name is refused
@@ -183,20 +242,28 @@ pub async fn connect(
     expected_name: Option<&str>,
     timeout: Duration,
     legacy: &crate::config::Legacy,
-) -> Result<Driver, String> {
+) -> Result<Driver, ConnectError> {
+    let at = || endpoint.to_string();
     let channel = volhealth_csi::client::connect(endpoint, timeout)
         .await
-        .map_err(|e| format!("connecting to the CSI endpoint {endpoint}: {e}"))?;
+        .map_err(|source| ConnectError::Connect {
+            endpoint: at(),
+            source,
+        })?;
     let caps = volhealth_csi::capabilities::probe(channel.clone(), timeout)
         .await
-        .map_err(|e| format!("asking the driver at {endpoint} for its capabilities: {e}"))?;
+        .map_err(|source| ConnectError::Capabilities {
+            endpoint: at(),
+            source,
+        })?;
     if let Some(expected) = expected_name
         && caps.driver_name != expected
     {
-        return Err(format!(
-            "the driver at {endpoint} calls itself {:?}, but it was registered as {expected:?}",
-            caps.driver_name
-        ));
+        return Err(ConnectError::OtherName {
+            endpoint: at(),
+            calls_itself: caps.driver_name,
+            registered_as: expected.to_string(),
+        });
     }
     let mut node = v1::node_client::NodeClient::new(channel.clone());
     let info = tokio::time::timeout(
@@ -204,8 +271,15 @@ pub async fn connect(
         node.node_get_info(v1::NodeGetInfoRequest::default()),
     )
     .await
-    .map_err(|_| format!("NodeGetInfo on {endpoint} timed out after {timeout:?}"))?
-    .map_err(|s| format!("NodeGetInfo on {endpoint}: {}: {}", s.code(), s.message()))?
+    .map_err(|_| ConnectError::NodeInfoTimeout {
+        endpoint: at(),
+        timeout,
+    })?
+    .map_err(|status| ConnectError::NodeInfo {
+        endpoint: at(),
+        code: status.code(),
+        message: status.message().to_string(),
+    })?
     .into_inner();
     let mut topology_keys: Vec<String> = info
         .accessible_topology
@@ -227,11 +301,9 @@ pub async fn connect(
     if !driver.volume_health && legacy.enabled {
         let modes = volhealth_legacy_bridge::probe(channel.clone(), timeout)
             .await
-            .map_err(|s| {
-                format!(
-                    "asking the driver at {endpoint} for its legacy capabilities: {}",
-                    s.message()
-                )
+            .map_err(|status| ConnectError::LegacyCapabilities {
+                endpoint: at(),
+                message: status.message().to_string(),
             })?;
         if modes.node_volume_stats {
             let bridge = legacy.bridge(driver.name.clone());

@@ -112,10 +112,26 @@ impl std::fmt::Display for Authorizer {
     }
 }
 
+/// Why an `--authorization-mode` value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    /// An empty item (`Node,,RBAC` or an empty flag).
+    #[error("empty authorization mode")]
+    Empty,
+    /// A mode this server does not implement.
+    #[error(
+        "authorization mode {0:?} is not supported (supported: Node, RBAC, AlwaysAllow, AlwaysDeny)"
+    )]
+    Unsupported(String),
+    /// A mode listed twice.
+    #[error("authorization mode {0:?} is given twice")]
+    Twice(String),
+}
+
 impl Authorizer {
     /// Parses `--authorization-mode`: a comma list of `Node`, `RBAC`, `AlwaysAllow` and
     /// `AlwaysDeny`, each at most once.
-    pub fn parse(flag: &str) -> std::result::Result<Authorizer, String> {
+    pub fn parse(flag: &str) -> std::result::Result<Authorizer, ModeError> {
         let mut modes = Vec::new();
         for part in flag.split(',').map(str::trim) {
             let mode = match part {
@@ -123,15 +139,11 @@ impl Authorizer {
                 "RBAC" => Mode::Rbac,
                 "AlwaysAllow" => Mode::AlwaysAllow,
                 "AlwaysDeny" => Mode::AlwaysDeny,
-                "" => return Err("empty authorization mode".into()),
-                other => {
-                    return Err(format!(
-                        "authorization mode {other:?} is not supported (supported: Node, RBAC, AlwaysAllow, AlwaysDeny)"
-                    ));
-                }
+                "" => return Err(ModeError::Empty),
+                other => return Err(ModeError::Unsupported(other.to_string())),
             };
             if modes.contains(&mode) {
-                return Err(format!("authorization mode {part:?} is given twice"));
+                return Err(ModeError::Twice(part.to_string()));
             }
             modes.push(mode);
         }

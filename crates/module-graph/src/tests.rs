@@ -113,4 +113,3 @@ fn layers_that_turn_back_are_a_module_circle_without_a_file_circle() {
 fn this_crate_has_no_circle() {
     assert!(assert_acyclic(env!("CARGO_MANIFEST_DIR")) >= 2);
 }
-

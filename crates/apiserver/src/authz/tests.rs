@@ -209,7 +209,12 @@ fn modes_parse_and_the_first_opinion_decides() {
         "Node,RBAC"
     );
     assert!(Authorizer::parse("Node,Node").is_err());
-    assert!(Authorizer::parse("ABAC").unwrap_err().contains("ABAC"));
+    assert!(
+        Authorizer::parse("ABAC")
+            .unwrap_err()
+            .to_string()
+            .contains("ABAC")
+    );
     assert!(Authorizer::parse("").is_err());
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 100).unwrap();
