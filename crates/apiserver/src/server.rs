@@ -1,17 +1,17 @@
 //! The HTTP front: routing of non-resource paths, authentication, body limits, metrics, and the
 //! `serve` entry point.
 
-use crate::authz::{self, Authorizer, Request as AuthzRequest, Tokens, User};
-use crate::call::{self, Call};
-use crate::connections::default_max_connections;
 use crate::errors::{ApiError, Error, Result};
-use crate::gate::FeatureGates;
+use crate::http::call::{self, Call};
+use crate::http::connections::default_max_connections;
+use crate::http::response::{error_response, json_response, json_response_typed, text};
+use crate::http::state::AppState;
+use crate::kinds::gate::FeatureGates;
 use crate::metrics::Metrics;
-use crate::request::{self, Route};
-use crate::response::{error_response, json_response, json_response_typed, text};
-use crate::state::AppState;
-use crate::store::Store;
-use crate::{connections, discovery, kubeconfig, rest, tls};
+use crate::security::authz::{self, Authorizer, Request as AuthzRequest, Tokens, User};
+use crate::storage::store::Store;
+use crate::wire::request::{self, Route};
+use crate::{http::connections, security::kubeconfig, security::tls, verbs::rest, wire::discovery};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -84,8 +84,8 @@ impl ServerConfig {
             bookmark_interval: Duration::from_secs(10),
             max_connections: default_max_connections(),
             header_read_timeout: Duration::from_secs(32),
-            watch_backlog_bytes: crate::backlog::WATCH_QUEUE_BYTES,
-            watch_backlog_events: crate::backlog::WATCH_QUEUE_EVENTS,
+            watch_backlog_bytes: crate::storage::backlog::WATCH_QUEUE_BYTES,
+            watch_backlog_events: crate::storage::backlog::WATCH_QUEUE_EVENTS,
             slow_watcher_patience: Duration::from_secs(10),
             tls: None,
         }
@@ -103,12 +103,12 @@ fn seed(store: &Store) -> std::result::Result<(), ApiError> {
             continue;
         }
         let mut obj = json!({"metadata": {"name": ns}});
-        crate::objects::prepare_create(def, &mut obj, "")?;
+        crate::kinds::objects::prepare_create(def, &mut obj, "")?;
         store.mutate(&def.store_name(), "", ns, |old| {
             Ok(if old.is_some() {
-                crate::store::Outcome::Unchanged
+                crate::storage::store::Outcome::Unchanged
             } else {
-                crate::store::Outcome::Put(obj)
+                crate::storage::store::Outcome::Put(obj)
             })
         })?;
     }
@@ -161,7 +161,7 @@ pub async fn serve(
         metrics: Metrics::new(),
         bookmark_interval: config.bookmark_interval,
         address: addr.to_string(),
-        watch_backlog: crate::backlog::Limits {
+        watch_backlog: crate::storage::backlog::Limits {
             bytes: config.watch_backlog_bytes,
             events: config.watch_backlog_events.max(1),
             patience: config.slow_watcher_patience,
@@ -405,11 +405,11 @@ async fn dispatch(
             ));
         }
         "/openapi/v3" | "/openapi/v3/" if is_get => {
-            return Ok(json_response(200, &crate::openapi::discovery()));
+            return Ok(json_response(200, &crate::wire::openapi::discovery()));
         }
         p if is_get && p.starts_with("/openapi/v3/") => {
             let gv = p.trim_start_matches("/openapi/v3/");
-            return crate::openapi::group_version(gv)
+            return crate::wire::openapi::group_version(gv)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(ApiError::no_route);
         }
