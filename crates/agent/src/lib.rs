@@ -36,17 +36,7 @@ pub use kubelet_dirs::KubeletRoot;
 pub use run::run;
 
 #[cfg(test)]
-mod agent_world;
-#[cfg(test)]
-mod fakes;
-#[cfg(test)]
-mod interval_tests;
-#[cfg(test)]
-mod storage_tests;
-#[cfg(test)]
-mod volume_tests;
-#[cfg(test)]
-mod write_queue_tests;
+mod tests;
 
 /// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]

@@ -80,7 +80,7 @@ mod tests {
 
     #[tokio::test]
     async fn endpoints_follow_the_flags() {
-        let api = Arc::new(crate::cycle_fakes::FakeApi::default());
+        let api = Arc::new(crate::tests::cycle_fakes::FakeApi::default());
         let shared = Arc::new(Shared::new(
             api.clone(),
             api,

@@ -42,13 +42,7 @@ mod source;
 mod watched;
 
 #[cfg(test)]
-mod cycle_fakes;
-#[cfg(test)]
-mod get_mode_tests;
-#[cfg(test)]
-mod list_mode_tests;
-#[cfg(test)]
-mod write_tests;
+mod tests;
 
 pub use config::{LeaderElection, MonitorConfig, SecretRef};
 pub use controller::run;

@@ -29,7 +29,7 @@ pub mod reasons;
 pub use detector::{Detector, DetectorConfig, VolumeQuery};
 
 #[cfg(test)]
-mod detector_tests;
+mod tests;
 pub use metrics::NodeFaultMetrics;
 
 /// Why the detector gave no answer.

@@ -227,5 +227,4 @@ impl EvictionBudget {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

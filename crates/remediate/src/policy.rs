@@ -364,5 +364,4 @@ pub fn glob(pattern: &str, value: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "policy_tests.rs"]
 mod tests;

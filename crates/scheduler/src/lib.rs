@@ -21,6 +21,9 @@ pub use matching::{ClusterView, Rejection, Verdict, filter};
 pub use policy::{ANNOTATION, HealthSchedulingPolicy};
 pub use server::{Error, ExtenderConfig, router, run};
 
+#[cfg(test)]
+mod tests;
+
 /// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]
 #[test]

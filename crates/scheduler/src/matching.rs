@@ -178,7 +178,3 @@ pub fn filter<'a>(
     }
     verdict
 }
-
-#[cfg(test)]
-#[path = "matching_tests.rs"]
-mod tests;

@@ -1,8 +1,8 @@
 //! When the agent probes: bounded concurrency, pods spread over the interval, and each driver at
 //! its own interval.
 
-use crate::agent_world::{DRIVER, INTERVAL, World, world_with};
-use crate::fakes::{FakeNode, driver};
+use crate::tests::agent_world::{DRIVER, INTERVAL, World, world_with};
+use crate::tests::fakes::{FakeNode, driver};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_writer::intervals::NODE_ANNOTATION;

@@ -1,6 +1,6 @@
 //! List-mode cycles against the fakes: detection, the recovery rule, failed and inconsistent pages.
 
-use crate::cycle_fakes::*;
+use crate::tests::cycle_fakes::*;
 
 #[test]
 fn mode_follows_the_advertised_capabilities() {

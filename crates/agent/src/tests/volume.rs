@@ -1,10 +1,10 @@
 //! Pod volume health against fakes: what is probed, what is written and when, and how refused
 //! and forbidden writes are handled.
 
-use crate::agent_world::{DRIVER, pod_writes, statuses, world, world_with};
 use crate::cluster::ApiFailure;
 use crate::error::Error;
-use crate::fakes::entry;
+use crate::tests::agent_world::{DRIVER, pod_writes, statuses, world, world_with};
+use crate::tests::fakes::entry;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_csi::v1::VolumeHealthErrorType as V;

@@ -2,10 +2,10 @@
 //! concurrent for different pods, never two at once for one pod, the most severe first, and a
 //! report superseded while queued written once with the latest value.
 
-use crate::agent_world::{DRIVER, World, pod_writes, statuses, world, world_with};
 use crate::cluster::ApiFailure;
 use crate::error::Error;
-use crate::fakes::entry;
+use crate::tests::agent_world::{DRIVER, World, pod_writes, statuses, world, world_with};
+use crate::tests::fakes::entry;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_csi::v1::VolumeHealthErrorType as V;

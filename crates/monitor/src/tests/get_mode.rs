@@ -1,6 +1,6 @@
 //! Get-mode cycles against the fakes: spreading, no duplicate probes, the worker limit, clears and errors.
 
-use crate::cycle_fakes::*;
+use crate::tests::cycle_fakes::*;
 
 #[tokio::test(start_paused = true)]
 async fn get_mode_spreads_the_calls_over_the_interval() {

@@ -4,8 +4,8 @@
 use crate::agent::{Agent, AgentDeps};
 use crate::drivers::DriverSet;
 use crate::error::Error;
-use crate::fakes::{FakeClock, FakeCluster, FakeDirs, FakeNode, driver};
 use crate::metrics::Metrics;
+use crate::tests::fakes::{FakeClock, FakeCluster, FakeDirs, FakeNode, driver};
 use std::sync::Arc;
 use std::time::Duration;
 use volhealth_csi::v1;

@@ -1,8 +1,8 @@
 //! CSINode storage health against fakes: spec.drivers kept current, status written and cleared,
 //! and the Events of both object kinds.
 
-use crate::agent_world::{DRIVER, backend, event_reasons, world};
-use crate::fakes::entry;
+use crate::tests::agent_world::{DRIVER, backend, event_reasons, world};
+use crate::tests::fakes::entry;
 use volhealth_csi::v1;
 use volhealth_csi::v1::VolumeHealthErrorType as V;
 

@@ -1,6 +1,6 @@
 //! The writer and the loop against the fakes: coalescing, backoff, dropped writes, restarts, unknown values, leadership.
 
-use crate::cycle_fakes::*;
+use crate::tests::cycle_fakes::*;
 
 #[tokio::test(start_paused = true)]
 async fn pending_updates_for_one_claim_coalesce_and_an_unreachable_api_is_retried() {

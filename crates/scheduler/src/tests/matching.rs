@@ -1,5 +1,7 @@
-use super::*;
+use crate::matching::*;
 use crate::memory::{MemoryView, condition};
+use crate::policy::HealthSchedulingPolicy;
+use k8s_openapi::api::core::v1::Pod;
 
 const D: &str = "topolvm.io";
 

@@ -1,0 +1,3 @@
+//! The detector's unit tests.
+
+mod detector;

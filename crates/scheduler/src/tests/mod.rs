@@ -1,0 +1,3 @@
+//! The scheduler's unit tests.
+
+mod matching;
