@@ -14,7 +14,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every metric family the monitor and the agent export (the README's Metrics tables).
+/// Every metric family the monitor and the agent export (the Metrics tables of docs/monitor.md
+/// and docs/agent.md).
 const EXPORTED: &[&str] = &[
     "csi_volume_health_probe_total",
     "csi_volume_health_probe_duration_seconds",

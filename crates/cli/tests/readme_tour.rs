@@ -1,6 +1,7 @@
 //! The README's tour, run as a newcomer pastes it: every `sh` block of the "Five-minute tour"
-//! section (and every `sh` block the README marks with `<!-- checked against up -->`) is read
-//! from README.md itself and run in order, in one shell, in a checkout more than 200 bytes deep,
+//! section (and every `sh` block the README or a file in docs/ marks with
+//! `<!-- checked against up -->`) is read from README.md and docs/ themselves and run in order
+//! (the README's, then docs/ by file name), in one shell, in a checkout more than 200 bytes deep,
 //! against `volhealth up` started there the way the tour's first step starts it. `cargo run
 //! [-q] -- ARGS` is answered by the binary under test, so the commands run exactly as written.
 //! Then Ctrl-C, as the last step says, and the resume command `up` prints is run as printed.
@@ -21,6 +22,30 @@ use support::{bin, have_tool, wait_for};
 /// The README, as the repository has it.
 const README: &str = include_str!("../../../README.md");
 
+/// The docs under `docs/`, in file name order; their marked blocks run after the README's.
+fn docs() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect()
+}
+
+/// Every `sh` block to run: the README's tour and marked blocks, then those marked in docs/.
+fn all_blocks() -> Vec<String> {
+    let mut out = blocks(README);
+    for doc in docs() {
+        out.extend(blocks(&doc));
+    }
+    out
+}
+
 /// The marker that adds a block outside the tour section.
 const MARKER: &str = "<!-- checked against up -->";
 
@@ -30,7 +55,7 @@ const START: &str = "cargo run -- up";
 /// How long the whole tour may take.
 const TOUR_LIMIT: Duration = Duration::from_secs(600);
 
-/// The `sh` blocks to run, in README order.
+/// The `sh` blocks of one document to run, in its order.
 fn blocks(readme: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut in_tour = false;
@@ -116,7 +141,7 @@ fn run_script(script: &str, cwd: &Path, path: &str, log: &Path) {
 
 #[test]
 fn the_tour_section_is_found() {
-    let blocks = blocks(README);
+    let blocks = all_blocks();
     assert!(blocks.len() >= 8, "{blocks:#?}");
     assert_eq!(blocks[0].trim(), START, "the tour starts `up` first");
     assert!(
@@ -130,7 +155,7 @@ fn the_readme_tour_runs_as_pasted() {
     if !have_tool("kubectl", &["version", "--client"]) || !have_tool("jq", &["--version"]) {
         return;
     }
-    let blocks = blocks(README);
+    let blocks = all_blocks();
     // Step 1, as written, but on a free port: tests run side by side.
     let mut cluster = Cluster::start_in_checkout(3, &[]);
     let checkout = cluster.checkout.clone().unwrap();
