@@ -40,7 +40,7 @@ async fn apiserver(dir: &Path) -> kube::Client {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    volhealth_writer::kube_client::load(Some(&kubeconfig))
+    volhealth_kube_access::client::load(Some(&kubeconfig))
         .await
         .unwrap()
         .client
