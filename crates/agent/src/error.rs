@@ -26,7 +26,7 @@ pub enum Error {
     NodeFaultFlag(String),
     /// The kubeconfig could not be loaded.
     #[error("loading the Kubernetes client configuration: {0}")]
-    KubeConfig(String),
+    KubeConfig(#[from] volhealth_kube_access::Error),
     /// The credentials do not belong to the node named by `--node-name`.
     #[error(
         "the credentials are not allowed to act for node {node:?} ({detail}); \

@@ -203,9 +203,7 @@ fn watch_error_code(e: &watcher::Error) -> Option<u16> {
 }
 
 async fn client(config: &AgentConfig) -> Result<kube::Client> {
-    let loaded = volhealth_writer::kube_client::load(config.kubeconfig.as_deref())
-        .await
-        .map_err(|volhealth_writer::Error::KubeConfig(m)| Error::KubeConfig(m))?;
+    let loaded = volhealth_kube_access::client::load(config.kubeconfig.as_deref()).await?;
     check_kubeconfig_user(loaded.kubeconfig_user.as_deref(), &config.node_name)?;
     Ok(loaded.client)
 }
@@ -292,7 +290,7 @@ clusters: [{name: k, cluster: {server: "http://127.0.0.1:1"}}]
 users: [{name: "system:node:node-b", user: {token: t}}]
 "#;
         let kc: kube::config::Kubeconfig = serde_yaml_from(yaml);
-        let user = volhealth_writer::kube_client::current_user(&kc);
+        let user = volhealth_kube_access::client::current_user(&kc);
         assert!(matches!(
             check_kubeconfig_user(user.as_deref(), "node-a"),
             Err(Error::NodeIdentity { .. })

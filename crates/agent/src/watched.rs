@@ -4,11 +4,12 @@
 //!
 //! - [`WatchedPod`]: identity, `spec.volumes` (name, claim, generic ephemeral, inline CSI driver),
 //!   `status.phase` and `status.volumeHealth`. The pod watch keeps these, not whole pods.
-//! - [`WatchedPvc`]: the volume it is bound to. [`WatchedPv`]: its CSI driver and handle.
+//! - [`WatchedPvc`]: the volume it is bound to. [`WatchedPv`]: its CSI driver and handle (the
+//!   records of `volhealth_kube_access::watched`, shared with the monitor).
 //! - [`WatchedNode`]: its uid (the owner of the CSINode).
 
 use k8s_openapi::api::core::v1::PodVolumeHealth;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -18,7 +19,7 @@ use serde::de::IgnoredAny;
 #[serde(default)]
 pub struct WatchedPod {
     /// Name, namespace, uid and resourceVersion only.
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
+    #[serde(deserialize_with = "volhealth_kube_access::partial::slim_meta")]
     pub metadata: ObjectMeta,
     /// `spec.volumes`.
     pub spec: Option<PodSpec>,
@@ -75,72 +76,16 @@ pub struct PodStatus {
     pub volume_health: Option<Vec<PodVolumeHealth>>,
 }
 
-volhealth_writer::resource_as!(WatchedPod, Pod);
+volhealth_kube_access::resource_as!(WatchedPod, Pod);
 
-/// A claim, decoded for the volume it is bound to.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct WatchedPvc {
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
-    metadata: ObjectMeta,
-    spec: Option<ClaimSpec>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct ClaimSpec {
-    volume_name: Option<String>,
-}
-
-impl WatchedPvc {
-    /// The PV it is bound to, when it names one.
-    pub fn volume_name(&self) -> Option<&str> {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.volume_name.as_deref())
-            .filter(|n| !n.is_empty())
-    }
-}
-
-volhealth_writer::resource_as!(WatchedPvc, PersistentVolumeClaim);
-
-/// A PV, decoded for its CSI driver and volume handle.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct WatchedPv {
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
-    metadata: ObjectMeta,
-    spec: Option<PvSpec>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct PvSpec {
-    csi: Option<PvCsi>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct PvCsi {
-    driver: String,
-    volume_handle: String,
-}
-
-impl WatchedPv {
-    /// The CSI driver and volume handle, when it is a CSI PV.
-    pub fn csi(&self) -> Option<(&str, &str)> {
-        let csi = self.spec.as_ref()?.csi.as_ref()?;
-        Some((&csi.driver, &csi.volume_handle))
-    }
-}
-
-volhealth_writer::resource_as!(WatchedPv, PersistentVolume);
+/// The claim and volume records are the ones both writers read.
+pub use volhealth_kube_access::watched::{WatchedPv, WatchedPvc};
 
 /// A node, decoded for its identity.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct WatchedNode {
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
+    #[serde(deserialize_with = "volhealth_kube_access::partial::slim_meta")]
     metadata: ObjectMeta,
 }
 
@@ -151,7 +96,7 @@ impl WatchedNode {
     }
 }
 
-volhealth_writer::resource_as!(WatchedNode, Node);
+volhealth_kube_access::resource_as!(WatchedNode, Node);
 
 #[cfg(test)]
 mod tests {

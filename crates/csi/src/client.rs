@@ -7,12 +7,14 @@ use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint, Uri};
+use volhealth_backoff::Backoff;
 
 use crate::endpoint;
 use crate::error::{Error, Result};
 use crate::socket_address::SocketAddress;
 
-/// First pause between attempts; doubled after each failure.
+/// First pause between attempts; doubled after each failure, each pause jittered (the shared
+/// [`Backoff`]: from half to all of its nominal value).
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 /// Longest pause between attempts, so a driver that comes up is noticed soon.
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
@@ -24,7 +26,7 @@ pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Channel> {
     let path = endpoint::parse(endpoint)?;
     let started = Instant::now();
     let deadline = started + timeout;
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
     let mut last_failure: Option<String> = None;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -47,9 +49,9 @@ pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Channel> {
                 _ => Error::SocketMissing { path, waited },
             });
         }
-        tracing::debug!(path = %path.display(), ?backoff, "CSI socket not ready, retrying");
-        tokio::time::sleep(backoff.min(remaining)).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        let pause = backoff.next_delay();
+        tracing::debug!(path = %path.display(), ?pause, "CSI socket not ready, retrying");
+        tokio::time::sleep(pause.min(remaining)).await;
     }
 }
 

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-pub use volhealth_writer::lease::{
+pub use volhealth_kube_access::leader::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LEADER_ELECTION_JITTER,
     LeaderElection,
 };
@@ -153,7 +153,7 @@ pub enum ConfigError {
     Setting(&'static str),
     /// Leader-election timings client-go refuses.
     #[error(transparent)]
-    LeaderElection(#[from] volhealth_writer::lease::TimingError),
+    LeaderElection(#[from] volhealth_kube_access::leader::TimingError),
 }
 
 /// The Lease name upstream uses: `external-health-monitor-leader-<driver>`, driver reduced to `[a-zA-Z0-9-]`.

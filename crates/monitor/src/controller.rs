@@ -7,13 +7,14 @@ use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, 
 use crate::http::{HealthFlags, endpoints};
 use crate::kube_claims::KubeClaims;
 use crate::kube_patcher::KubePatcher;
-use crate::{Error, Result, health_secret, leader};
+use crate::{Error, Result, health_secret};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 use volhealth_daemon::BoundEndpoint;
+use volhealth_kube_access::{Backoff, leader};
 use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
 use volhealth_writer::intervals::{DriverIntervals, MONITOR_ANNOTATION};
 use volhealth_writer::{KubeEventSink, MAX_WRITES_IN_FLIGHT, RateLimiter, SystemClock, WriteLoop};
@@ -29,28 +30,33 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
-/// Retries `attempt` with backoff until it succeeds or `stop` fires (then `None`).
-async fn until_ok<T, F, Fut>(
+/// Retries `attempt` with the shared jittered backoff (1 s doubling to
+/// [`MAX_START_BACKOFF`]) until it succeeds or `stop` fires (then `None`).
+async fn until_ok<T, E, F, Fut>(
     what: &str,
     stop: &mut watch::Receiver<bool>,
     mut attempt: F,
 ) -> Option<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = std::result::Result<T, String>>,
+    Fut: Future<Output = std::result::Result<T, E>>,
+    E: std::fmt::Display,
 {
-    let mut wait = Duration::from_secs(1);
+    let mut backoff = Backoff::new(Duration::from_secs(1), MAX_START_BACKOFF);
     let _busy = volhealth_daemon::shutdown_signal::in_progress(what);
     loop {
-        match attempt().await {
+        let wait = match attempt().await {
             Ok(v) => return Some(v),
-            Err(e) => tracing::warn!(error = %e, retry_in = ?wait, "{what} failed"),
-        }
+            Err(e) => {
+                let wait = backoff.next_delay();
+                tracing::warn!(error = %e, retry_in = ?wait, "{what} failed");
+                wait
+            }
+        };
         tokio::select! {
             _ = stop.wait_for(|v| *v) => return None,
             _ = tokio::time::sleep(wait) => {}
         }
-        wait = (wait * 2).min(MAX_START_BACKOFF);
     }
 }
 
@@ -102,9 +108,7 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let flags = Arc::new(HealthFlags::default());
-    let loaded = volhealth_writer::kube_client::load(config.kubeconfig.as_deref())
-        .await
-        .map_err(|volhealth_writer::Error::KubeConfig(m)| Error::KubeConfig(m))?;
+    let loaded = volhealth_kube_access::client::load(config.kubeconfig.as_deref()).await?;
     let default_namespace = loaded.default_namespace.clone();
     let client = loaded.client;
     let claims = Arc::new(KubeClaims::start(client.clone()));
@@ -159,7 +163,7 @@ pub async fn run(
         .leader_election
         .as_ref()
         .and_then(|le| le.identity.clone())
-        .unwrap_or_else(leader::default_identity);
+        .unwrap_or_else(|| leader::default_identity("volhealth-monitor"));
     // Without election the sender lives as long as the monitor, so the flag stays true.
     let (_always_tx, always_rx) = watch::channel(true);
     let mut election_done = None;
@@ -176,11 +180,7 @@ pub async fn run(
                     name.clone(),
                     identity.clone(),
                 );
-                async move {
-                    leader::start(client, &namespace, &name, &identity, le)
-                        .await
-                        .map_err(|e| e.to_string())
-                }
+                async move { leader::start(client, &namespace, &name, &identity, le).await }
             })
             .await
             else {

@@ -20,10 +20,10 @@ pub enum Error {
     },
     /// Building the Kubernetes client configuration failed.
     #[error("loading the Kubernetes client configuration: {0}")]
-    KubeConfig(String),
+    KubeConfig(#[from] volhealth_kube_access::Error),
     /// Leader election could not start.
     #[error("leader election: {0}")]
-    Lease(#[from] kube_lease_manager::LeaseManagerError),
+    Lease(#[from] volhealth_kube_access::leader::LeaseManagerError),
     /// The metrics/health HTTP endpoint could not be served.
     #[error(transparent)]
     Http(#[from] volhealth_daemon::Error),

@@ -8,7 +8,7 @@ use crate::watched::{
 };
 use kube::{Api, Client};
 use std::collections::BTreeMap;
-use volhealth_writer::compact_watch::{CompactStore, spawn_compact_watch};
+use volhealth_kube_access::compact_watch::{CompactStore, spawn_compact_watch};
 
 /// Watches every PV and PVC and keeps a record of each in memory.
 #[derive(Clone)]

@@ -11,7 +11,7 @@
 //! The machinery both writers share (timed probes, pacing, the write path with its overlay,
 //! outcomes and backoff, the queue, Events, metric families) is `volhealth_writer`; this crate
 //! keeps what is the monitor's own:
-//! - [`controller`]: wiring, and [`run`] itself; [`leader`] (Lease election).
+//! - [`controller`]: wiring, and [`run`] itself, with the Lease election of `volhealth_kube_access::leader`.
 //! - [`engine`]: the mode, one report → queued desired state, the cycle loop; [`list_mode`] and
 //!   [`get_mode`] are the two kinds of cycle.
 //! - [`claim_target`]: PVC health as the shared writer's target; [`kube_patcher`] patches it.
@@ -35,7 +35,6 @@ mod health_secret;
 mod http;
 mod kube_claims;
 mod kube_patcher;
-mod leader;
 mod list_mode;
 mod metrics;
 mod source;

@@ -1,85 +1,17 @@
 //! What the monitor keeps of the PVs and PVCs it watches: the objects are decoded into types
-//! holding only the fields it reads ([`WatchedPv`], [`WatchedPvc`]; every other field, managedFields
-//! and annotations among them, is skipped while decoding, never allocated) and then kept as one
-//! small record each ([`PvRecord`], [`PvcRecord`]). A PV of another driver is not kept at all.
+//! holding only the fields the writers read ([`WatchedPv`], [`WatchedPvc`], shared with the agent
+//! in `volhealth_kube_access::watched`; every other field, managedFields and annotations among
+//! them, is skipped while decoding, never allocated) and then kept as one small record each
+//! ([`PvRecord`], [`PvcRecord`]). A PV of another driver is not kept at all.
 //!
 //! A record is a few hundred bytes; a k8s-openapi `PersistentVolume` is several KiB of struct
 //! even with every optional field empty, which at 5,000 volumes was most of the monitor's memory.
 
 use crate::claims::{BoundClaim, ClaimKey, StoredClaim};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, VolumeHealthStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::Deserialize;
+use k8s_openapi::api::core::v1::VolumeHealthStatus;
 use std::collections::{BTreeMap, HashMap};
 
-/// A PersistentVolume, decoded for what the monitor reads: its CSI driver and volume handle,
-/// and its claim.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct WatchedPv {
-    #[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]
-    metadata: ObjectMeta,
-    spec: Option<PvSpec>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct PvSpec {
-    csi: Option<PvCsi>,
-    claim_ref: Option<PvClaimRef>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct PvCsi {
-    driver: String,
-    volume_handle: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct PvClaimRef {
-    namespace: Option<String>,
-    name: Option<String>,
-    uid: Option<String>,
-}
-
-volhealth_writer::resource_as!(WatchedPv, PersistentVolume);
-
-/// A PersistentVolumeClaim, decoded for what the monitor reads: the volume it is bound to, its
-/// phase and its health.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct WatchedPvc {
-    #[serde(deserialize_with = "meta_with_health_annotation")]
-    metadata: ObjectMeta,
-    spec: Option<PvcSpec>,
-    status: Option<PvcStatus>,
-}
-
-/// The annotation vSphere's CSI syncer writes on a claim: `accessible` or `inaccessible`.
-pub const HEALTH_ANNOTATION: &str = "volumehealth.storage.kubernetes.io/health";
-
-fn meta_with_health_annotation<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<ObjectMeta, D::Error> {
-    volhealth_writer::partial::slim_meta_keeping(d, HEALTH_ANNOTATION)
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct PvcSpec {
-    volume_name: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct PvcStatus {
-    phase: Option<String>,
-    health_status: Option<VolumeHealthStatus>,
-}
-
-volhealth_writer::resource_as!(WatchedPvc, PersistentVolumeClaim);
+pub use volhealth_kube_access::watched::{HEALTH_ANNOTATION, WatchedPv, WatchedPvc};
 
 /// A PV of a CSI driver with a claim reference.
 #[derive(Debug, Clone, PartialEq)]
@@ -304,6 +236,7 @@ pub mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use kube::Resource;
     use serde_json::json;
 

@@ -1,7 +1,9 @@
 //! The controller loop: watch-fed caches of CSINodes, claims, volumes, pods and nodes; every tick
 //! the rules are planned with [`Planner`] and carried out (taint, untaint, cordon, annotate,
 //! Event, evict, webhook) within the rate limits and the eviction budget, while this replica
-//! leads. Dry-run, the default, only says what it would do (log and Event).
+//! leads: its [`Leadership`] is asked before every action (every pod evicted), so a replica
+//! whose Lease is not fresh stops at once, mid-tick. Dry-run, the default, only says what it
+//! would do (log and Event).
 
 use crate::act::{self, Eviction};
 use crate::cache::Caches;
@@ -19,10 +21,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::sync::watch;
 use volhealth_writer::KubeEventSink;
 
-pub use crate::leader::LeaderElection;
+pub use crate::leader::{LeaderElection, Leadership};
 
 /// Labels of `volhealth_remediation_actions_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -97,6 +98,7 @@ struct Controller {
     /// Event reasons of the policy's `event` actions, kept for the process's life.
     reasons: HashMap<String, &'static str>,
     adopted: bool,
+    leadership: Leadership,
 }
 
 /// Runs the controller with `client` until `shutdown`, acting on every tick.
@@ -106,19 +108,27 @@ pub async fn run(
     actions: Family<ActionLabels, Counter>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let (_tx, leader) = watch::channel(true);
     let evictions = client.clone();
-    run_while_leader(client, evictions, config, actions, leader, shutdown).await
+    run_while_leader(
+        client,
+        evictions,
+        config,
+        actions,
+        Leadership::unelected(),
+        shutdown,
+    )
+    .await
 }
 
-/// Runs the controller with `client` until `shutdown`, acting on ticks while `leader` is true;
-/// evictions go through `evictions`, a client that does not retry a 429 itself.
+/// Runs the controller with `client` until `shutdown`, acting while `leadership` is fresh (asked
+/// before every action); evictions go through `evictions`, a client that does not retry a 429
+/// itself.
 pub async fn run_while_leader(
     client: kube::Client,
     evictions: kube::Client,
     config: ControllerConfig,
     actions: Family<ActionLabels, Counter>,
-    leader: watch::Receiver<bool>,
+    leadership: Leadership,
     shutdown: impl Future<Output = ()>,
 ) {
     let caches = Caches::start(&client);
@@ -165,6 +175,7 @@ pub async fn run_while_leader(
         webhooks,
         reasons,
         adopted: false,
+        leadership,
     };
     tokio::pin!(shutdown);
     tokio::select! {
@@ -175,7 +186,7 @@ pub async fn run_while_leader(
         }
     }
     loop {
-        if *leader.borrow() {
+        if c.leadership.is_fresh() {
             c.tick(Timestamp::now()).await;
         }
         tokio::select! {
@@ -203,7 +214,16 @@ impl Controller {
         }
         let planned = self.planner.plan(&policy, &findings, now);
         let mut touched: Vec<(String, crate::findings::Finding)> = Vec::new();
-        for p in planned {
+        let mut planned = planned.into_iter();
+        while let Some(p) = planned.next() {
+            // The Lease may have gone stale while earlier actions ran: nothing more this tick;
+            // what is left is put back, to be offered again once this replica leads again.
+            if !self.still_leading() {
+                for p in std::iter::once(p).chain(planned) {
+                    self.planner.retry(&policy, &p);
+                }
+                return;
+            }
             match self.carry_out(&p, now).await {
                 Outcome::Done => self.planner.done(&policy, &p),
                 Outcome::Retry => self.planner.retry(&policy, &p),
@@ -220,6 +240,9 @@ impl Controller {
                 if !self.planner.complete(rule, f) {
                     continue;
                 }
+                if !self.still_leading() {
+                    return;
+                }
                 let live = self.live_markers(rule_name, f, &findings);
                 if let Err(e) = act::record(&self.client, rule_name, f, &live).await {
                     tracing::debug!(rule = %rule_name, error = %e, "could not record the transition on {}", f.name);
@@ -227,6 +250,9 @@ impl Controller {
             }
         }
         for u in self.planner.cleared(&policy, &findings) {
+            if !self.still_leading() {
+                return;
+            }
             if self.config.dry_run {
                 tracing::info!(rule = %u.rule, "dry run: would remove taint {} from node {}", u.key, u.node);
                 count(&self.actions, "untaint", "dry_run");
@@ -382,6 +408,15 @@ impl Controller {
         }
     }
 
+    /// Whether this replica may still act; logs when it may not.
+    fn still_leading(&self) -> bool {
+        let fresh = self.leadership.is_fresh();
+        if !fresh {
+            tracing::warn!("the leader Lease is not fresh; not acting until it is confirmed again");
+        }
+        fresh
+    }
+
     async fn evict(&mut self, p: &Planned, now: Timestamp) -> Outcome {
         let f = &p.finding;
         let ns = f.namespace.clone().unwrap_or_default();
@@ -392,6 +427,9 @@ impl Controller {
         };
         let mut outcome = Outcome::Done;
         for pod in pods {
+            if !self.still_leading() {
+                return Outcome::Retry;
+            }
             let total = self.caches.pods_in(&ns);
             if !self.budget.take(&ns, total, now) {
                 tracing::warn!(rule = %p.rule, "not evicting pod {ns}/{pod}: the eviction budget of namespace {ns} is spent");
@@ -436,7 +474,7 @@ impl Controller {
 pub enum Error {
     /// The Kubernetes client could not be built.
     #[error("loading the Kubernetes client: {0}")]
-    Client(#[from] volhealth_writer::Error),
+    Client(#[from] volhealth_kube_access::Error),
     /// The metrics endpoint could not be bound.
     #[error("binding the metrics endpoint: {0}")]
     Metrics(#[from] volhealth_daemon::Error),
@@ -454,10 +492,10 @@ pub async fn serve(
     leader_election: Option<LeaderElection>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let client = volhealth_writer::kube_client::load(kubeconfig)
+    let client = volhealth_kube_access::client::load(kubeconfig)
         .await?
         .client;
-    let evictions = volhealth_writer::kube_client::load_with_retry(kubeconfig, false)
+    let evictions = volhealth_kube_access::client::load_with_retry(kubeconfig, false)
         .await?
         .client;
     let mut registry = Registry::default();
@@ -480,23 +518,10 @@ pub async fn serve(
         Some(le) => Some(crate::leader::start(client.clone(), le).await?),
         None => None,
     };
-    match &election {
-        Some(e) => {
-            run_while_leader(
-                client,
-                evictions,
-                config,
-                actions,
-                e.leader.clone(),
-                shutdown,
-            )
-            .await;
-        }
-        None => {
-            let (_tx, leader) = watch::channel(true);
-            run_while_leader(client, evictions, config, actions, leader, shutdown).await
-        }
-    }
+    let leadership = election
+        .as_ref()
+        .map_or_else(Leadership::unelected, |e| e.leadership.clone());
+    run_while_leader(client, evictions, config, actions, leadership, shutdown).await;
     if let Some(e) = election {
         e.release().await;
     }

@@ -9,7 +9,8 @@ use std::time::Duration;
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// Attempts per delivery.
 pub const ATTEMPTS: u32 = 5;
-/// The wait before the second attempt; it doubles after each failure.
+/// The wait before the second attempt; it doubles after each failure, each wait jittered
+/// (from half to all of its nominal value).
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What a delivery reports, for the metrics.
@@ -70,7 +71,10 @@ impl Sender {
     ) {
         let client = self.client.clone();
         tokio::spawn(async move {
-            let mut backoff = FIRST_BACKOFF;
+            let mut backoff = volhealth_kube_access::Backoff::new(
+                FIRST_BACKOFF,
+                FIRST_BACKOFF.saturating_mul(1 << (ATTEMPTS - 1)),
+            );
             for attempt in 1..=ATTEMPTS {
                 let result = client.post(&url).json(&body).send().await;
                 let why = match result {
@@ -86,10 +90,10 @@ impl Sender {
                     report(Outcome::GaveUp);
                     return;
                 }
-                tracing::warn!(%url, attempt, "webhook failed ({why}); retrying in {backoff:?}");
+                let pause = backoff.next_delay();
+                tracing::warn!(%url, attempt, "webhook failed ({why}); retrying in {pause:?}");
                 report(Outcome::Failed);
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
+                tokio::time::sleep(pause).await;
             }
         });
     }

@@ -1,6 +1,7 @@
 //! The controller against the real embedded API server over HTTP: a StorageUnreachable held past
 //! its `for` taints and cordons the node, the taint comes off when the condition clears, and
-//! dry-run changes nothing but says what it would do in an Event.
+//! dry-run changes nothing but says what it would do in an Event; a replica whose Lease is not
+//! fresh does nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use k8s_openapi::api::core::v1::{Event, Node};
@@ -40,7 +41,7 @@ async fn apiserver(dir: &Path) -> kube::Client {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    volhealth_writer::kube_client::load(Some(&kubeconfig))
+    volhealth_kube_access::client::load(Some(&kubeconfig))
         .await
         .unwrap()
         .client
@@ -277,4 +278,57 @@ rules:
     })
     .await;
     drop(second);
+}
+
+/// A replica whose Lease confirmation is older than the renew deadline does not act, although
+/// nothing told it that it lost the Lease; once confirmed again, it acts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_does_not_act_once_its_lease_is_not_fresh() {
+    use volhealth_remediate::controller::{Leadership, run_while_leader};
+    let dir = tempfile::tempdir().unwrap();
+    let client = apiserver(dir.path()).await;
+    node(&client, "node-2").await;
+    let leadership = Leadership::with_renew_deadline(Duration::from_millis(500));
+    leadership.confirm(true);
+    // The confirmation ages past the renew deadline with no renewal.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(!leadership.is_fresh());
+    let config = ControllerConfig {
+        policy: Policy::parse(POLICY).unwrap(),
+        dry_run: false,
+        tick: Duration::from_millis(50),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(run_while_leader(
+        client.clone(),
+        client.clone(),
+        config,
+        actions_family(&mut Registry::default()),
+        leadership.clone(),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+    set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
+    // Twenty ticks with a held condition: nothing is done on a stale Lease.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(taints(&client, "node-2").await, (vec![], false));
+    // Confirmed again (and kept fresh): the planned actions, put back, are carried out.
+    let keep = leadership.clone();
+    let renewing = tokio::spawn(async move {
+        loop {
+            keep.confirm(true);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    eventually("the taint and cordon once fresh again", || async {
+        taints(&client, "node-2").await
+            == (
+                vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
+                true,
+            )
+    })
+    .await;
+    renewing.abort();
+    let _ = tx.send(());
 }

@@ -15,7 +15,7 @@ use kube::{Api, Client};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use volhealth_writer::kube_client::spawn_reflector;
+use volhealth_kube_access::watch::spawn_reflector;
 use volhealth_writer::{
     EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef as EventObject,
 };

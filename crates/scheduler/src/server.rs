@@ -30,7 +30,7 @@ pub struct ExtenderConfig {
 pub enum Error {
     /// The Kubernetes client could not be built.
     #[error("loading the Kubernetes client: {0}")]
-    Client(#[from] volhealth_writer::Error),
+    Client(#[from] volhealth_kube_access::Error),
     /// Serving HTTP failed.
     #[error("serving HTTP on {addr}: {source}")]
     Serve {
@@ -145,7 +145,7 @@ pub async fn run(
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let client = volhealth_writer::kube_client::load(config.kubeconfig.as_deref())
+    let client = volhealth_kube_access::client::load(config.kubeconfig.as_deref())
         .await?
         .client;
     let mut registry = Registry::default();

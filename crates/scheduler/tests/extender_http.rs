@@ -41,7 +41,7 @@ async fn start_apiserver(dir: &Path) -> PathBuf {
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
-    volhealth_writer::kube_client::load(Some(kubeconfig))
+    volhealth_kube_access::client::load(Some(kubeconfig))
         .await
         .unwrap()
         .client

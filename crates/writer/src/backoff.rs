@@ -1,16 +1,19 @@
-//! The one backoff policy of both writers.
+//! The one backoff policy of both writers, over the shared jittered backoff
+//! ([`volhealth_kube_access::Backoff`]: each wait drawn from half to all of its nominal value).
 //!
 //! - A write the API server refuses (4xx) or accepts without storing the field (its
 //!   `CSIVolumeHealth` gate is off) holds that object back: twice the probe interval after the
 //!   first refusal, doubling, capped at ten intervals or five minutes, whichever is longer.
 //! - While the API server cannot be reached (no answer, 429, 5xx) all writes wait: one second
 //!   after the first failure, doubling, capped at one probe interval (at most a minute), so
-//!   writing resumes within an interval of the server answering again.
+//!   writing resumes within an interval of the server answering again. The jitter keeps the
+//!   agents of a DaemonSet, which all lost the server at once, from all coming back at once.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 use tokio::time::Instant;
+use volhealth_kube_access::Backoff;
 
 /// Longest hold of a refused object is at least this.
 const MIN_REFUSAL_CAP: Duration = Duration::from_secs(300);
@@ -19,17 +22,19 @@ const FIRST_UNREACHABLE_WAIT: Duration = Duration::from_secs(1);
 /// Longest wait while it stays unreachable, whatever the interval.
 const MAX_UNREACHABLE_WAIT: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Hold {
-    failures: u32,
+    backoff: Backoff,
     until: Instant,
 }
 
 /// Per-object holds after refused or dropped writes.
 #[derive(Debug)]
 pub struct RefusalBackoff<K> {
-    interval: Duration,
-    cap: Duration,
+    /// A fresh object's backoff, cloned for each object held (its jitter generator too, so
+    /// clones are reseeded: see [`RefusalBackoff::refused`]).
+    template: Backoff,
+    jitter: bool,
     holds: HashMap<K, Hold>,
 }
 
@@ -37,10 +42,21 @@ impl<K: Clone + Eq + Hash> RefusalBackoff<K> {
     /// The policy for a writer probing every `interval`.
     pub fn new(interval: Duration) -> Self {
         RefusalBackoff {
-            interval,
-            cap: (interval * 10).max(MIN_REFUSAL_CAP),
+            template: Backoff::new(
+                interval.saturating_mul(2),
+                (interval * 10).max(MIN_REFUSAL_CAP),
+            ),
+            jitter: true,
             holds: HashMap::new(),
         }
+    }
+
+    /// The same policy without jitter: the nominal holds, for tests of the schedule.
+    #[must_use]
+    pub fn without_jitter(mut self) -> Self {
+        self.template = self.template.without_jitter();
+        self.jitter = false;
+        self
     }
 
     /// Whether `key` may be written now.
@@ -53,20 +69,18 @@ impl<K: Clone + Eq + Hash> RefusalBackoff<K> {
     /// Records a refusal and returns how long the object is held; `first` is true for the first
     /// refusal in a row (the one to log loudly).
     pub fn refused(&mut self, key: &K) -> (Duration, bool) {
-        let failures = self
-            .holds
-            .get(key)
-            .map_or(1, |h| h.failures.saturating_add(1));
-        let factor = 2u32.saturating_pow(failures.min(16));
-        let hold = self.interval.saturating_mul(factor).min(self.cap);
-        self.holds.insert(
-            key.clone(),
-            Hold {
-                failures,
-                until: Instant::now() + hold,
+        let hold = self.holds.entry(key.clone()).or_insert_with(|| Hold {
+            // Each object draws its own jitter: a fresh generator, not a copy of the template's.
+            backoff: if self.jitter {
+                Backoff::new(self.template.first(), self.template.cap())
+            } else {
+                self.template.clone()
             },
-        );
-        (hold, failures == 1)
+            until: Instant::now(),
+        });
+        let wait = hold.backoff.next_delay();
+        hold.until = Instant::now() + wait;
+        (wait, hold.backoff.failures() == 1)
     }
 
     /// Whether `key` is in a run of refusals (held now or held before its last success).
@@ -88,8 +102,7 @@ impl<K: Clone + Eq + Hash> RefusalBackoff<K> {
 /// The wait while the API server cannot be reached.
 #[derive(Debug)]
 pub struct UnreachableBackoff {
-    cap: Duration,
-    next_wait: Duration,
+    backoff: Backoff,
     until: Option<Instant>,
 }
 
@@ -97,24 +110,32 @@ impl UnreachableBackoff {
     /// The policy for a writer probing every `interval`.
     pub fn new(interval: Duration) -> Self {
         UnreachableBackoff {
-            cap: interval.clamp(FIRST_UNREACHABLE_WAIT, MAX_UNREACHABLE_WAIT),
-            next_wait: FIRST_UNREACHABLE_WAIT,
+            backoff: Backoff::new(
+                FIRST_UNREACHABLE_WAIT,
+                interval.clamp(FIRST_UNREACHABLE_WAIT, MAX_UNREACHABLE_WAIT),
+            ),
             until: None,
         }
+    }
+
+    /// The same policy without jitter: the nominal waits, for tests of the schedule.
+    #[must_use]
+    pub fn without_jitter(mut self) -> Self {
+        self.backoff = self.backoff.without_jitter();
+        self
     }
 
     /// Records a failure to reach the server; returns the wait and whether it is the first in a row.
     pub fn failed(&mut self) -> (Duration, bool) {
         let first = self.until.is_none();
-        let wait = self.next_wait;
+        let wait = self.backoff.next_delay();
         self.until = Some(Instant::now() + wait);
-        self.next_wait = (wait * 2).min(self.cap);
         (wait, first)
     }
 
     /// Records an answer from the server; true when it ends a run of failures.
     pub fn reached(&mut self) -> bool {
-        self.next_wait = FIRST_UNREACHABLE_WAIT;
+        self.backoff.reset();
         self.until.take().is_some()
     }
 
@@ -136,7 +157,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn refusals_wait_longer_each_time_up_to_the_cap() {
         let s = Duration::from_secs(10);
-        let mut b = RefusalBackoff::new(s);
+        let mut b = RefusalBackoff::new(s).without_jitter();
         assert!(b.allowed(&"k"));
         assert_eq!(b.refused(&"k"), (2 * s, true));
         assert!(!b.allowed(&"k"));
@@ -155,7 +176,7 @@ mod tests {
         assert!(b.accepted(&"k"));
         assert!(b.allowed(&"k"));
         assert!(!b.accepted(&"k"));
-        let mut slow = RefusalBackoff::new(Duration::from_secs(60));
+        let mut slow = RefusalBackoff::new(Duration::from_secs(60)).without_jitter();
         for _ in 0..10 {
             slow.refused(&"k");
         }
@@ -168,7 +189,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn unreachable_waits_double_up_to_one_interval() {
-        let mut b = UnreachableBackoff::new(Duration::from_secs(5));
+        let mut b = UnreachableBackoff::new(Duration::from_secs(5)).without_jitter();
         assert_eq!(b.failed(), (Duration::from_secs(1), true));
         assert_eq!(b.failed(), (Duration::from_secs(2), false));
         assert_eq!(b.failed().0, Duration::from_secs(4));
@@ -179,8 +200,40 @@ mod tests {
         assert!(!b.is_unreachable());
         assert_eq!(b.failed().0, Duration::from_secs(1));
         assert_eq!(
-            UnreachableBackoff::new(Duration::from_secs(600)).cap,
+            UnreachableBackoff::new(Duration::from_secs(600))
+                .backoff
+                .cap(),
             MAX_UNREACHABLE_WAIT
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_jitter_each_wait_is_between_half_and_all_of_the_nominal_one() {
+        let mut b = UnreachableBackoff::new(Duration::from_secs(5));
+        for nominal in [1, 2, 4, 5, 5, 5] {
+            let nominal = Duration::from_secs(nominal);
+            let (wait, _) = b.failed();
+            assert!(
+                wait <= nominal && wait >= nominal / 2,
+                "{wait:?} for {nominal:?}"
+            );
+        }
+        let s = Duration::from_secs(10);
+        let mut r = RefusalBackoff::new(s);
+        for nominal in [
+            2 * s,
+            4 * s,
+            8 * s,
+            16 * s,
+            MIN_REFUSAL_CAP,
+            MIN_REFUSAL_CAP,
+        ] {
+            let (hold, _) = r.refused(&"k");
+            assert!(
+                hold <= nominal && hold >= nominal / 2,
+                "{hold:?} for {nominal:?}"
+            );
+            assert!(!r.allowed(&"k"));
+        }
     }
 }

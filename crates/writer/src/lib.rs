@@ -10,29 +10,25 @@
 //! - [`pacing`]: calls spread over the interval, one cycle per interval.
 //! - [`status`]: the write path of one object kind ([`status::Target`]): overlay, outcome,
 //!   backoff, metrics, Events. [`queue`]: the coalescing severity-ordered queue and its loop.
-//! - [`overlay`] (own recent writes), [`api`] (outcome classification), [`backoff`] (the one
-//!   policy), [`rate_limit`].
+//! - [`overlay`] (own recent writes), [`api`] (outcome classification), [`backoff`] (the two
+//!   write holds, over the one jittered backoff), [`rate_limit`].
 //! - [`metrics`]: the shared metric families and per-object condition series.
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
-//! - [`lease`]: leader election on a Lease that stops leading when the Lease is not fresh.
-//! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects),
-//!   [`partial`] (watched objects decoded into the fields a writer reads).
+//! - [`clock`].
+//!
+//! The Kubernetes plumbing under it (client loading, leader election, watch caches, the watched
+//! PV and PVC records, the backoff with jitter) is `volhealth-kube-access`.
 
 mod api;
 pub mod backoff;
 mod clock;
-pub mod compact_watch;
-mod error;
 pub mod events;
 pub mod intervals;
-pub mod kube_client;
-pub mod lease;
 mod metrics;
 mod overlay;
 pub mod pacing;
-pub mod partial;
 pub mod probe;
 mod queue;
 mod rate_limit;
@@ -41,7 +37,6 @@ mod status;
 
 pub use api::{ApiFailure, FailureKind};
 pub use clock::{Clock, SystemClock, TokioClock};
-pub use error::{Error, Result};
 pub use events::{EventRecorder, EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
 pub use metrics::{StatusSeries, WriterMetrics};
 pub use probe::{FailureLog, ProbeError, timed, volume_answer};

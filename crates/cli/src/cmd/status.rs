@@ -42,7 +42,7 @@ pub enum Colour {
 /// Flags of `volhealth status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    /// Kubeconfig file (default: KUBECONFIG, else in-cluster, else ~/.kube/config).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context to use (default: the current context).

@@ -1,10 +1,11 @@
-//! Finding and connecting to the API server the standard way: `--kubeconfig`, then `KUBECONFIG`,
-//! then `~/.kube/config`, then the in-cluster service account.
+//! Connecting to the API server as every volhealth component does: `--kubeconfig`, then
+//! `KUBECONFIG`, then the in-cluster service account, then `~/.kube/config`
+//! (`volhealth_kube_access::client`), with the CLI's timeouts and impersonation on top.
 
 use anyhow::Context as _;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::Path;
 use std::time::Duration;
+use volhealth_kube_access::{Error, client};
 
 /// A connected client and what the user needs to know when it fails.
 pub struct Connection {
@@ -46,7 +47,9 @@ pub async fn connect(
     .await
 }
 
-/// Like [`connect`], acting as `who` when it names someone.
+/// Like [`connect`], acting as `who` when it names someone. The configuration is found as every
+/// volhealth component finds it (`volhealth_kube_access::client`): `--kubeconfig`, then
+/// `KUBECONFIG`, then the in-cluster service account, then `~/.kube/config`.
 pub async fn connect_as(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
@@ -54,51 +57,24 @@ pub async fn connect_as(
     streaming: bool,
     who: &Impersonation,
 ) -> anyhow::Result<Connection> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..Default::default()
-    };
-    let (mut config, origin) = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path).map_err(|e| {
-                anyhow::anyhow!("reading kubeconfig {}: {}", path.display(), root_cause(&e))
-            })?;
-            let config = kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .with_context(|| format!("using kubeconfig {}", path.display()))?;
-            (config, format!("kubeconfig {}", path.display()))
-        }
-        None if context.is_some() => {
-            let config = kube::Config::from_kubeconfig(&options)
-                .await
-                .context("reading the kubeconfig (KUBECONFIG or ~/.kube/config)")?;
-            (
-                config,
-                "kubeconfig from KUBECONFIG or ~/.kube/config".to_string(),
-            )
-        }
-        None => {
-            // kube's error repeats each candidate's failure in every layer; one line names
-            // the candidates and the cause that matters, the kubeconfig's.
-            let config = kube::Config::infer().await.map_err(|e| {
-                let kubeconfig = match std::env::var_os("KUBECONFIG") {
-                    Some(v) if !v.is_empty() => {
-                        format!("KUBECONFIG={}", std::path::PathBuf::from(v).display())
-                    }
-                    _ => "~/.kube/config".to_string(),
-                };
-                anyhow::anyhow!(
-                    "no usable kubeconfig: {kubeconfig}: {}; not in a cluster either (no service account). Pass --kubeconfig FILE or set KUBECONFIG",
-                    root_cause(&e)
-                )
-            })?;
-            (
-                config,
-                "kubeconfig from KUBECONFIG, ~/.kube/config or the in-cluster service account"
-                    .to_string(),
-            )
-        }
-    };
+    let mut loaded = client::load_config(kubeconfig, context)
+        .await
+        .map_err(|e| match &e {
+            // kube's kubeconfig errors repeat each layer's message; the cause that matters is
+            // the innermost one.
+            Error::ReadKubeconfig { path, source } => anyhow::anyhow!(
+                "reading kubeconfig {}: {}",
+                path.display(),
+                root_cause(source)
+            ),
+            Error::NoKubeconfig { origin, source } => anyhow::anyhow!(
+                "no usable kubeconfig: {origin}: {}; not in a cluster either (no service account). Pass --kubeconfig FILE or set KUBECONFIG",
+                root_cause(source)
+            ),
+            _ => anyhow::Error::new(e),
+        })?;
+    let origin = loaded.source.to_string();
+    let config = &mut loaded.config;
     if let Some(user) = &who.user {
         config.auth_info.impersonate = Some(user.clone());
         if !who.groups.is_empty() {
@@ -113,13 +89,13 @@ pub async fn connect_as(
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let default_namespace = config.default_namespace.clone();
-    let client = kube::Client::try_from(config)
+    let loaded = loaded
+        .into_client()
         .with_context(|| format!("building a client for {server}"))?;
     Ok(Connection {
-        client,
+        client: loaded.client,
         server,
-        default_namespace,
+        default_namespace: loaded.default_namespace,
         origin,
     })
 }

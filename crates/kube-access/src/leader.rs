@@ -6,12 +6,20 @@
 //! getting through (API server unreachable, clock trouble), leadership ends locally before
 //! another replica can take the Lease over, instead of whenever the manager notices. The
 //! timings are checked at start as client-go checks them.
+//!
+//! Two views of the outcome: [`Election::leader`], a flag that changes at most every retry
+//! period (for loops that start and stop on it), and [`Leadership::is_fresh`], which answers at
+//! the moment it is asked whether the last confirmation is younger than the renew deadline. A
+//! component that acts on the cluster (the remediation controller evicts pods) asks the latter
+//! before each action, so it stops the moment the Lease is not fresh, not up to a retry period
+//! later.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
-use kube_lease_manager::{LeaseManagerBuilder, LeaseManagerError};
-use std::sync::Arc;
+use kube_lease_manager::LeaseManagerBuilder;
+pub use kube_lease_manager::LeaseManagerError;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -130,10 +138,68 @@ pub enum TimingError {
     },
 }
 
+/// Whether this replica may act right now: it holds the Lease and the last confirmation of that
+/// is younger than the renew deadline. Cheap to clone; holding one does not keep the election
+/// running.
+#[derive(Debug, Clone)]
+pub struct Leadership {
+    /// `None`: no election (a single replica), always leading.
+    fresh: Option<Arc<Freshness>>,
+}
+
+#[derive(Debug)]
+struct Freshness {
+    renew_deadline: Duration,
+    /// When the Lease was last confirmed to be this replica's; `None` while it is not.
+    confirmed: Mutex<Option<Instant>>,
+}
+
+impl Leadership {
+    /// Leadership without an election: always fresh.
+    pub fn unelected() -> Leadership {
+        Leadership { fresh: None }
+    }
+
+    /// Leadership confirmed by [`Leadership::confirm`], expiring `renew_deadline` after each
+    /// confirmation; for the election loop and for tests.
+    pub fn with_renew_deadline(renew_deadline: Duration) -> Leadership {
+        Leadership {
+            fresh: Some(Arc::new(Freshness {
+                renew_deadline,
+                confirmed: Mutex::new(None),
+            })),
+        }
+    }
+
+    /// Records that the Lease was just confirmed to be this replica's (`true`), or that it is not
+    /// (`false`: leadership ends at once).
+    pub fn confirm(&self, holds: bool) {
+        if let Some(f) = &self.fresh {
+            *f.confirmed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = holds.then(Instant::now);
+        }
+    }
+
+    /// Whether this replica may act now: the last confirmation is younger than the renew
+    /// deadline (always true without an election).
+    pub fn is_fresh(&self) -> bool {
+        let Some(f) = &self.fresh else {
+            return true;
+        };
+        f.confirmed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|t| t.elapsed() < f.renew_deadline)
+    }
+}
+
 /// A running election.
 pub struct Election {
-    /// True while this replica may write.
+    /// True while this replica may write; changes at most every retry period.
     pub leader: watch::Receiver<bool>,
+    /// Whether this replica may act at the moment it is asked (see [`Leadership`]).
+    pub leadership: Leadership,
     /// False once the election machinery itself has failed (for `/healthz`).
     pub healthy: Arc<AtomicBool>,
     /// Ends once the election has stopped: after every `leader` receiver is dropped, the Lease is
@@ -245,24 +311,26 @@ pub async fn start(
     let (name, identity, retry) = (name.to_string(), identity.to_string(), le.retry_period);
     let renew_deadline = le.renew_deadline;
     let labels = le.labels.clone();
+    let leadership = Leadership::with_renew_deadline(renew_deadline);
+    let fresh = leadership.clone();
     tokio::spawn(async move {
-        let mut confirmed: Option<Instant> = None;
         loop {
             let manager_says = *managed.borrow_and_update();
             if manager_says {
                 match api.get(&name).await {
-                    Ok(lease)
-                        if holds(&lease, &identity, jiff::Timestamp::now(), renew_deadline) =>
-                    {
-                        confirmed = Some(Instant::now())
-                    }
-                    Ok(_) => confirmed = None,
+                    Ok(lease) => fresh.confirm(holds(
+                        &lease,
+                        &identity,
+                        jiff::Timestamp::now(),
+                        renew_deadline,
+                    )),
+                    // Not confirmed: the last confirmation ages towards the renew deadline.
                     Err(e) => tracing::warn!(error = %e, "could not read the leader Lease"),
                 }
             } else {
-                confirmed = None;
+                fresh.confirm(false);
             }
-            let lead = manager_says && confirmed.is_some_and(|t| t.elapsed() < renew_deadline);
+            let lead = manager_says && fresh.is_fresh();
             let was = *tx.borrow();
             if lead != was {
                 if lead {
@@ -274,8 +342,12 @@ pub async fn start(
                 tx.send_replace(lead);
             }
             tokio::select! {
-                _ = tx.closed() => return,
-                r = managed.changed() => if r.is_err() { tx.send_replace(false); return },
+                _ = tx.closed() => { fresh.confirm(false); return },
+                r = managed.changed() => if r.is_err() {
+                    fresh.confirm(false);
+                    tx.send_replace(false);
+                    return;
+                },
                 _ = tokio::time::sleep(retry) => {}
             }
         }
@@ -283,6 +355,7 @@ pub async fn start(
     Ok(Election {
         done,
         leader: rx,
+        leadership,
         healthy,
     })
 }
@@ -343,6 +416,27 @@ mod tests {
             "older than the renew deadline"
         );
         assert!(!holds(&Lease::default(), "me", now, deadline));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leadership_is_fresh_only_within_the_renew_deadline_of_a_confirmation() {
+        let l = Leadership::with_renew_deadline(Duration::from_secs(10));
+        assert!(!l.is_fresh(), "never confirmed");
+        l.confirm(true);
+        let seen_by_the_actor = l.clone();
+        assert!(seen_by_the_actor.is_fresh());
+        tokio::time::advance(Duration::from_millis(9_999)).await;
+        assert!(seen_by_the_actor.is_fresh());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(
+            !seen_by_the_actor.is_fresh(),
+            "stale at the renew deadline, without waiting for the election loop"
+        );
+        l.confirm(true);
+        assert!(seen_by_the_actor.is_fresh());
+        l.confirm(false);
+        assert!(!seen_by_the_actor.is_fresh(), "another holder: at once");
+        assert!(Leadership::unelected().is_fresh());
     }
 
     #[test]

@@ -149,7 +149,7 @@ where
 {
     let (mut writer, store) = CompactWriter::new(key, compact);
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    crate::kube_client::spawn_watch_loop(watcher(api, config).default_backoff(), what, move |e| {
+    crate::watch::spawn_watch_loop(watcher(api, config).default_backoff(), what, move |e| {
         writer.apply(e)
     });
     store

@@ -1,5 +1,5 @@
 //! In-cluster configuration against the embedded API server over TLS: with no kubeconfig, a
-//! client from `kube_client::load(None)` finds the server through `KUBERNETES_SERVICE_HOST` and
+//! client from `client::load(None)` finds the server through `KUBERNETES_SERVICE_HOST` and
 //! `KUBERNETES_SERVICE_PORT`, trusts the service account's `ca.crt` and authenticates with its
 //! `token`; when the token file is rotated, the next request carries the new token.
 //!
@@ -56,7 +56,10 @@ async fn in_cluster_config_authenticates_and_follows_a_rotated_token() {
             .env(CHILD, "1")
             .env_remove("KUBECONFIG")
             .env("HOME", "/nonexistent")
-            .env(volhealth_writer::kube_client::SERVICEACCOUNT_DIR_ENV, &sa)
+            .env(
+                volhealth_kube_access::client::in_cluster::SERVICEACCOUNT_DIR_ENV,
+                &sa,
+            )
             .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
             .env("KUBERNETES_SERVICE_PORT", port.to_string())
             .output()
@@ -90,9 +93,10 @@ async fn client_side() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
-    let sa = std::env::var_os(volhealth_writer::kube_client::SERVICEACCOUNT_DIR_ENV).unwrap();
+    let sa = std::env::var_os(volhealth_kube_access::client::in_cluster::SERVICEACCOUNT_DIR_ENV)
+        .unwrap();
     let token = Path::new(&sa).join("token");
-    let loaded = volhealth_writer::kube_client::load(None).await.unwrap();
+    let loaded = volhealth_kube_access::client::load(None).await.unwrap();
     assert_eq!(loaded.default_namespace, "kube-system");
     assert_eq!(loaded.kubeconfig_user, None);
     let first = who(&loaded.client).await;

@@ -1,10 +1,17 @@
-//! In-cluster configuration, as client-go's `rest.InClusterConfig`: the API server at
-//! `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`, trusting the service account's
-//! `ca.crt`, authenticating with its `token`, in its `namespace`. The token file is read again
-//! whenever it changes (the kubelet rotates projected tokens), not once at start.
+//! In-cluster configuration, as client-go's `rest.InClusterConfig` and kube's
+//! `Config::incluster()`: the API server at `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`,
+//! trusting the service account's `ca.crt`, authenticating with its `token`, in its `namespace`.
 //!
-//! The service-account directory is `/var/run/secrets/kubernetes.io/serviceaccount`, or
-//! `$VOLHEALTH_SERVICEACCOUNT_DIR` when set (for tests and unusual mounts).
+//! In the service account's own directory (`/var/run/secrets/kubernetes.io/serviceaccount`, the
+//! one kube reads) the configuration is kube's `Config::incluster()` itself. kube re-reads
+//! `ca.crt` about every minute (its verifier follows `root_cert_file`), so a rotated cluster CA
+//! is trusted without a restart. The token is sent by a layer here that reads the file again
+//! whenever it changes (kube would re-read it at most a minute late; the kubelet keeps the old
+//! token valid meanwhile, but the change is then visible on the very next request).
+//!
+//! `$VOLHEALTH_SERVICEACCOUNT_DIR` names another directory (for tests and unusual mounts), which
+//! kube cannot be pointed at: the configuration is then built the same way from that directory,
+//! `root_cert_file` included.
 
 use crate::error::{Error, Result};
 use rustls::pki_types::pem::PemObject as _;
@@ -17,36 +24,49 @@ pub const SERVICEACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceacco
 /// Environment variable naming another service-account directory.
 pub const SERVICEACCOUNT_DIR_ENV: &str = "VOLHEALTH_SERVICEACCOUNT_DIR";
 
-/// The service-account directory in use.
-fn dir() -> PathBuf {
+/// The service-account directory named by [`SERVICEACCOUNT_DIR_ENV`], when it names one.
+fn override_dir() -> Option<PathBuf> {
     std::env::var_os(SERVICEACCOUNT_DIR_ENV)
         .filter(|d| !d.is_empty())
-        .map_or_else(|| PathBuf::from(SERVICEACCOUNT_DIR), PathBuf::from)
+        .map(PathBuf::from)
 }
 
-/// Whether this runs in a cluster: `KUBERNETES_SERVICE_HOST` is set.
-pub(super) fn detected() -> bool {
-    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|h| !h.is_empty())
+/// Whether this runs in a cluster: `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT` are
+/// both set (client-go's test; kube's `Config::incluster()` needs both too).
+pub(crate) fn detected() -> bool {
+    ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_some_and(|h| !h.is_empty()))
 }
 
-fn env(name: &str) -> Result<String> {
+fn env(name: &'static str) -> Result<String> {
     std::env::var(name)
         .ok()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| Error::KubeConfig(format!("in-cluster configuration: {name} is not set")))
+        .ok_or(Error::InClusterEnv { name })
 }
 
 fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        Error::KubeConfig(format!(
-            "in-cluster configuration: reading {}: {e}",
-            path.display()
-        ))
+    std::fs::read_to_string(path).map_err(|source| Error::ReadServiceAccount {
+        path: path.to_path_buf(),
+        source,
     })
 }
 
 /// The configuration (without credentials) and the token file that authenticates it.
-pub(super) fn config() -> Result<(kube::Config, TokenFile)> {
+pub(crate) fn config() -> Result<(kube::Config, TokenFile)> {
+    let Some(dir) = override_dir() else {
+        let mut config = kube::Config::incluster().map_err(Error::InCluster)?;
+        // The token goes through [`TokenFile`] instead, read again on every change.
+        let path = config.auth_info.token_file.take().map_or_else(
+            || Path::new(SERVICEACCOUNT_DIR).join("token"),
+            PathBuf::from,
+        );
+        config.default_namespace = config.default_namespace.trim().to_string();
+        let token = TokenFile::new(path);
+        token.current()?;
+        return Ok((config, token));
+    };
     let host = env("KUBERNETES_SERVICE_HOST")?;
     let port = env("KUBERNETES_SERVICE_PORT")?;
     let host = if host.contains(':') && !host.starts_with('[') {
@@ -54,40 +74,37 @@ pub(super) fn config() -> Result<(kube::Config, TokenFile)> {
     } else {
         host
     };
-    let url: http::Uri = format!("https://{host}:{port}").parse().map_err(|e| {
-        Error::KubeConfig(format!(
-            "in-cluster configuration: https://{host}:{port} is not a URL: {e}"
-        ))
-    })?;
-    let dir = dir();
+    let url = format!("https://{host}:{port}");
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|source| Error::InClusterUrl { url, source })?;
     let ca_path = dir.join("ca.crt");
     let ca = read(&ca_path)?;
     let roots = rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes())
         .map(|c| c.map(|c| c.as_ref().to_vec()))
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| {
-            Error::KubeConfig(format!(
-                "in-cluster configuration: reading {}: {e}",
-                ca_path.display()
-            ))
+        .map_err(|source| Error::BadCa {
+            path: ca_path.clone(),
+            source,
         })?;
     let namespace = std::fs::read_to_string(dir.join("namespace"))
         .map(|n| n.trim().to_string())
         .ok()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".into());
-    let mut config = kube::Config::new(url);
+    let mut config = kube::Config::new(uri);
     config.default_namespace = namespace;
     config.root_cert = Some(roots);
+    // As kube's in-cluster configuration: the CA file is re-read, so a rotated CA is trusted.
+    config.root_cert_file = Some(ca_path);
     let token = TokenFile::new(dir.join("token"));
     token.current()?;
     Ok((config, token))
 }
 
 /// The client for `config`, sending the current token of `token` with every request.
-pub(super) fn client(config: kube::Config, token: TokenFile) -> Result<kube::Client> {
-    let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| Error::KubeConfig(format!("building the Kubernetes client: {e}")))?;
+pub(crate) fn client(config: kube::Config, token: TokenFile) -> Result<kube::Client> {
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(Error::Build)?;
     let layer =
         tower::util::MapRequestLayer::new(move |mut req: http::Request<kube::client::Body>| {
             match token.header() {
@@ -105,7 +122,7 @@ pub(super) fn client(config: kube::Config, token: TokenFile) -> Result<kube::Cli
 
 /// A token file, read again when its modification time, length or inode changes.
 #[derive(Clone)]
-pub(super) struct TokenFile {
+pub(crate) struct TokenFile {
     path: PathBuf,
     cached: Arc<Mutex<Option<Cached>>>,
 }
@@ -139,11 +156,9 @@ impl TokenFile {
 
     /// The `Authorization` header of the current token.
     fn header(&self) -> Result<http::HeaderValue> {
-        let meta = std::fs::metadata(&self.path).map_err(|e| {
-            Error::KubeConfig(format!(
-                "reading the token file {}: {e}",
-                self.path.display()
-            ))
+        let meta = std::fs::metadata(&self.path).map_err(|source| Error::ReadServiceAccount {
+            path: self.path.clone(),
+            source,
         })?;
         #[cfg(unix)]
         let inode = std::os::unix::fs::MetadataExt::ino(&meta);
@@ -160,16 +175,14 @@ impl TokenFile {
         let token = read(&self.path)?;
         let token = token.trim();
         if token.is_empty() {
-            return Err(Error::KubeConfig(format!(
-                "the token file {} is empty",
-                self.path.display()
-            )));
+            return Err(Error::EmptyToken {
+                path: self.path.clone(),
+            });
         }
         let mut header = http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-            Error::KubeConfig(format!(
-                "the token in {} is not a valid header value",
-                self.path.display()
-            ))
+            Error::BadToken {
+                path: self.path.clone(),
+            }
         })?;
         header.set_sensitive(true);
         *cached = Some(Cached {

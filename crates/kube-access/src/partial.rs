@@ -1,4 +1,4 @@
-//! Decoding watched objects into partial types: a writer declares a type with only the fields it
+//! Decoding watched objects into partial types: a component declares a type with only the fields it
 //! reads, and every other field (managedFields, annotations, a pod's containers, a volume's
 //! other sources) is skipped while decoding, never allocated. The decoders of the whole
 //! k8s-openapi types are then not linked either, which for `Pod`, `PersistentVolume` and `Node`
@@ -29,7 +29,7 @@ struct SlimMeta {
 }
 
 /// Decodes `metadata` keeping only name, namespace, uid, resourceVersion and deletionTimestamp
-/// (`#[serde(deserialize_with = "volhealth_writer::partial::slim_meta")]`).
+/// (`#[serde(deserialize_with = "volhealth_kube_access::partial::slim_meta")]`).
 pub fn slim_meta<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
     let m = SlimMeta::deserialize(d)?;
     Ok(ObjectMeta {

@@ -1,5 +1,5 @@
 //! The one leader election the monitor and the remediation controller use
-//! (`volhealth_writer::lease`), against the embedded API server: a replica leads once it holds
+//! (`volhealth_kube_access::leader`), against the embedded API server: a replica leads once it holds
 //! the Lease, and stops leading when the Lease stops being its own (another holder) or its
 //! renewals stop being confirmed (the API server is gone) for longer than the renew deadline,
 //! before another replica could take it over, whatever the Lease manager believes: the
@@ -9,8 +9,8 @@
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use std::time::Duration;
+use volhealth_kube_access::leader::{LeaderElection, start};
 use volhealth_testkit::{ApiServer, client_for};
-use volhealth_writer::lease::{LeaderElection, start};
 
 /// Waits until the election's leadership is `want`.
 async fn leading(rx: &mut tokio::sync::watch::Receiver<bool>, want: bool, what: &str) {

@@ -1,0 +1,33 @@
+//! volhealth's Kubernetes plumbing, one place for every component that talks to the API server
+//! (the monitor, the agent, the remediation controller, the scheduler extender and the CLI).
+//!
+//! # Layout
+//! - [`client`]: loading the client with one precedence (`--kubeconfig`, `KUBECONFIG`, the
+//!   in-cluster service account as kube loads it, `~/.kube/config`); [`client::in_cluster`].
+//! - [`leader`]: leader election on a Lease that stops leading when the Lease is not fresh, with
+//!   [`leader::Leadership`] to ask that at the moment of acting.
+//! - [`watch`] (a reflector and the watch loop), [`compact_watch`] (a watch cache of small
+//!   records, not objects), [`partial`] (watched objects decoded into the fields a component
+//!   reads), [`watched`] (the PV and PVC records both writers read).
+//! - [`backoff`]: the one retry backoff, with jitter (the `volhealth-backoff` crate, which the
+//!   CSI client uses without this crate's Kubernetes dependencies).
+
+pub use volhealth_backoff as backoff;
+
+pub mod client;
+pub mod compact_watch;
+mod error;
+pub mod leader;
+pub mod partial;
+pub mod watch;
+pub mod watched;
+
+pub use backoff::Backoff;
+pub use error::{Error, Result};
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}
