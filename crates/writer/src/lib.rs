@@ -16,6 +16,7 @@
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
+//! - [`coverage`]: which source watches a driver's volumes, as the writers publish it.
 //! - [`lease`]: leader election on a Lease that stops leading when the Lease is not fresh.
 //! - [`clock`], [`kube_client`], [`compact_watch`] (a watch cache of small records, not objects),
 //!   [`partial`] (watched objects decoded into the fields a writer reads).
@@ -24,6 +25,7 @@ mod api;
 pub mod backoff;
 mod clock;
 pub mod compact_watch;
+pub mod coverage;
 mod error;
 pub mod events;
 pub mod intervals;
