@@ -3,6 +3,7 @@
 
 use crate::claim_target::{ClaimTarget, Health, HealthPatcher, claim_ref};
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
+use crate::coverage::ControllerCoverage;
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError};
 use std::collections::{BTreeMap, HashSet};
@@ -178,6 +179,8 @@ pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     /// started: a claim that drops out because its PV was deleted (or is being deleted) loses
     /// the health that PV gave it.
     previously_bound: BTreeMap<String, BoundClaim>,
+    /// Where the coverage of each (re-)probe goes, to be published on the CSIDriver.
+    coverage: Option<watch::Sender<ControllerCoverage>>,
 }
 
 /// Resolves when an interval changes; never when there is nothing to follow.
@@ -213,7 +216,14 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             last_unmapped_log: None,
             intervals: None,
             previously_bound: BTreeMap::new(),
+            coverage: None,
         }
+    }
+
+    /// Sends the coverage of every re-probe to `coverage` (only when it changes).
+    pub fn with_coverage(mut self, coverage: watch::Sender<ControllerCoverage>) -> Self {
+        self.coverage = Some(coverage);
+        self
     }
 
     /// Takes the interval from `intervals` (the driver's CSIDriver annotation, else the flag),
@@ -351,6 +361,14 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                             tracing::warn!(violation = %v, "driver breaks the CSI spec");
                         }
                         self.set_mode(info.mode);
+                        if let Some(tx) = &self.coverage {
+                            let now = ControllerCoverage::of(&info);
+                            tx.send_if_modified(|held| {
+                                let changed = *held != now;
+                                *held = now;
+                                changed
+                            });
+                        }
                     }
                     Err(e) => tracing::warn!(error = %e, "driver still unreachable"),
                 }
