@@ -15,7 +15,7 @@ pub const NOT_MOUNTED: &str = "-";
 /// What a volume's conditions mean, given what watches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Watched {
+pub enum Verdict {
     /// It has conditions.
     Unhealthy,
     /// No condition, and a source watches it on at least one side.
@@ -27,14 +27,14 @@ pub enum Watched {
     Unknown,
 }
 
-impl Watched {
+impl Verdict {
     /// The word in the table.
     pub fn as_str(self) -> &'static str {
         match self {
-            Watched::Unhealthy => "unhealthy",
-            Watched::Healthy => "healthy",
-            Watched::NotWatched => "not watched",
-            Watched::Unknown => UNKNOWN,
+            Verdict::Unhealthy => "unhealthy",
+            Verdict::Healthy => "healthy",
+            Verdict::NotWatched => "not watched",
+            Verdict::Unknown => UNKNOWN,
         }
     }
 }
@@ -59,7 +59,7 @@ pub struct VolumeCoverage {
     /// when its nodes differ); `-` when no pod on a node uses it.
     pub node: String,
     /// Whether it is healthy, unhealthy, not watched, or unknown.
-    pub health: Watched,
+    pub health: Verdict,
     /// The statuses of its conditions (PVC and pod volume), when unhealthy.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub statuses: Vec<String>,
@@ -193,13 +193,13 @@ pub fn collect(snap: &Snapshot, findings: &[Finding]) -> Vec<VolumeCoverage> {
             .unwrap_or_default();
         let watching = |w: &str| w != UNKNOWN && w != coverage::NONE && w != NOT_MOUNTED;
         let health = if !found.is_empty() {
-            Watched::Unhealthy
+            Verdict::Unhealthy
         } else if watching(&controller) || node.split(',').any(watching) {
-            Watched::Healthy
+            Verdict::Healthy
         } else if controller == UNKNOWN || node.split(',').any(|w| w == UNKNOWN) {
-            Watched::Unknown
+            Verdict::Unknown
         } else {
-            Watched::NotWatched
+            Verdict::NotWatched
         };
         out.push(VolumeCoverage {
             namespace: ns.to_string(),
@@ -220,7 +220,7 @@ pub fn collect(snap: &Snapshot, findings: &[Finding]) -> Vec<VolumeCoverage> {
 pub fn not_watched(volumes: &[VolumeCoverage]) -> Vec<String> {
     volumes
         .iter()
-        .filter(|v| v.health == Watched::NotWatched)
+        .filter(|v| v.health == Verdict::NotWatched)
         .map(|v| format!("{}/{}", v.namespace, v.claim))
         .collect()
 }
@@ -268,7 +268,7 @@ pub fn summary(volumes: &[VolumeCoverage]) -> String {
     }
     let unknown = volumes
         .iter()
-        .filter(|v| v.health == Watched::Unknown)
+        .filter(|v| v.health == Verdict::Unknown)
         .count();
     if unknown > 0 {
         line.push_str(&format!("; {unknown} unknown"));
@@ -377,9 +377,9 @@ pub(crate) mod tests {
         let v = collect(&snap, &[]);
         assert!(v.iter().all(|v| v.node == NOT_MOUNTED), "{v:#?}");
         let bare = v.iter().find(|v| v.claim == "bare").unwrap();
-        assert_eq!(bare.health, Watched::NotWatched);
+        assert_eq!(bare.health, Verdict::NotWatched);
         let rpc = v.iter().find(|v| v.claim == "rpc").unwrap();
-        assert_eq!(rpc.health, Watched::Healthy);
+        assert_eq!(rpc.health, Verdict::Healthy);
     }
 
     #[test]
