@@ -2,7 +2,7 @@
 //! writer and the probe cycles, all stopped by one shutdown future.
 
 use crate::config::{MonitorConfig, lease_name};
-use crate::coverage::{self, ControllerCoverage, KubeDriverObject, Publisher};
+use crate::coverage::{self, KubeDriverObject, Publisher};
 use crate::csi_source::{CsiCapabilities, CsiHealthSource, LegacySlot, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
 use crate::http::{HealthFlags, endpoints};
@@ -148,10 +148,10 @@ pub async fn run(
     };
     describe_mode(&info);
     // Published by every replica, leader or not: each reads first and writes only a change.
-    let (coverage_tx, coverage_rx) = watch::channel(ControllerCoverage::of(&info));
+    let (probed_tx, probed_rx) = watch::channel(info.clone());
     tokio::spawn(coverage::run(
         Publisher::new(KubeDriverObject(client.clone()), &info.driver_name),
-        coverage_rx,
+        probed_rx,
         stop_rx.clone(),
     ));
 
@@ -269,7 +269,7 @@ pub async fn run(
         intervals.spawn_watch(kube::Api::all(client.clone()), Some(&info.driver_name));
     let engine = Engine::new(source, shared, settings, info.mode)
         .with_intervals(intervals)
-        .with_coverage(coverage_tx);
+        .with_probed(probed_tx);
     engine.run(&caps, leader_rx, stopped(stop_rx)).await;
     if let Some(done) = election_done {
         // Give the election a moment to release the Lease, so a successor starts at once.

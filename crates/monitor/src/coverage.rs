@@ -170,22 +170,22 @@ impl<A: DriverObject> Publisher<A> {
 /// Longest wait between attempts after an API failure.
 const MAX_RETRY: Duration = Duration::from_secs(60);
 
-/// Publishes every value `wanted` takes, retrying failures with backoff, until `wanted`'s
-/// sender is gone or `stop` turns true.
+/// Publishes the coverage of every probe result `probed` carries, retrying failures with
+/// backoff, until `probed`'s sender is gone or `stop` turns true.
 pub async fn run<A: DriverObject>(
     mut publisher: Publisher<A>,
-    mut wanted: watch::Receiver<ControllerCoverage>,
+    mut probed: watch::Receiver<DriverInfo>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut wait = Duration::from_secs(1);
     loop {
-        let value = *wanted.borrow_and_update();
+        let value = ControllerCoverage::of(&probed.borrow_and_update());
         match publisher.publish(value).await {
             Published::Failed(e) => {
                 tracing::warn!(error = %e, retry_in = ?wait, "publishing the controller health source failed");
                 tokio::select! {
                     _ = stop.wait_for(|v| *v) => return,
-                    r = wanted.changed() => if r.is_err() { return },
+                    r = probed.changed() => if r.is_err() { return },
                     _ = tokio::time::sleep(wait) => {}
                 }
                 wait = (wait * 2).min(MAX_RETRY);
@@ -195,7 +195,7 @@ pub async fn run<A: DriverObject>(
         }
         tokio::select! {
             _ = stop.wait_for(|v| *v) => return,
-            r = wanted.changed() => if r.is_err() { return },
+            r = probed.changed() => if r.is_err() { return },
         }
     }
 }

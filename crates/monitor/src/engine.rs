@@ -3,7 +3,6 @@
 
 use crate::claim_target::{ClaimTarget, Health, HealthPatcher, claim_ref};
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
-use crate::coverage::ControllerCoverage;
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError};
 use std::collections::{BTreeMap, HashSet};
@@ -179,8 +178,9 @@ pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     /// started: a claim that drops out because its PV was deleted (or is being deleted) loses
     /// the health that PV gave it.
     previously_bound: BTreeMap<String, BoundClaim>,
-    /// Where the coverage of each (re-)probe goes, to be published on the CSIDriver.
-    coverage: Option<watch::Sender<ControllerCoverage>>,
+    /// Where each re-probe's result goes when it changes how the driver is asked (its coverage
+    /// is published on the CSIDriver).
+    probed: Option<watch::Sender<DriverInfo>>,
 }
 
 /// Resolves when an interval changes; never when there is nothing to follow.
@@ -216,13 +216,13 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             last_unmapped_log: None,
             intervals: None,
             previously_bound: BTreeMap::new(),
-            coverage: None,
+            probed: None,
         }
     }
 
-    /// Sends the coverage of every re-probe to `coverage` (only when it changes).
-    pub fn with_coverage(mut self, coverage: watch::Sender<ControllerCoverage>) -> Self {
-        self.coverage = Some(coverage);
+    /// Sends each re-probe's result to `probed` when its mode or bridge differs from the last.
+    pub fn with_probed(mut self, probed: watch::Sender<DriverInfo>) -> Self {
+        self.probed = Some(probed);
         self
     }
 
@@ -361,11 +361,12 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                             tracing::warn!(violation = %v, "driver breaks the CSI spec");
                         }
                         self.set_mode(info.mode);
-                        if let Some(tx) = &self.coverage {
-                            let now = ControllerCoverage::of(&info);
+                        if let Some(tx) = &self.probed {
                             tx.send_if_modified(|held| {
-                                let changed = *held != now;
-                                *held = now;
+                                let changed = (held.mode, held.legacy) != (info.mode, info.legacy);
+                                if changed {
+                                    *held = info.clone();
+                                }
                                 changed
                             });
                         }
