@@ -37,6 +37,12 @@ pub trait Cluster: Send + Sync {
         resource_version: Option<&str>,
         drivers: &[CSINodeDriver],
     ) -> Result<CSINode, ApiFailure>;
+    /// Merge-patch csinodes/{name} with `patch`, which touches `metadata.annotations` alone.
+    async fn patch_csinode_metadata(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<CSINode, ApiFailure>;
     /// Merge-patch csinodes/{name}/status with the full storageHealth list (null when empty).
     async fn patch_csinode_storage_health(
         &self,
@@ -144,6 +150,17 @@ impl Cluster for KubeCluster {
         let api = Api::<CSINode>::all(self.client.clone());
         Ok(api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
+    }
+
+    async fn patch_csinode_metadata(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<CSINode, ApiFailure> {
+        let api = Api::<CSINode>::all(self.client.clone());
+        Ok(api
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
             .await?)
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use volhealth_csi::v1;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
+use volhealth_writer::coverage::{NodeSources, Source};
 
 /// Boundary to one driver's node-plugin health RPCs.
 #[async_trait]
@@ -39,6 +40,8 @@ pub struct Driver {
     /// Whether volume health comes through the legacy VOLUME_CONDITION bridge
     /// (NodeGetVolumeStats) because the driver has no GET_VOLUME_HEALTH.
     pub legacy: bool,
+    /// What answers for its volumes' health on this node (published on the CSINode).
+    pub coverage: NodeSources,
     /// The health RPCs.
     pub client: Arc<dyn NodeHealthClient>,
 }
@@ -52,6 +55,7 @@ impl std::fmt::Debug for Driver {
             .field("volume_health", &self.volume_health)
             .field("storage_health", &self.storage_health)
             .field("legacy", &self.legacy)
+            .field("coverage", &self.coverage)
             .finish_non_exhaustive()
     }
 }
@@ -296,6 +300,10 @@ pub async fn connect(
         volume_health: caps.node.volume,
         storage_health: caps.node.storage,
         legacy: false,
+        coverage: NodeSources {
+            own: caps.node.volume.then_some(Source::HealthRpcs),
+            node_faults: false,
+        },
         client: Arc::new(grpc.clone()),
     };
     if !driver.volume_health && legacy.enabled {
@@ -309,6 +317,7 @@ pub async fn connect(
             let bridge = legacy.bridge(driver.name.clone());
             driver.volume_health = true;
             driver.legacy = true;
+            driver.coverage.own = Some(Source::LegacyVolumeCondition);
             driver.client = Arc::new(LegacyNodeHealth {
                 bridge: volhealth_legacy_bridge::LegacyNode::new(channel, bridge),
                 grpc,

@@ -13,6 +13,7 @@ use volhealth_csi::v1;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_node_faults::{Detector, DetectorConfig, VolumeQuery};
+use volhealth_writer::coverage::NodeSources;
 
 /// Who answers one of the two node health RPCs for a driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +59,14 @@ pub fn with_node_faults(driver: Driver, detector: &Arc<Detector>, mode: NodeFaul
         volume,
         storage,
     });
+    let coverage = NodeSources {
+        node_faults: volume != Source::Driver,
+        ..driver.coverage
+    };
     Driver {
         volume_health: true,
         storage_health: true,
+        coverage,
         client,
         ..driver
     }
@@ -193,6 +199,10 @@ mod tests {
             volume_health,
             storage_health: false,
             legacy: false,
+            coverage: NodeSources {
+                own: volume_health.then_some(volhealth_writer::coverage::Source::HealthRpcs),
+                node_faults: false,
+            },
             client: Arc::new(Says(says)),
         }
     }
@@ -249,18 +259,25 @@ mod tests {
         // only for the storage RPC it lacks.
         let own = with_node_faults(driver(true, vec![]), &detector, NodeFaultMode::Auto);
         assert!(own.volume_health && own.storage_health);
+        assert_eq!(
+            own.coverage.short(),
+            "rpc",
+            "the detector has no part in its volumes"
+        );
         let answer = own.client.volume_health(request.clone()).await.unwrap();
         assert!(answer.is_empty());
 
         // A driver without it: the detector answers, and sees the unmounted path.
         let silent = with_node_faults(driver(false, vec![]), &detector, NodeFaultMode::Auto);
         assert!(silent.volume_health && silent.storage_health);
+        assert_eq!(silent.coverage.short(), "node-faults");
         let answer = silent.client.volume_health(request.clone()).await.unwrap();
         assert_eq!(reasons(&answer), ["NotMounted"]);
 
         // off: the driver stays silent.
         let off = with_node_faults(driver(false, vec![]), &detector, NodeFaultMode::Off);
         assert!(!off.volume_health);
+        assert!(!off.coverage.any(), "nothing watches its volumes");
     }
 
     #[tokio::test]
@@ -304,6 +321,7 @@ mod tests {
             volume_publish_path: tmp.path().join("gone").display().to_string(),
             staging_target_path: String::new(),
         };
+        assert_eq!(both.coverage.short(), "rpc+node-faults");
         let answer = both.client.volume_health(request).await.unwrap();
         // The detector's NotMounted is the driver's too: reported once.
         assert_eq!(reasons(&answer), ["ThinPoolLow", "NotMounted"]);

@@ -10,9 +10,21 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_writer::coverage::{self, NodeSources};
 use volhealth_writer::{FailureKind, ObjectRef, ProbeError, Stored, timed};
 
 const SPEC_KEY: &str = "csinodes";
+/// The backoff key of the coverage annotation's writes (kept apart from spec.drivers').
+const COVERAGE_KEY: &str = "csinodes coverage";
+
+/// The [`coverage::NODE_SOURCES`] value for the registered drivers.
+pub fn coverage_value(drivers: &BTreeMap<String, Arc<Driver>>) -> String {
+    let sources: BTreeMap<String, NodeSources> = drivers
+        .iter()
+        .map(|(name, d)| (name.clone(), d.coverage))
+        .collect();
+    coverage::node_value(&sources)
+}
 
 /// The CSINode spec.drivers entry the kubelet would write for a driver.
 pub fn csinode_driver(driver: &Driver) -> CSINodeDriver {
@@ -51,6 +63,7 @@ impl Agent {
         let Some(csinode) = self.ensure_drivers(csinode, drivers).await? else {
             return Ok(());
         };
+        let csinode = self.publish_coverage(csinode, drivers).await;
         let registered: Vec<String> = csinode
             .spec
             .drivers
@@ -175,6 +188,10 @@ impl Agent {
                             ..Default::default()
                         }]
                     }),
+                    annotations: Some(BTreeMap::from([(
+                        coverage::NODE_SOURCES.to_string(),
+                        coverage_value(drivers),
+                    )])),
                     ..Default::default()
                 },
                 spec: CSINodeSpec { drivers: wanted },
@@ -234,6 +251,56 @@ impl Agent {
             Err(e) => {
                 self.spec_write_failed(&node, &e);
                 Ok(Some(current))
+            }
+        }
+    }
+
+    /// Makes the CSINode's [`coverage::NODE_SOURCES`] annotation say what answers for each
+    /// registered driver's volumes on this node, writing only when it says something else.
+    async fn publish_coverage(
+        &self,
+        csinode: CSINode,
+        drivers: &BTreeMap<String, Arc<Driver>>,
+    ) -> CSINode {
+        let node = self.deps.node_name.clone();
+        let wanted = coverage_value(drivers);
+        let current = csinode.metadata.annotations.as_ref();
+        let Some(patch) =
+            coverage::annotation_patch(current, &[(coverage::NODE_SOURCES, wanted.as_str())])
+        else {
+            return csinode;
+        };
+        if !self.state().spec_backoff.allowed(&COVERAGE_KEY) {
+            return csinode;
+        }
+        match self
+            .deps
+            .cluster
+            .patch_csinode_metadata(&node, &patch)
+            .await
+        {
+            Ok(updated) => {
+                self.deps.metrics.write(SPEC_KEY, "success");
+                self.state().spec_backoff.accepted(&COVERAGE_KEY);
+                tracing::info!(sources = %wanted, "published the node health sources on CSINode {node}");
+                updated
+            }
+            Err(e) => {
+                let kind = e.kind();
+                self.deps.metrics.write(SPEC_KEY, kind.result_label());
+                if kind == FailureKind::Refused || e.is_forbidden() {
+                    let (_, first) = self.state().spec_backoff.refused(&COVERAGE_KEY);
+                    if first {
+                        tracing::warn!(
+                            "CSINode {node}: the API server refused the node health sources annotation ({e}); `volhealth status` shows this node's side as unknown; retrying slowly"
+                        );
+                    }
+                } else {
+                    tracing::warn!(
+                        "CSINode {node}: publishing the node health sources failed ({e}); retrying next cycle"
+                    );
+                }
+                csinode
             }
         }
     }

@@ -192,8 +192,13 @@ async fn status_shows_every_unhealthy_condition_with_its_source() {
 
     // A table for people; piped, so no colour.
     let (_, table, _) = status(&api.kubeconfig, &["-A"]);
-    let lines: Vec<&str> = table.lines().collect();
+    // The conditions, then (after a blank line) what watches each volume.
+    let lines: Vec<&str> = table.lines().take_while(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), 4, "{table}");
+    assert!(
+        table.contains("pvc/data-1") && table.contains("1 volume; controller side: 1 unknown"),
+        "no writer published what watches data-1, so it is unknown: {table}"
+    );
     assert!(
         lines[0].starts_with("NAMESPACE")
             && lines[0].contains("SOURCE")

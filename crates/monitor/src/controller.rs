@@ -2,6 +2,7 @@
 //! writer and the probe cycles, all stopped by one shutdown future.
 
 use crate::config::{MonitorConfig, lease_name};
+use crate::coverage::{self, KubeDriverObject, Publisher};
 use crate::csi_source::{CsiCapabilities, CsiHealthSource, LegacySlot, Secrets};
 use crate::engine::{CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared};
 use crate::http::{HealthFlags, endpoints};
@@ -150,6 +151,13 @@ pub async fn run(
         return Ok(());
     };
     describe_mode(&info);
+    // Published by every replica, leader or not: each reads first and writes only a change.
+    let (probed_tx, probed_rx) = watch::channel(info.clone());
+    tokio::spawn(coverage::run(
+        Publisher::new(KubeDriverObject(client.clone()), &info.driver_name),
+        probed_rx,
+        stop_rx.clone(),
+    ));
 
     let secrets = match &config.health_secret {
         Some(r) => {
@@ -259,7 +267,9 @@ pub async fn run(
     ));
     let _interval_watch =
         intervals.spawn_watch(kube::Api::all(client.clone()), Some(&info.driver_name));
-    let engine = Engine::new(source, shared, settings, info.mode).with_intervals(intervals);
+    let engine = Engine::new(source, shared, settings, info.mode)
+        .with_intervals(intervals)
+        .with_probed(probed_tx);
     engine.run(&caps, leader_rx, stopped(stop_rx)).await;
     if let Some(done) = election_done {
         // Give the election a moment to release the Lease, so a successor starts at once.

@@ -178,6 +178,9 @@ pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
     /// started: a claim that drops out because its PV was deleted (or is being deleted) loses
     /// the health that PV gave it.
     previously_bound: BTreeMap<String, BoundClaim>,
+    /// Where each re-probe's result goes when it changes how the driver is asked (its coverage
+    /// is published on the CSIDriver).
+    probed: Option<watch::Sender<DriverInfo>>,
 }
 
 /// Resolves when an interval changes; never when there is nothing to follow.
@@ -213,7 +216,14 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             last_unmapped_log: None,
             intervals: None,
             previously_bound: BTreeMap::new(),
+            probed: None,
         }
+    }
+
+    /// Sends each re-probe's result to `probed` when its mode or bridge differs from the last.
+    pub fn with_probed(mut self, probed: watch::Sender<DriverInfo>) -> Self {
+        self.probed = Some(probed);
+        self
     }
 
     /// Takes the interval from `intervals` (the driver's CSIDriver annotation, else the flag),
@@ -351,6 +361,15 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                             tracing::warn!(violation = %v, "driver breaks the CSI spec");
                         }
                         self.set_mode(info.mode);
+                        if let Some(tx) = &self.probed {
+                            tx.send_if_modified(|held| {
+                                let changed = (held.mode, held.legacy) != (info.mode, info.legacy);
+                                if changed {
+                                    *held = info.clone();
+                                }
+                                changed
+                            });
+                        }
                     }
                     Err(e) => tracing::warn!(error = %e, "driver still unreachable"),
                 }

@@ -19,6 +19,7 @@
 //!   [`source::HealthSource`] ([`csi_source`]), [`claims::ClaimStore`] ([`kube_claims`]),
 //!   [`claim_target::HealthPatcher`] ([`kube_patcher`]); [`watched`]: what the PV and PVC
 //!   caches keep of each object, and the join of the two.
+//! - [`coverage`]: which source watches the driver's volumes, published on its CSIDriver.
 //! - [`http`] (what `/metrics`, `/healthz`, `/readyz` report), [`metrics`], [`config`].
 //! - Tests: `cycle_fakes` (fake driver and API server, a rig on paused time) used by
 //!   `list_mode_tests`, `get_mode_tests` and `write_tests`; unit tests sit next to their code.
@@ -27,6 +28,7 @@ mod claim_target;
 mod claims;
 pub mod config;
 mod controller;
+mod coverage;
 mod csi_source;
 mod engine;
 mod error;

@@ -3,7 +3,8 @@
 //! The embedded API server runs with `--authorization-mode=Node,RBAC`; the shipped service
 //! accounts, roles and bindings are applied with `kubectl apply`; the monitor (with leader
 //! election) and the agent run in this process as those service accounts and nothing else.
-//! With every grant they do all their work — status, Events, the Lease, the CSINode — and the
+//! With every grant they do all their work — status, Events, the Lease, the CSINode, what
+//! watches the volumes on the CSIDriver and the CSINode — and the
 //! server refuses them nothing. Then, one (resource, verb) pair of one rule at a time, the
 //! grant is taken away and a writer started afresh must be refused something (a 403 from the
 //! server), or the pair was spare and the test fails naming it.
@@ -12,7 +13,7 @@
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
-use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
 use volhealth_testkit::{NodeWorld, Service, create, wait_for};
+use volhealth_writer::coverage;
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -249,6 +251,15 @@ impl World {
             volume_status::DEGRADED,
             &reason,
         );
+        // The monitor publishes what watches the driver's volumes only when its CSIDriver says
+        // something else: take the value away, so that every trial must write it.
+        let csidrivers: Api<CSIDriver> = Api::all(self.admin.clone());
+        let unset = json!({"metadata": {"annotations": {
+            coverage::CONTROLLER_SOURCE: null, coverage::CONTROLLER_MODE: null}}});
+        csidrivers
+            .patch(DRIVER, &PatchParams::default(), &Patch::Merge(&unset))
+            .await
+            .unwrap();
         let leases: Api<Lease> = Api::namespaced(self.admin.clone(), "kube-system");
         for l in leases.list(&ListParams::default()).await.unwrap().items {
             let name = l.metadata.name.unwrap_or_default();
@@ -307,7 +318,18 @@ impl World {
                 .any(|h| h == format!("monitor-{n}"));
             // Long enough for the Lease to be renewed over the one it created.
             let renewed = started.elapsed() > Duration::from_secs(5);
-            (on_status && holder && renewed && event_with(&self.admin, "claim-web", &reason).await)
+            let published = csidrivers
+                .get(DRIVER)
+                .await
+                .ok()?
+                .metadata
+                .annotations
+                .is_some_and(|a| a.contains_key(coverage::CONTROLLER_SOURCE));
+            (on_status
+                && holder
+                && renewed
+                && published
+                && event_with(&self.admin, "claim-web", &reason).await)
                 .then_some(Trial::Worked)
         })
         .await;
@@ -393,8 +415,16 @@ impl World {
                 .iter()
                 .flat_map(|e| e.health_conditions.iter().flatten())
                 .any(|c| c.reason == reason);
+            let published = csinodes
+                .get(NODE)
+                .await
+                .ok()?
+                .metadata
+                .annotations
+                .is_some_and(|a| a.contains_key(coverage::NODE_SOURCES));
             (on_pod
                 && on_csinode
+                && published
                 && event_with(&self.admin, "web", &reason).await
                 && event_with(&self.admin, NODE, &reason).await)
                 .then_some(Trial::Worked)
@@ -420,6 +450,12 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
         .await,
     );
     let admin = world.admin.clone();
+    // The driver's CSIDriver, on which the monitor publishes what watches its volumes.
+    create(
+        &Api::<CSIDriver>::all(admin.clone()),
+        json!({"metadata": {"name": DRIVER}, "spec": {}}),
+    )
+    .await;
     let kubeconfig = world.api.kubeconfig.clone();
     kubectl(
         &kubeconfig,

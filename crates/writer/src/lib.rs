@@ -16,6 +16,7 @@
 //! - [`events`]: which change deserves an Event, and the recorder with its own budget.
 //! - [`reports`]: unknown values and sanitising fixes, reported once.
 //! - [`intervals`]: per-driver probe intervals from CSIDriver annotations.
+//! - [`coverage`]: which source watches a driver's volumes, as the writers publish it.
 //! - [`clock`].
 //!
 //! The Kubernetes plumbing under it (client loading, leader election, watch caches, the watched
@@ -24,6 +25,7 @@
 mod api;
 pub mod backoff;
 mod clock;
+pub mod coverage;
 pub mod events;
 pub mod intervals;
 mod metrics;

@@ -39,6 +39,9 @@ pub struct FakeCluster {
     pub node_exists: Mutex<bool>,
     /// Every write: "pods/status ns/name", "csinodes/status", "csinodes", "csinodes create".
     pub writes: Mutex<Vec<String>>,
+    /// Every patch of the CSINode's annotations (the coverage the agent publishes), kept apart
+    /// from `writes` so tests of the health writes count only those.
+    pub annotation_writes: Mutex<Vec<serde_json::Value>>,
     /// Answer to every write instead of applying it.
     pub fail_writes: Mutex<Option<ApiFailure>>,
     /// Accept writes but drop the health fields (the API server's gate is off).
@@ -267,6 +270,29 @@ impl Cluster for FakeCluster {
         Ok(c.clone())
     }
 
+    async fn patch_csinode_metadata(
+        &self,
+        _name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<CSINode, ApiFailure> {
+        if let Some(e) = self.fail_writes.lock().unwrap().clone() {
+            return Err(e);
+        }
+        let rv = self.next_rv();
+        let mut guard = self.csinode.lock().unwrap();
+        let c = guard.as_mut().ok_or(ApiFailure {
+            code: Some(404),
+            message: "no csinode".into(),
+        })?;
+        let held = c.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        for (k, v) in patch["metadata"]["annotations"].as_object().unwrap() {
+            held.insert(k.clone(), v.as_str().unwrap().to_string());
+        }
+        c.metadata.resource_version = Some(rv);
+        self.annotation_writes.lock().unwrap().push(patch.clone());
+        Ok(c.clone())
+    }
+
     async fn patch_csinode_storage_health(
         &self,
         _name: &str,
@@ -426,6 +452,10 @@ pub fn driver(name: &str, node: &Arc<FakeNode>, volume: bool, storage: bool) -> 
         volume_health: volume,
         storage_health: storage,
         legacy: false,
+        coverage: volhealth_writer::coverage::NodeSources {
+            own: volume.then_some(volhealth_writer::coverage::Source::HealthRpcs),
+            node_faults: false,
+        },
         client: Arc::new(node.clone()),
     }
 }

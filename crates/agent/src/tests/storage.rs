@@ -153,3 +153,61 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
         "counted once per transition, not once per cycle"
     );
 }
+
+/// The coverage annotation on the fake's CSINode.
+fn published(w: &crate::tests::agent_world::World) -> Option<String> {
+    let csinode = w.cluster.csinode.lock().unwrap().clone()?;
+    csinode
+        .metadata
+        .annotations?
+        .get(volhealth_writer::coverage::NODE_SOURCES)
+        .cloned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_node_sources_are_published_once_and_again_only_when_they_change() {
+    let w = world();
+    // A CSINode the kubelet made: the agent adds what answers for each driver, once.
+    w.cluster.set_csinode(&[DRIVER], vec![]);
+    w.cycle().await.unwrap();
+    assert_eq!(
+        published(&w).as_deref(),
+        Some(r#"{"d.example.com":"health-rpcs"}"#)
+    );
+    w.cycle().await.unwrap();
+    w.cycle().await.unwrap();
+    assert_eq!(
+        w.cluster.annotation_writes.lock().unwrap().len(),
+        1,
+        "steady state writes nothing"
+    );
+
+    // The driver re-registers without its volume health RPC: one more write.
+    w.drivers
+        .insert(crate::tests::fakes::driver(DRIVER, &w.node, false, true));
+    w.cycle().await.unwrap();
+    assert_eq!(
+        published(&w).as_deref(),
+        Some(r#"{"d.example.com":"none"}"#)
+    );
+    let writes = w.cluster.annotation_writes.lock().unwrap().clone();
+    assert_eq!(writes.len(), 2);
+    let keys: Vec<&String> = writes[1]["metadata"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["annotations"],
+        "the patch touches the annotations alone"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_csinode_the_agent_creates_carries_the_node_sources_from_the_start() {
+    let w = world();
+    w.cycle().await.unwrap();
+    assert_eq!(
+        published(&w).as_deref(),
+        Some(r#"{"d.example.com":"health-rpcs"}"#)
+    );
+    assert!(w.cluster.annotation_writes.lock().unwrap().is_empty());
+    assert_eq!(w.cluster.writes()[0], "csinodes create");
+}

@@ -3,6 +3,7 @@
 //! conditions (backend) — as a table for people or a documented JSON/YAML document for scripts.
 
 pub mod complete;
+pub mod coverage;
 pub mod findings;
 pub mod gate;
 pub mod kubeconfig;
@@ -13,7 +14,7 @@ mod watch;
 use anyhow::Context as _;
 use findings::Snapshot;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::api::{Api, ListParams};
 use render::Format;
 use std::ffi::OsString;
@@ -178,13 +179,16 @@ pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow
     );
     let csinode_api = Api::<CSINode>::all(conn.client.clone());
     let pv_api = Api::<PersistentVolume>::all(conn.client.clone());
-    let (pvcs, pods, csinodes, pvs) = (
+    let csidriver_api = Api::<CSIDriver>::all(conn.client.clone());
+    let (pvcs, pods, csinodes, pvs, csidrivers) = (
         list_all(&pvc_api, &selected),
         list_all(&pod_api, &selected),
         list_all(&csinode_api, &lp),
         list_all(&pv_api, &lp),
+        list_all(&csidriver_api, &lp),
     );
-    let (pvcs, pods, csinodes, pvs) = futures::join!(pvcs, pods, csinodes, pvs);
+    let (pvcs, pods, csinodes, pvs, csidrivers) =
+        futures::join!(pvcs, pods, csinodes, pvs, csidrivers);
     let pvcs = pvcs.map_err(|e| {
         kubeconfig::explain(&e, &format!("listing PersistentVolumeClaims{where_}"), conn)
     })?;
@@ -192,11 +196,14 @@ pub(crate) async fn read(conn: &kubeconfig::Connection, scope: &Scope) -> anyhow
     let csinodes = csinodes.map_err(|e| kubeconfig::explain(&e, "listing CSINodes", conn))?;
     // PVs only name the driver of a volume; an identity that may not list them still gets the rest.
     let pvs = pvs.unwrap_or_default();
+    // CSIDrivers only say what watches the controller side; without them it shows as unknown.
+    let csidrivers = csidrivers.unwrap_or_default();
     Ok(Snapshot {
         pvcs,
         pods,
         csinodes,
         pvs,
+        csidrivers,
     })
 }
 
@@ -209,32 +216,50 @@ pub(crate) struct Style {
     pub colour: bool,
 }
 
-/// Renders one frame of output for `findings` (`stream`: one JSON document per line).
+/// What one frame shows: the conditions, and what watches each volume.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct View {
+    /// Every unhealthy condition.
+    pub findings: Vec<findings::Finding>,
+    /// Every bound claim in scope and what watches it.
+    pub volumes: Vec<coverage::VolumeCoverage>,
+}
+
+impl View {
+    /// The view of one snapshot.
+    pub fn of(snapshot: &Snapshot) -> View {
+        let findings = findings::collect(snapshot);
+        let volumes = coverage::collect(snapshot, &findings);
+        View { findings, volumes }
+    }
+}
+
+/// Renders one frame of output for `view` (`stream`: one JSON document per line).
 pub(crate) fn frame(
-    findings: &[findings::Finding],
+    view: &View,
     scope: &Scope,
     style: Style,
     stream: bool,
 ) -> anyhow::Result<String> {
     let now = jiff::Timestamp::now();
-    match style.format {
-        Format::Json | Format::Yaml => render::document(
-            findings,
-            scope.namespace.as_deref(),
-            now,
-            style.format,
-            stream,
-        ),
-        Format::Table | Format::Wide if findings.is_empty() => {
-            Ok(render::all_healthy(scope.namespace.as_deref()))
+    let wide = style.format == Format::Wide;
+    let conditions = match style.format {
+        Format::Json | Format::Yaml => {
+            return render::document(
+                &view.findings,
+                &view.volumes,
+                scope.namespace.as_deref(),
+                now,
+                style.format,
+                stream,
+            );
         }
-        Format::Table | Format::Wide => Ok(render::table(
-            findings,
-            now,
-            style.format == Format::Wide,
-            style.colour,
-        )),
-    }
+        Format::Table | Format::Wide if view.findings.is_empty() => {
+            render::all_healthy(scope.namespace.as_deref())
+        }
+        Format::Table | Format::Wide => render::table(&view.findings, now, wide, style.colour),
+    };
+    Ok(conditions + &render::coverage_table(&view.volumes, wide, style.colour))
 }
 
 fn use_colour(choice: Colour) -> bool {
@@ -279,16 +304,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         colour: use_colour(args.color),
     };
     let mut snapshot = read(&conn, &scope).await?;
-    let mut found = findings::collect(&snapshot);
+    let mut view = View::of(&snapshot);
     let deadline = tokio::time::Instant::now() + args.timeout;
     loop {
-        let unmet = wait::unmet(&args.wait_for, &found);
+        let unmet = wait::unmet(&args.wait_for, &view.findings);
         if unmet.is_empty() {
             break;
         }
         if tokio::time::Instant::now() >= deadline {
             let names: Vec<String> = unmet.iter().map(|e| e.to_string()).collect();
-            let now = frame(&found, &scope, style, false)?;
+            let now = frame(&view, &scope, style, false)?;
             anyhow::bail!(
                 "waited {:?} and the cluster does not show {} yet; it shows:\n{}",
                 args.timeout,
@@ -298,7 +323,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         tokio::time::sleep(WAIT_POLL).await;
         snapshot = read(&conn, &scope).await?;
-        found = findings::collect(&snapshot);
+        view = View::of(&snapshot);
     }
     if args.watch {
         let streaming = kubeconfig::connect_as(
@@ -309,11 +334,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             &who,
         )
         .await?;
-        watch::run(streaming, scope, style, found).await?;
+        watch::run(streaming, scope, style, view).await?;
         return Ok(ExitCode::SUCCESS);
     }
     // Nothing to show: make sure that is not because the server drops the fields.
-    let gate = if found.is_empty() {
+    let gate = if view.findings.is_empty() {
         gate::check(&conn, &snapshot).await
     } else {
         gate::Gate::Stored
@@ -323,7 +348,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             gate::dropped_message(object)
         }
         (gate::Gate::Dropped { object }, Format::Json | Format::Yaml) => render::document_with(
-            &found,
+            &view.findings,
+            &view.volumes,
             scope.namespace.as_deref(),
             jiff::Timestamp::now(),
             style.format,
@@ -335,9 +361,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?,
         (gate::Gate::Unknown(why), Format::Table | Format::Wide) => format!(
             "{}(Could not check that the API server stores the health fields: a dry-run write was refused: {why}.)\n",
-            frame(&found, &scope, style, false)?
+            frame(&view, &scope, style, false)?
         ),
-        _ => frame(&found, &scope, style, false)?,
+        _ => frame(&view, &scope, style, false)?,
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

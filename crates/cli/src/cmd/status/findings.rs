@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
     PersistentVolume, PersistentVolumeClaim, Pod, VolumeHealthCondition,
 };
-use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -124,6 +124,9 @@ pub struct Snapshot {
     pub csinodes: Vec<CSINode>,
     /// All PVs (empty when they may not be listed; only used to name drivers).
     pub pvs: Vec<PersistentVolume>,
+    /// All CSIDrivers (empty when they may not be listed; only used for what watches a
+    /// driver's volumes on the controller side).
+    pub csidrivers: Vec<CSIDriver>,
 }
 
 fn time(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Option<String> {
@@ -309,6 +312,7 @@ mod tests {
                      "lastTransitionTime": "2026-01-01T00:00:09Z"}]}]}}))],
             pvs: vec![from(json!({"metadata": {"name": "pv-1"},
                 "spec": {"csi": {"driver": "hostpath.volhealth.io", "volumeHandle": "vh-1"}}}))],
+            csidrivers: vec![],
         }
     }
 

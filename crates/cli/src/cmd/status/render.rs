@@ -1,5 +1,6 @@
 //! Rendering findings: a table for people (optionally coloured), JSON and YAML for scripts.
 
+use super::coverage::{self, VolumeCoverage};
 use super::findings::Finding;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -38,6 +39,8 @@ pub struct Report<'a> {
     pub healthy: bool,
     /// Every unhealthy condition.
     pub items: &'a [Finding],
+    /// Every bound claim in scope and which source watches it on each side.
+    pub volumes: &'a [VolumeCoverage],
     /// Why the items may not be the whole story, e.g. the API server drops the health fields
     /// (left out when there is none).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
@@ -47,23 +50,28 @@ pub struct Report<'a> {
 /// Renders the machine-readable document (JSON pretty-printed unless `one_line`).
 pub fn document(
     findings: &[Finding],
+    volumes: &[VolumeCoverage],
     namespace: Option<&str>,
     now: Timestamp,
     format: Format,
     one_line: bool,
 ) -> anyhow::Result<String> {
-    document_with(findings, namespace, now, format, one_line, &[])
+    document_with(findings, volumes, namespace, now, format, one_line, &[])
 }
 
-/// Like [`document`], with `warnings` (which make `healthy` false).
+/// Like [`document`], with `warnings` (which make `healthy` false). Volumes nothing watches add
+/// a warning of their own.
 pub fn document_with(
     findings: &[Finding],
+    volumes: &[VolumeCoverage],
     namespace: Option<&str>,
     now: Timestamp,
     format: Format,
     one_line: bool,
     warnings: &[String],
 ) -> anyhow::Result<String> {
+    let mut warnings = warnings.to_vec();
+    warnings.extend(coverage::warning(volumes));
     let report = Report {
         api_version: REPORT_API_VERSION,
         kind: REPORT_KIND,
@@ -71,7 +79,8 @@ pub fn document_with(
         generated_at: now.to_string(),
         healthy: findings.is_empty() && warnings.is_empty(),
         items: findings,
-        warnings,
+        volumes,
+        warnings: &warnings,
     };
     Ok(match format {
         Format::Yaml => serde_saphyr::to_string(&report)
@@ -191,6 +200,19 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
             row
         })
         .collect();
+    grid(&header, rows, colour_on, |i, cell| {
+        (i == status_col).then(|| colour(cell))
+    })
+}
+
+/// Aligned columns under `header`; with `colour_on` the header is bold and a cell is painted
+/// with what `paint(column, cell)` gives. Padding is computed on the plain text.
+fn grid(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    colour_on: bool,
+    paint: impl Fn(usize, &str) -> Option<&'static str>,
+) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -207,9 +229,9 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
             } else {
                 widths[i] - cell.chars().count() + 3
             };
-            let painted = match (colour_on, is_header, i == status_col) {
+            let painted = match (colour_on, is_header, paint(i, cell)) {
                 (true, true, _) => format!("{BOLD}{cell}{RESET}"),
-                (true, false, true) => format!("{}{cell}{RESET}", colour(cell)),
+                (true, false, Some(c)) => format!("{c}{cell}{RESET}"),
                 _ => cell.clone(),
             };
             text.push_str(&painted);
@@ -226,6 +248,53 @@ pub fn table(findings: &[Finding], now: Timestamp, wide: bool, colour_on: bool) 
     for row in rows {
         line(row, false, &mut out);
     }
+    out
+}
+
+/// The coverage section printed after the conditions: a blank line, one row per volume (what
+/// watches it on the controller side and on its nodes, and what that makes of its health), and
+/// a summary line; nothing when there is no volume in scope. `wide` adds the PV.
+pub fn coverage_table(volumes: &[VolumeCoverage], wide: bool, colour_on: bool) -> String {
+    if volumes.is_empty() {
+        return String::new();
+    }
+    let mut header = vec!["NAMESPACE", "VOLUME", "DRIVER", "CONTROLLER", "NODE"];
+    if wide {
+        header.push("PV");
+    }
+    header.push("HEALTH");
+    let health_col = header.len() - 1;
+    let rows = volumes
+        .iter()
+        .map(|v| {
+            let mut row = vec![
+                v.namespace.clone(),
+                format!("pvc/{}", v.claim),
+                dash(v.driver.as_deref()),
+                v.controller.clone(),
+                v.node.clone(),
+            ];
+            if wide {
+                row.push(v.persistent_volume.clone());
+            }
+            row.push(v.health_cell());
+            row
+        })
+        .collect();
+    let mut out = String::from("\n");
+    let painted = grid(&header, rows, colour_on, |i, cell| {
+        if i != health_col {
+            return None;
+        }
+        match cell {
+            "healthy" | coverage::UNKNOWN => None,
+            "not watched" => Some("\x1b[35m"),
+            statuses => Some(colour(statuses.split(',').next().unwrap_or(statuses))),
+        }
+    });
+    out.push_str(&painted);
+    out.push_str(&coverage::summary(volumes));
+    out.push('\n');
     out
 }
 
@@ -340,7 +409,8 @@ mod tests {
         let f = vec![finding("Inaccessible", "gone")];
         let now = ts("2026-01-01T00:01:00Z");
         let doc: serde_json::Value =
-            serde_json::from_str(&document(&f, None, now, Format::Json, false).unwrap()).unwrap();
+            serde_json::from_str(&document(&f, &[], None, now, Format::Json, false).unwrap())
+                .unwrap();
         assert_eq!(doc["apiVersion"], REPORT_API_VERSION);
         assert_eq!(doc["kind"], REPORT_KIND);
         assert_eq!(doc["namespace"], serde_json::Value::Null);
@@ -366,17 +436,78 @@ mod tests {
             assert!(item.get(key).is_some(), "items[] lacks {key}: {item}");
         }
         assert_eq!(item["source"], "controller");
-        let line = document(&f, None, now, Format::Json, true).unwrap();
+        let line = document(&f, &[], None, now, Format::Json, true).unwrap();
         assert_eq!(line.lines().count(), 1, "one document per line for streams");
         assert!(
             line.starts_with("{\"apiVersion\""),
             "field order is the documented one: {line}"
         );
         let yaml: serde_json::Value = serde_saphyr::from_str(
-            &document(&f, Some("default"), now, Format::Yaml, false).unwrap(),
+            &document(&f, &[], Some("default"), now, Format::Yaml, false).unwrap(),
         )
         .unwrap();
         assert_eq!(yaml["items"][0]["status"], "Inaccessible");
         assert_eq!(yaml["namespace"], "default");
+    }
+
+    fn volumes() -> Vec<VolumeCoverage> {
+        let snap = super::super::coverage::tests::snapshot();
+        super::super::coverage::collect(&snap, &super::super::findings::collect(&snap))
+    }
+
+    #[test]
+    fn the_coverage_section_shows_each_volume_and_never_an_unwatched_one_as_healthy() {
+        let text = coverage_table(&volumes(), false, false);
+        assert_eq!(
+            text,
+            "\n\
+NAMESPACE   VOLUME       DRIVER           CONTROLLER   NODE      HEALTH
+default     pvc/bare     bare.example     none         none      not watched
+default     pvc/legacy   legacy.example   legacy       legacy    healthy
+default     pvc/old      old.example      unknown      unknown   unknown
+default     pvc/rpc      rpc.example      rpc          rpc       Degraded
+4 volumes; controller side: 1 legacy, 1 none, 1 rpc, 1 unknown; node side: 1 legacy, 1 none, 1 rpc, 1 unknown; 1 not watched; 1 unknown.
+"
+        );
+        let wide = coverage_table(&volumes(), true, false);
+        assert!(wide.lines().nth(1).unwrap().contains("   PV   "), "{wide}");
+        assert_eq!(coverage_table(&[], false, false), "");
+        let coloured = coverage_table(&volumes(), false, true);
+        assert!(
+            coloured.contains("\x1b[35mnot watched\x1b[0m"),
+            "{coloured}"
+        );
+        assert!(coloured.contains("\x1b[33mDegraded\x1b[0m"), "{coloured}");
+    }
+
+    #[test]
+    fn a_volume_nothing_watches_makes_the_document_unhealthy() {
+        let now = ts("2026-01-01T00:01:00Z");
+        let v = volumes();
+        let doc: serde_json::Value =
+            serde_json::from_str(&document(&[], &v, None, now, Format::Json, false).unwrap())
+                .unwrap();
+        assert_eq!(doc["healthy"], false);
+        assert!(
+            doc["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("default/bare"),
+            "{doc}"
+        );
+        let bare = &doc["volumes"][0];
+        assert_eq!(bare["claim"], "bare");
+        assert_eq!(bare["controller"], "none");
+        assert_eq!(bare["node"], "none");
+        assert_eq!(bare["health"], "notWatched");
+        assert_eq!(
+            doc["volumes"][3]["statuses"],
+            serde_json::json!(["Degraded"])
+        );
+        let watched: Vec<VolumeCoverage> = v.into_iter().filter(|v| v.claim != "bare").collect();
+        let doc: serde_json::Value =
+            serde_json::from_str(&document(&[], &watched, None, now, Format::Json, false).unwrap())
+                .unwrap();
+        assert_eq!(doc["healthy"], true, "unknown is not a warning: {doc}");
     }
 }

@@ -2,14 +2,14 @@
 //! findings change. On a terminal the table is redrawn in place (and refreshed for the AGE
 //! column); piped, each change appends a new frame (JSON: one document per line).
 
-use super::findings::{self, Finding, Snapshot};
+use super::findings::Snapshot;
 use super::kubeconfig::{Connection, root_cause};
 use super::render::Format;
-use super::{Scope, Style, frame};
+use super::{Scope, Style, View, frame};
 use anyhow::Context as _;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -29,6 +29,7 @@ struct Stores {
     pods: Store<Pod>,
     csinodes: Store<CSINode>,
     pvs: Store<PersistentVolume>,
+    csidrivers: Store<CSIDriver>,
 }
 
 impl Stores {
@@ -41,6 +42,7 @@ impl Stores {
             pods: own(self.pods.state()),
             csinodes: own(self.csinodes.state()),
             pvs: own(self.pvs.state()),
+            csidrivers: own(self.csidrivers.state()),
         }
     }
 }
@@ -133,16 +135,11 @@ impl Failures {
 }
 
 /// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
-pub async fn run(
-    conn: Connection,
-    scope: Scope,
-    style: Style,
-    first: Vec<Finding>,
-) -> anyhow::Result<()> {
+pub async fn run(conn: Connection, scope: Scope, style: Style, first: View) -> anyhow::Result<()> {
     let in_place =
         std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
     draw(&frame(&first, &scope, style, true)?, in_place, style.format)?;
-    let mut last: Vec<Finding> = first;
+    let mut last = first;
 
     let sel = scope.selector.as_deref();
     let (pvcs, s1) = watch_into(
@@ -157,13 +154,19 @@ pub async fn run(
         "PersistentVolumes",
         None,
     );
+    let (csidrivers, s5) = watch_into(
+        Api::<CSIDriver>::all(conn.client.clone()),
+        "CSIDrivers",
+        None,
+    );
     let stores = Stores {
         pvcs,
         pods,
         csinodes,
         pvs,
+        csidrivers,
     };
-    let mut changes = futures::stream::select_all([s1, s2, s3, s4]);
+    let mut changes = futures::stream::select_all([s1, s2, s3, s4, s5]);
 
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("installing the SIGINT handler")?;
@@ -199,21 +202,18 @@ pub async fn run(
                 }
             },
         }
-        // PVs only add driver names (and may be forbidden), so they are not waited for.
+        // PVs only add driver names and CSIDrivers what watches the controller side (either may
+        // be forbidden), so they are not waited for.
         let ready = futures::future::join3(
             stores.pvcs.wait_until_ready(),
             stores.pods.wait_until_ready(),
             stores.csinodes.wait_until_ready(),
         );
         if let Some((Ok(()), Ok(()), Ok(()))) = futures::FutureExt::now_or_never(ready) {
-            let now_found = findings::collect(&stores.snapshot());
-            if force || now_found != last {
-                draw(
-                    &frame(&now_found, &scope, style, true)?,
-                    in_place,
-                    style.format,
-                )?;
-                last = now_found;
+            let now = View::of(&stores.snapshot());
+            if force || now != last {
+                draw(&frame(&now, &scope, style, true)?, in_place, style.format)?;
+                last = now;
             }
         }
     }

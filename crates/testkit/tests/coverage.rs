@@ -1,0 +1,289 @@
+//! Coverage you can see: the monitor publishes what watches its driver's volumes on the
+//! driver's CSIDriver, the agent what watches each driver's volumes on its node's CSINode, and
+//! `volhealth status` shows both per volume, never a volume nothing watches as healthy. Three
+//! drivers: one with the v1.13 health RPCs, one that speaks only the legacy VOLUME_CONDITION
+//! shape, and one with no health at all (node fault detection off).
+//!
+//! `status` is the `volhealth` binary of this workspace (built by `cargo test -p volhealth`, or
+//! `cargo build -p volhealth`); without it that part is skipped, unless
+//! `VOLHEALTH_REQUIRE_TOOLS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
+use kube::api::Api;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use support::{free_addr, more_cycles};
+use volhealth_agent::{AgentConfig, KubeletRoot, NodeFaultMode, StaticDriver};
+use volhealth_driver::HealthCapabilities;
+use volhealth_monitor::MonitorConfig;
+use volhealth_testkit::{NodeWorld, Service, TOKENS, create, wait_for};
+use volhealth_writer::coverage;
+
+const DRIVER: &str = "hostpath.volhealth.io";
+const NODE: &str = "node-a";
+const WAIT: Duration = Duration::from_secs(40);
+
+/// The monitor and the agent, in-process, every second, against the world's driver.
+fn start_writers(w: &NodeWorld, node_faults: NodeFaultMode) -> (Service, Service, [SocketAddr; 2]) {
+    let (monitor_http, agent_http) = (free_addr(), free_addr());
+    let monitor_config = MonitorConfig {
+        csi_address: w.driver.endpoint.clone(),
+        kubeconfig: Some(
+            w.api
+                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
+        ),
+        monitor_interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(5),
+        http_endpoint: Some(monitor_http),
+        ..MonitorConfig::default()
+    };
+    let monitor = Service::start("monitor", move |shutdown| async move {
+        volhealth_monitor::run(monitor_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let mut agent_config = AgentConfig::new(NODE);
+    agent_config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
+    agent_config.kubelet_root_dir = w.root.clone();
+    agent_config.drivers = vec![StaticDriver {
+        name: DRIVER.to_string(),
+        endpoint: w.driver.endpoint.clone(),
+    }];
+    agent_config.interval = Duration::from_secs(1);
+    agent_config.timeout = Duration::from_secs(5);
+    agent_config.http_endpoint = Some(agent_http);
+    agent_config.node_faults = node_faults;
+    let agent = Service::start("agent", move |shutdown| async move {
+        volhealth_agent::run(agent_config, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    (monitor, agent, [monitor_http, agent_http])
+}
+
+/// The world's driver registered as a CSIDriver, as a cluster has it.
+async fn register_csidriver(w: &NodeWorld) {
+    create(
+        &Api::<CSIDriver>::all(w.admin.clone()),
+        json!({"metadata": {"name": DRIVER}, "spec": {}}),
+    )
+    .await;
+}
+
+/// Waits until the CSIDriver says `source` (and some mode) and the CSINode says `node` for the
+/// driver; returns the CSIDriver's mode and resourceVersion.
+async fn wait_published(w: &NodeWorld, source: &str, node: &str) -> (String, String) {
+    let csidrivers = Api::<CSIDriver>::all(w.admin.clone());
+    let csinodes = Api::<CSINode>::all(w.admin.clone());
+    wait_for(
+        WAIT,
+        "both writers to publish what watches the volumes",
+        || async {
+            let d = csidrivers.get(DRIVER).await.ok()?;
+            let a = d.metadata.annotations.clone()?;
+            let n = csinodes.get(NODE).await.ok()?.metadata.annotations?;
+            let on_node = coverage::parse_node(n.get(coverage::NODE_SOURCES)?).ok()?;
+            (a.get(coverage::CONTROLLER_SOURCE)? == source && on_node.get(DRIVER)?.value() == node)
+                .then(|| {
+                    (
+                        a.get(coverage::CONTROLLER_MODE)
+                            .cloned()
+                            .unwrap_or_default(),
+                        d.metadata.resource_version.unwrap_or_default(),
+                    )
+                })
+        },
+    )
+    .await
+}
+
+/// The `volhealth` binary next to this test's, if it was built.
+fn volhealth_bin() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("volhealth");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1"),
+        "the volhealth binary is required (VOLHEALTH_REQUIRE_TOOLS=1) but {} does not exist: build it with cargo build -p volhealth",
+        bin.display()
+    );
+    eprintln!("SKIPPED the status part: {} is not built", bin.display());
+    None
+}
+
+/// `volhealth status -A ARGS` as the admin: its standard output.
+fn status(w: &NodeWorld, bin: &PathBuf, args: &[&str]) -> String {
+    let out = std::process::Command::new(bin)
+        .args(["status", "-A", "--color", "never", "--kubeconfig"])
+        .arg(&w.api.kubeconfig)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "status failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What `status` says of the one volume: its table row (split into cells) and its JSON entry.
+fn volume_row(w: &NodeWorld, bin: &PathBuf) -> (Vec<String>, Value, bool) {
+    let table = status(w, bin, &[]);
+    let row = table
+        .lines()
+        .find(|l| l.contains("pvc/claim-web"))
+        .unwrap_or_else(|| panic!("no row for the volume in:\n{table}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let doc: Value = serde_json::from_str(&status(w, bin, &["-o", "json"])).unwrap();
+    (row, doc["volumes"][0].clone(), doc["healthy"] == true)
+}
+
+async fn stop(w: NodeWorld, monitor: Service, agent: Service) {
+    monitor.stop().unwrap();
+    agent.stop().unwrap();
+    let NodeWorld { driver, api, .. } = w;
+    driver.stop().unwrap();
+    api.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_with_the_health_rpcs_is_watched_by_them_on_both_sides() {
+    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    register_csidriver(&w).await;
+    let (monitor, agent, writers) = start_writers(&w, NodeFaultMode::Auto);
+    let (mode, rv) = wait_published(&w, "health-rpcs", "health-rpcs").await;
+    assert!(mode == "list" || mode == "get", "{mode}");
+
+    // Steady: more cycles write nothing more to the CSIDriver.
+    more_cycles(&writers, 3.0).await;
+    let again = Api::<CSIDriver>::all(w.admin.clone())
+        .get(DRIVER)
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.resource_version.unwrap(), rv);
+
+    if let Some(bin) = volhealth_bin() {
+        let (row, json, healthy) = volume_row(&w, &bin);
+        assert_eq!(
+            row,
+            ["default", "pvc/claim-web", DRIVER, "rpc", "rpc", "healthy"]
+        );
+        assert_eq!(json["controller"], "rpc");
+        assert_eq!(json["node"], "rpc");
+        assert_eq!(json["health"], "healthy");
+        assert!(healthy);
+    }
+    stop(w, monitor, agent).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_only_driver_is_watched_through_the_bridge_on_both_sides() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE;
+            c.legacy_condition = true;
+        })
+        .await;
+    register_csidriver(&w).await;
+    let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Auto);
+    wait_published(&w, "legacy-volume-condition", "legacy-volume-condition").await;
+    if let Some(bin) = volhealth_bin() {
+        let (row, json, healthy) = volume_row(&w, &bin);
+        assert_eq!(
+            row,
+            [
+                "default",
+                "pvc/claim-web",
+                DRIVER,
+                "legacy",
+                "legacy",
+                "healthy"
+            ]
+        );
+        assert_eq!(json["controller"], "legacy");
+        assert!(healthy);
+    }
+    stop(w, monitor, agent).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_nothing_watches_is_never_shown_as_healthy() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE;
+        })
+        .await;
+    register_csidriver(&w).await;
+    let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Off);
+    let (mode, _) = wait_published(&w, "none", "none").await;
+    assert_eq!(mode, "off");
+    if let Some(bin) = volhealth_bin() {
+        let (row, json, healthy) = volume_row(&w, &bin);
+        assert_eq!(
+            row,
+            [
+                "default",
+                "pvc/claim-web",
+                DRIVER,
+                "none",
+                "none",
+                "not",
+                "watched"
+            ]
+        );
+        assert_eq!(json["health"], "notWatched");
+        assert!(!healthy, "a volume nothing watches is not healthy");
+        let table = status(&w, &bin, &[]);
+        assert!(table.contains("1 not watched"), "{table}");
+    }
+    stop(w, monitor, agent).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_csidriver_the_controller_side_is_unknown_and_the_monitor_carries_on() {
+    let w =
+        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+            c.health = HealthCapabilities::NONE;
+        })
+        .await;
+    let (monitor, agent, writers) = start_writers(&w, NodeFaultMode::Off);
+    let csinodes = Api::<CSINode>::all(w.admin.clone());
+    wait_for(WAIT, "the agent to publish", || async {
+        let n = csinodes.get(NODE).await.ok()?.metadata.annotations?;
+        n.contains_key(coverage::NODE_SOURCES).then_some(())
+    })
+    .await;
+    // A monitor with nothing to probe counts no cycles: the agent's show that time has passed.
+    more_cycles(&writers[1..], 2.0).await;
+    assert!(
+        !monitor.ended(),
+        "the monitor carries on without a CSIDriver"
+    );
+    if let Some(bin) = volhealth_bin() {
+        let (row, json, healthy) = volume_row(&w, &bin);
+        assert_eq!(
+            row,
+            [
+                "default",
+                "pvc/claim-web",
+                DRIVER,
+                "unknown",
+                "none",
+                "unknown"
+            ]
+        );
+        assert_eq!(json["health"], "unknown");
+        assert!(healthy, "unknown is said, but is no warning");
+    }
+    stop(w, monitor, agent).await;
+}
