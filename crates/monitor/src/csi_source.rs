@@ -1,7 +1,7 @@
 //! [`HealthSource`] over a real CSI controller socket.
 
 use crate::config::Legacy;
-use crate::engine::{CapabilitySource, DriverInfo, Mode};
+use crate::engine::{CapabilityError, CapabilitySource, DriverInfo, Mode};
 use crate::source::{HealthSource, ListPage, ProbeError};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -201,10 +201,10 @@ impl CsiCapabilities {
 }
 
 impl CapabilitySource for CsiCapabilities {
-    async fn probe(&self) -> Result<DriverInfo, String> {
+    async fn probe(&self) -> Result<DriverInfo, CapabilityError> {
         let caps = volhealth_csi::capabilities::probe(self.channel.clone(), self.timeout)
             .await
-            .map_err(|e| format!("probing the driver's capabilities: {e}"))?;
+            .map_err(|e| CapabilityError::Capabilities(e.to_string()))?;
         let mut info = DriverInfo {
             driver_name: caps.driver_name.clone(),
             mode: Mode::from_capabilities(&caps.controller),
@@ -221,9 +221,7 @@ impl CapabilitySource for CsiCapabilities {
         if info.mode == Mode::Off {
             let modes = volhealth_legacy_bridge::probe(self.channel.clone(), self.timeout)
                 .await
-                .map_err(|s| {
-                    format!("probing the driver's legacy capabilities: {}", s.message())
-                })?;
+                .map_err(|s| CapabilityError::LegacyCapabilities(s.message().to_string()))?;
             if modes.controller() {
                 info.mode = if modes.list_volumes {
                     Mode::List {

@@ -72,10 +72,21 @@ pub struct DriverInfo {
     pub legacy: bool,
 }
 
+/// Why asking the driver what it can do failed (the monitor retries).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    /// GetPluginInfo or ControllerGetCapabilities failed.
+    #[error("probing the driver's capabilities: {0}")]
+    Capabilities(String),
+    /// The legacy capability calls failed.
+    #[error("probing the driver's legacy capabilities: {0}")]
+    LegacyCapabilities(String),
+}
+
 /// Asks the driver what it can do (again after it reconnects).
 pub trait CapabilitySource: Send + Sync + 'static {
     /// Probes the driver's identity and controller capabilities.
-    fn probe(&self) -> impl Future<Output = Result<DriverInfo, String>> + Send;
+    fn probe(&self) -> impl Future<Output = Result<DriverInfo, CapabilityError>> + Send;
 }
 
 /// Fixed settings of the cycles.

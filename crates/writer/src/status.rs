@@ -132,6 +132,19 @@ impl<T: Target> StatusWriter<T> {
         }
     }
 
+    /// Holds objects back for the nominal times, without jitter, from now on: for tests that
+    /// check the schedule itself (2, 4, 8 … intervals).
+    pub fn use_nominal_holds(&self) {
+        let mut state = self.state();
+        let refusals = std::mem::replace(&mut state.refusals, RefusalBackoff::new(Duration::ZERO));
+        state.refusals = refusals.without_jitter();
+        let unreachable = std::mem::replace(
+            &mut state.unreachable,
+            UnreachableBackoff::new(Duration::ZERO),
+        );
+        state.unreachable = unreachable.without_jitter();
+    }
+
     fn state(&self) -> MutexGuard<'_, State<T::Key, T::Value>> {
         // The maps are caches; a panic elsewhere cannot leave them harmful.
         self.state.lock().unwrap_or_else(|p| p.into_inner())

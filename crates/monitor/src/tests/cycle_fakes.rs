@@ -4,7 +4,7 @@
 pub(crate) use crate::claim_target::{Health, HealthPatcher};
 pub(crate) use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 pub(crate) use crate::engine::{
-    CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared,
+    CapabilityError, CapabilitySource, DriverInfo, Engine, EngineSettings, Mode, Shared,
 };
 pub(crate) use crate::source::{HealthSource, ListPage, ProbeError};
 pub(crate) use std::collections::{BTreeMap, BTreeSet};
@@ -447,12 +447,12 @@ pub(crate) fn stored_status(reason: &str, message: &str) -> VolumeHealthStatus {
 }
 
 pub(crate) struct FakeCaps {
-    pub(crate) answers: Mutex<Vec<Result<DriverInfo, String>>>,
+    pub(crate) answers: Mutex<Vec<Result<DriverInfo, CapabilityError>>>,
     pub(crate) calls: Mutex<usize>,
 }
 
 impl CapabilitySource for FakeCaps {
-    async fn probe(&self) -> Result<DriverInfo, String> {
+    async fn probe(&self) -> Result<DriverInfo, CapabilityError> {
         *self.calls.lock().unwrap() += 1;
         let mut a = self.answers.lock().unwrap();
         if a.len() > 1 {
@@ -477,7 +477,7 @@ impl Running {
     /// Starts `engine`'s run loop.
     pub(crate) fn start(engine: RigEngine) -> Running {
         let caps = FakeCaps {
-            answers: Mutex::new(vec![Err("unused".into())]),
+            answers: Mutex::new(vec![Err(CapabilityError::Capabilities("unused".into()))]),
             calls: Mutex::new(0),
         };
         let (leader, leader_rx) = watch::channel(true);

@@ -47,6 +47,8 @@ async fn a_recovery_cancels_a_write_still_queued() {
 #[tokio::test(start_paused = true)]
 async fn dropped_writes_are_counted_and_retried_slowly() {
     let mut r = rig(Mode::Get, &["vol-a"]);
+    // The nominal schedule; the jitter on it is the backoff's own test.
+    r.shared.writer.use_nominal_holds();
     r.api.with(|s| s.drop_health = true);
     r.driver.set("vol-a", degraded("Slow"));
     let mut attempts_at = Vec::new();
