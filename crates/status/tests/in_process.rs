@@ -1,5 +1,6 @@
 //! `status` run in-process against the embedded API server: the options as the command line
 //! builds them, the output written into a buffer.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 use volhealth_status::{Error, Expectation, Format, StatusOptions};
