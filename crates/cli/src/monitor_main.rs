@@ -4,29 +4,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-
-#[path = "cmd/go_flags.rs"]
-mod go_flags;
-#[path = "cmd/kube_json.rs"]
-mod kube_json;
-#[path = "cmd/legacy_flags.rs"]
-mod legacy_flags;
-#[path = "cmd/logging.rs"]
-mod logging;
-#[path = "cmd/monitor.rs"]
-mod monitor;
-// Shared with the multi-call binary, which uses more of it than this one does.
-#[allow(dead_code)]
-#[path = "runtime.rs"]
-mod runtime;
-#[path = "single.rs"]
-mod single;
-
-/// The paths the monitor's command module names, as the multi-call binary has them.
-mod cmd {
-    pub(crate) use super::runtime::set_metrics_path;
-    pub(crate) use super::{go_flags, kube_json, legacy_flags, logging};
-}
+use volhealth_sidecar_cli::{go_flags, monitor, runtime, single};
 
 /// The controller-side monitor that writes pvc.status.healthStatus.
 #[derive(Debug, Parser)]

@@ -55,7 +55,7 @@ macro_rules! klog_flags {
             $(
                 #[doc = concat!("klog's --", $bname, " (no effect).")]
                 #[arg(long = $bname, hide = true, num_args = 0..=1, require_equals = true,
-                      default_missing_value = "true", value_parser = crate::cmd::go_flags::parse_bool)]
+                      default_missing_value = "true", value_parser = crate::go_flags::parse_bool)]
                 pub $b: Option<bool>,
             )*
             $(
@@ -135,7 +135,6 @@ pub fn init(args: &LogArgs) {
 /// Like [`init`], with the log lines appended to `path` instead (a command whose own output is
 /// progress lines on the terminal: its libraries' log lines would break them up). Falls back
 /// to stderr when the file cannot be opened.
-#[allow(dead_code)] // the single-component binaries, which include this file, log to stderr only
 pub fn init_to_file(args: &LogArgs, path: &std::path::Path) {
     let file = path
         .parent()
@@ -170,7 +169,7 @@ fn init_with(args: &LogArgs, writer: tracing_subscriber::fmt::writer::BoxMakeWri
     let lines = match args.log_format {
         LogFormat::Text => lines.with_filter(filter).boxed(),
         LogFormat::Json => lines
-            .event_format(crate::cmd::kube_json::KubeJson)
+            .event_format(crate::kube_json::KubeJson)
             .with_filter(filter)
             .boxed(),
     };

@@ -2,18 +2,19 @@
 //! findings change. On a terminal the table is redrawn in place (and refreshed for the AGE
 //! column); piped, each change appends a new frame (JSON: one document per line).
 
-use super::findings::Snapshot;
-use super::kubeconfig::{Connection, root_cause};
-use super::render::Format;
-use super::{Scope, Style, View, frame};
-use anyhow::Context as _;
+use crate::error::{Error, Result};
+use crate::findings::Snapshot;
+use crate::kubeconfig::{Connection, root_cause};
+use crate::render::Format;
+use crate::scope::{LIST_PAGE, Scope};
+use crate::view::{Style, View, frame};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -68,7 +69,7 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     let (store, writer) = reflector::store();
-    let mut config = watcher::Config::default().page_size(super::LIST_PAGE);
+    let mut config = watcher::Config::default().page_size(LIST_PAGE);
     if let Some(sel) = selector {
         config = config.labels(sel);
     }
@@ -83,8 +84,7 @@ where
     (store, stream.boxed())
 }
 
-fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+fn draw<W: Write>(out: &mut W, text: &str, in_place: bool, format: Format) -> Result<()> {
     if in_place {
         // Clear the screen and home the cursor, then a header line like `watch` prints.
         write!(
@@ -100,7 +100,7 @@ fn draw(text: &str, in_place: bool, format: Format) -> anyhow::Result<()> {
         }
     }
     .and_then(|()| out.flush())
-    .context("writing to stdout")
+    .map_err(Error::Write)
 }
 
 /// The watches that are failing now. While an outage lasts, every watch fails on every retry:
@@ -134,11 +134,22 @@ impl Failures {
     }
 }
 
-/// Runs the watch loop until Ctrl-C (or SIGTERM). `first` is what the initial list found.
-pub async fn run(conn: Connection, scope: Scope, style: Style, first: View) -> anyhow::Result<()> {
-    let in_place =
-        std::io::stdout().is_terminal() && matches!(style.format, Format::Table | Format::Wide);
-    draw(&frame(&first, &scope, style, true)?, in_place, style.format)?;
+/// Runs the watch loop until Ctrl-C (or SIGTERM), writing each frame to `out`. `first` is what
+/// the initial list found; `in_place`: redraw the screen (a table on a terminal).
+pub async fn run<W: Write>(
+    conn: Connection,
+    scope: Scope,
+    style: Style,
+    first: View,
+    in_place: bool,
+    out: &mut W,
+) -> Result<()> {
+    draw(
+        out,
+        &frame(&first, &scope, style, true)?,
+        in_place,
+        style.format,
+    )?;
     let mut last = first;
 
     let sel = scope.selector.as_deref();
@@ -169,9 +180,15 @@ pub async fn run(conn: Connection, scope: Scope, style: Style, first: View) -> a
     let mut changes = futures::stream::select_all([s1, s2, s3, s4, s5]);
 
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("installing the SIGINT handler")?;
+        .map_err(|source| Error::Signal {
+        signal: "SIGINT",
+        source,
+    })?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")?;
+        .map_err(|source| Error::Signal {
+        signal: "SIGTERM",
+        source,
+    })?;
     let mut refresh = tokio::time::interval(AGE_REFRESH);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failures = Failures::default();
@@ -182,7 +199,7 @@ pub async fn run(conn: Connection, scope: Scope, style: Style, first: View) -> a
             _ = terminate.recv() => return Ok(()),
             _ = refresh.tick() => force = in_place,
             item = changes.next() => match item {
-                None => anyhow::bail!("the watches ended unexpectedly"),
+                None => return Err(Error::WatchesEnded),
                 Some(item) => {
                     let mut changed = failures.note(item);
                     // Drain the rest of a burst before drawing (errors included: during an
@@ -212,7 +229,12 @@ pub async fn run(conn: Connection, scope: Scope, style: Style, first: View) -> a
         if let Some((Ok(()), Ok(()), Ok(()))) = futures::FutureExt::now_or_never(ready) {
             let now = View::of(&stores.snapshot());
             if force || now != last {
-                draw(&frame(&now, &scope, style, true)?, in_place, style.format)?;
+                draw(
+                    out,
+                    &frame(&now, &scope, style, true)?,
+                    in_place,
+                    style.format,
+                )?;
                 last = now;
             }
         }

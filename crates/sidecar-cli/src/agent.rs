@@ -14,7 +14,7 @@ pub struct Args {
     /// Go components' Events.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::cmd::go_flags::parse_bool)]
+          value_parser = crate::go_flags::parse_bool)]
     pub upstream_event_reasons: bool,
     /// The node this agent acts for; its credentials must be this node's (system:node:NODE).
     #[arg(long, env = "NODE_NAME")]
@@ -70,10 +70,10 @@ pub struct Args {
     pub feature_gates: String,
     /// Drivers that speak only the legacy VOLUME_CONDITION shape.
     #[command(flatten)]
-    pub legacy: crate::cmd::legacy_flags::LegacyArgs,
+    pub legacy: crate::legacy_flags::LegacyArgs,
     /// Log verbosity and format.
     #[command(flatten)]
-    pub log: crate::cmd::logging::LogArgs,
+    pub log: crate::logging::LogArgs,
 }
 
 /// Turns the flags into the library's configuration.
@@ -112,7 +112,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
         Some(addr) => http_endpoint::parse(addr).context("--metrics-address")?,
         None => http_endpoint::parse(&args.http_endpoint)?,
     });
-    crate::cmd::set_metrics_path(&args.metrics_path)?;
+    crate::runtime::set_metrics_path(&args.metrics_path)?;
     cfg.volume_health_enabled = config::parse_feature_gates(&args.feature_gates)?;
     cfg.legacy = config::Legacy {
         enabled: args.legacy.enabled(),

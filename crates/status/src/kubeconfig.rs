@@ -2,7 +2,7 @@
 //! `KUBECONFIG`, then the in-cluster service account, then `~/.kube/config`
 //! (`volhealth_kube_access::client`), with the CLI's timeouts and impersonation on top.
 
-use anyhow::Context as _;
+use crate::error::{Error as StatusError, Result};
 use std::path::Path;
 use std::time::Duration;
 use volhealth_kube_access::{Error, client};
@@ -36,7 +36,7 @@ pub async fn connect(
     context: Option<&str>,
     timeout: Duration,
     streaming: bool,
-) -> anyhow::Result<Connection> {
+) -> Result<Connection> {
     connect_as(
         kubeconfig,
         context,
@@ -56,22 +56,22 @@ pub async fn connect_as(
     timeout: Duration,
     streaming: bool,
     who: &Impersonation,
-) -> anyhow::Result<Connection> {
+) -> Result<Connection> {
     let mut loaded = client::load_config(kubeconfig, context)
         .await
         .map_err(|e| match &e {
             // kube's kubeconfig errors repeat each layer's message; the cause that matters is
             // the innermost one.
-            Error::ReadKubeconfig { path, source } => anyhow::anyhow!(
+            Error::ReadKubeconfig { path, source } => StatusError::Kubeconfig(format!(
                 "reading kubeconfig {}: {}",
                 path.display(),
                 root_cause(source)
-            ),
-            Error::NoKubeconfig { origin, source } => anyhow::anyhow!(
+            )),
+            Error::NoKubeconfig { origin, source } => StatusError::Kubeconfig(format!(
                 "no usable kubeconfig: {origin}: {}; not in a cluster either (no service account). Pass --kubeconfig FILE or set KUBECONFIG",
                 root_cause(source)
-            ),
-            _ => anyhow::Error::new(e),
+            )),
+            _ => StatusError::Load(e),
         })?;
     let origin = loaded.source.to_string();
     let config = &mut loaded.config;
@@ -89,9 +89,10 @@ pub async fn connect_as(
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let loaded = loaded
-        .into_client()
-        .with_context(|| format!("building a client for {server}"))?;
+    let loaded = match loaded.into_client() {
+        Ok(loaded) => loaded,
+        Err(source) => return Err(StatusError::Client { server, source }),
+    };
     Ok(Connection {
         client: loaded.client,
         server,
@@ -111,34 +112,29 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Explains a failed API call: unreachable, refused credentials, or another API error.
-pub fn explain(err: &kube::Error, what: &str, conn: &Connection) -> anyhow::Error {
-    match err {
-        kube::Error::Api(status) if status.code == 401 => anyhow::anyhow!(
+pub fn explain(err: &kube::Error, what: &str, conn: &Connection) -> StatusError {
+    StatusError::Api(match err {
+        kube::Error::Api(status) if status.code == 401 => format!(
             "{what}: the API server at {} did not accept the credentials in the {} (401 Unauthorized)",
-            conn.server,
-            conn.origin
+            conn.server, conn.origin
         ),
-        kube::Error::Api(status) if status.code == 403 => anyhow::anyhow!(
+        kube::Error::Api(status) if status.code == 403 => format!(
             "{what}: the API server at {} refused: {} (403 Forbidden; the identity in the {} may not read this)",
-            conn.server,
-            status.message,
-            conn.origin
+            conn.server, status.message, conn.origin
         ),
         kube::Error::Api(status) => {
-            anyhow::anyhow!(
+            format!(
                 "{what}: the API server at {} answered {}: {}",
-                conn.server,
-                status.code,
-                status.message
+                conn.server, status.code, status.message
             )
         }
-        other => anyhow::anyhow!(
+        other => format!(
             "{what}: cannot reach the API server at {} (from the {}): {}",
             conn.server,
             conn.origin,
             chain(other)
         ),
-    }
+    })
 }
 
 fn chain(err: &dyn std::error::Error) -> String {

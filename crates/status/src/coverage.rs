@@ -2,7 +2,7 @@
 //! CSIDriver, each agent on its node's CSINode; see `volhealth_writer::coverage`), so that "no
 //! condition" on a volume nothing watches is never shown as healthy.
 
-use super::findings::{Finding, Snapshot, Source};
+use crate::findings::{Finding, Snapshot, Source};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use volhealth_writer::coverage::{self, NodeSources};
@@ -279,8 +279,8 @@ pub fn summary(volumes: &[VolumeCoverage]) -> String {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::super::findings;
     use super::*;
+    use crate::findings;
     use serde_json::json;
 
     fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {

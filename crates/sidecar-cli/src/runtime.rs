@@ -1,5 +1,5 @@
 //! What every command's `main` shares: the async runtime, sized for the job, and the process-wide
-//! metrics path. Kept apart from `cmd` so that the single-component binaries can include it.
+//! metrics path.
 
 use std::future::Future;
 use std::process::ExitCode;

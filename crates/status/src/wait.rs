@@ -2,7 +2,7 @@
 //! next probe will write, or its clearing), then print as usual. A step of a walkthrough that
 //! depends on the next probe then shows its result instead of an empty table.
 
-use super::findings::Finding;
+use crate::findings::Finding;
 use std::fmt;
 
 /// What one `--wait-for` asks for.
@@ -24,23 +24,33 @@ pub enum Expectation {
     AllHealthy,
 }
 
+/// A `--wait-for` value that is not `KIND/NAME=REASON`, `KIND/NAME=healthy` or `healthy`; the
+/// message says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
 /// The word that stands for "no condition".
 const HEALTHY: &str = "healthy";
 
 /// `kind/name` with the kind in the short form `status` prints (`pvc`, `pod`, `csinode`).
-fn normalise_object(object: &str) -> Result<String, String> {
+fn normalise_object(object: &str) -> Result<String, ParseError> {
     let (kind, name) = object
         .split_once('/')
         .filter(|(k, n)| !k.is_empty() && !n.is_empty() && !n.contains('/'))
-        .ok_or_else(|| format!("expected KIND/NAME (e.g. pvc/data-1), got {object:?}"))?;
+        .ok_or_else(|| {
+            ParseError(format!(
+                "expected KIND/NAME (e.g. pvc/data-1), got {object:?}"
+            ))
+        })?;
     let short = match kind.to_ascii_lowercase().as_str() {
         "pvc" | "pvcs" | "persistentvolumeclaim" | "persistentvolumeclaims" => "pvc",
         "pod" | "pods" | "po" => "pod",
         "csinode" | "csinodes" => "csinode",
         other => {
-            return Err(format!(
+            return Err(ParseError(format!(
                 "{other:?} is not a kind `status` shows; use pvc, pod or csinode"
-            ));
+            )));
         }
     };
     Ok(format!("{short}/{name}"))
@@ -48,19 +58,19 @@ fn normalise_object(object: &str) -> Result<String, String> {
 
 impl Expectation {
     /// Parses `KIND/NAME=REASON`, `KIND/NAME=healthy` or `healthy`.
-    pub fn parse(text: &str) -> Result<Expectation, String> {
+    pub fn parse(text: &str) -> Result<Expectation, ParseError> {
         let text = text.trim();
         if text == HEALTHY {
             return Ok(Expectation::AllHealthy);
         }
         let (object, reason) = text.split_once('=').ok_or_else(|| {
-            format!(
+            ParseError(format!(
                 "expected KIND/NAME=REASON, KIND/NAME=healthy or healthy (e.g. pvc/data-1=VolumeNotFound), got {text:?}"
-            )
+            ))
         })?;
         let object = normalise_object(object)?;
         match reason {
-            "" => Err(format!("{text:?} names no reason")),
+            "" => Err(ParseError(format!("{text:?} names no reason"))),
             HEALTHY => Ok(Expectation::ObjectHealthy { object }),
             reason => Ok(Expectation::Reason {
                 object,
@@ -93,9 +103,13 @@ impl fmt::Display for Expectation {
     }
 }
 
-/// For clap: one `--wait-for` value.
-pub fn parse_arg(text: &str) -> Result<Expectation, String> {
-    Expectation::parse(text)
+impl std::str::FromStr for Expectation {
+    type Err = ParseError;
+
+    /// One `--wait-for` value, as [`Expectation::parse`] reads it.
+    fn from_str(text: &str) -> Result<Expectation, ParseError> {
+        Expectation::parse(text)
+    }
 }
 
 /// The expectations `findings` do not meet yet.
@@ -105,8 +119,8 @@ pub fn unmet<'a>(expected: &'a [Expectation], findings: &[Finding]) -> Vec<&'a E
 
 #[cfg(test)]
 mod tests {
-    use super::super::findings::Source;
     use super::*;
+    use crate::findings::Source;
 
     fn finding(kind: &str, name: &str, reason: &str) -> Finding {
         Finding {

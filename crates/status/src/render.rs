@@ -1,12 +1,13 @@
 //! Rendering findings: a table for people (optionally coloured), JSON and YAML for scripts.
 
-use super::coverage::{self, VolumeCoverage};
-use super::findings::Finding;
+use crate::coverage::{self, VolumeCoverage};
+use crate::error::{Error, Result};
+use crate::findings::Finding;
 use jiff::Timestamp;
 use serde::Serialize;
 
 /// Output format (`-o`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Aligned columns: namespace, object, source, status, reason, age, message.
     Table,
@@ -55,7 +56,7 @@ pub fn document(
     now: Timestamp,
     format: Format,
     one_line: bool,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     document_with(findings, volumes, namespace, now, format, one_line, &[])
 }
 
@@ -69,7 +70,7 @@ pub fn document_with(
     format: Format,
     one_line: bool,
     warnings: &[String],
-) -> anyhow::Result<String> {
+) -> Result<String> {
     let mut warnings = warnings.to_vec();
     warnings.extend(coverage::warning(volumes));
     let report = Report {
@@ -83,15 +84,20 @@ pub fn document_with(
         warnings: &warnings,
     };
     Ok(match format {
-        Format::Yaml => serde_saphyr::to_string(&report)
-            .map_err(|e| anyhow::anyhow!("encoding the report as YAML: {e}"))?,
+        Format::Yaml => serde_saphyr::to_string(&report).map_err(|e| Error::Encode {
+            format: "YAML",
+            reason: e.to_string(),
+        })?,
         _ => {
             let encoded = if one_line {
                 serde_json::to_string(&report)
             } else {
                 serde_json::to_string_pretty(&report)
             };
-            let mut s = encoded.map_err(|e| anyhow::anyhow!("encoding the report as JSON: {e}"))?;
+            let mut s = encoded.map_err(|e| Error::Encode {
+                format: "JSON",
+                reason: e.to_string(),
+            })?;
             s.push('\n');
             s
         }
@@ -310,8 +316,8 @@ pub fn all_healthy(namespace: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::findings::Source;
     use super::*;
+    use crate::findings::Source;
 
     fn finding(status: &str, message: &str) -> Finding {
         Finding {
@@ -451,8 +457,8 @@ mod tests {
     }
 
     fn volumes() -> Vec<VolumeCoverage> {
-        let snap = super::super::coverage::tests::snapshot();
-        super::super::coverage::collect(&snap, &super::super::findings::collect(&snap))
+        let snap = crate::coverage::tests::snapshot();
+        crate::coverage::collect(&snap, &crate::findings::collect(&snap))
     }
 
     #[test]

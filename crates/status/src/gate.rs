@@ -5,8 +5,8 @@
 //! there is nothing to show, `status` asks with a dry-run write (`dryRun=All`: nothing is
 //! stored) of a condition on one object in scope and looks at what comes back.
 
-use super::findings::Snapshot;
-use super::kubeconfig::Connection;
+use crate::findings::Snapshot;
+use crate::kubeconfig::Connection;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, Patch, PatchParams};
@@ -89,7 +89,7 @@ pub async fn check(conn: &Connection, snapshot: &Snapshot) -> Gate {
         Ok((_, true)) => Gate::Stored,
         Ok((object, false)) => Gate::Dropped { object },
         Err(kube::Error::Api(s)) => Gate::Unknown(format!("{} ({})", s.message, s.code)),
-        Err(e) => Gate::Unknown(super::kubeconfig::root_cause(&e)),
+        Err(e) => Gate::Unknown(crate::kubeconfig::root_cause(&e)),
     }
 }
 

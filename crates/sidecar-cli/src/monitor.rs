@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 use volhealth_monitor::{LeaderElection, MonitorConfig, SecretRef, config};
 
-use crate::cmd::go_flags;
+use crate::go_flags;
 
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
@@ -16,7 +16,7 @@ pub struct Args {
     /// Go components' Events.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::cmd::go_flags::parse_bool)]
+          value_parser = crate::go_flags::parse_bool)]
     pub upstream_event_reasons: bool,
     /// The CSI controller's endpoint (unix:///PATH or PATH).
     #[arg(long, default_value = config::DEFAULT_CSI_ADDRESS)]
@@ -76,7 +76,7 @@ pub struct Args {
     pub health_secret: Option<String>,
     /// Drivers that speak only the legacy VOLUME_CONDITION shape.
     #[command(flatten)]
-    pub legacy: crate::cmd::legacy_flags::LegacyArgs,
+    pub legacy: crate::legacy_flags::LegacyArgs,
     /// For a driver with no health RPC (new or legacy), read each bound claim's
     /// volumehealth.storage.kubernetes.io/health annotation, as vSphere's CSI syncer writes it:
     /// inaccessible is Inaccessible/VolumeInaccessible, accessible is healthy.
@@ -85,7 +85,7 @@ pub struct Args {
     pub health_annotation: bool,
     /// Log verbosity and format.
     #[command(flatten)]
-    pub log: crate::cmd::logging::LogArgs,
+    pub log: crate::logging::LogArgs,
     /// Flags of the upstream sidecar that mean nothing here.
     #[command(flatten)]
     pub upstream: UpstreamFlags,
@@ -205,7 +205,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
         Some(addr) => http_endpoint::parse_optional(addr).context("--metrics-address")?,
         None => http_endpoint::parse_optional(&args.http_endpoint)?,
     };
-    crate::cmd::set_metrics_path(&args.metrics_path)?;
+    crate::runtime::set_metrics_path(&args.metrics_path)?;
     let health_secret = args
         .health_secret
         .as_deref()
@@ -241,7 +241,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     volhealth_writer::events::emit_upstream_reasons(args.upstream_event_reasons);
-    crate::cmd::logging::warn_ignored(&args.upstream.given());
+    crate::logging::warn_ignored(&args.upstream.given());
     let cfg = config_from(&args)?;
     volhealth_daemon::in_progress::name_run_loop(format!("the monitor of {}", cfg.csi_address));
     volhealth_monitor::run(cfg, shutdown_signal::sigint_or_sigterm())

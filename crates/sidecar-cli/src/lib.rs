@@ -1,0 +1,32 @@
+//! The command lines of volhealth's two sidecars, the node agent and the controller-side monitor:
+//! the code behind both the single-component binaries (`volhealth-agent`, `volhealth-monitor`)
+//! and `volhealth agent` / `volhealth monitor`, so that each takes the same flags and behaves the
+//! same.
+//!
+//! This crate is the sidecars' binary edge: it parses flags (with clap, as the Go sidecars' flag
+//! package takes them) and reports errors with `anyhow`, as a `main` does.
+//!
+//! # Layout
+//! - [`agent`], [`monitor`]: each sidecar's flags, their translation into the library's
+//!   configuration, and its `run`.
+//! - [`go_flags`]: Go-style flags (`-v=5`, `--leader-election=true`) made into clap's.
+//! - [`legacy_flags`]: the flags of drivers that speak only the legacy VOLUME_CONDITION shape.
+//! - [`logging`], [`kube_json`]: klog-style log flags and the `tracing` set-up they drive.
+//! - [`runtime`]: the async runtime, sized for the job, and the process-wide metrics path.
+//! - [`single`]: the whole `main` of a single-component binary.
+
+pub mod agent;
+pub mod go_flags;
+pub mod kube_json;
+pub mod legacy_flags;
+pub mod logging;
+pub mod monitor;
+pub mod runtime;
+pub mod single;
+
+/// No two source files of this crate, and no two of its top-level modules, import each other.
+#[cfg(test)]
+#[test]
+fn source_files_import_one_another_in_one_direction() {
+    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+}
