@@ -29,27 +29,11 @@ pub struct Impersonation {
     pub groups: Vec<String>,
 }
 
-/// Builds a client. `timeout` bounds connecting and, unless `streaming`, each response (a watch
-/// may rightly stay silent for minutes, so it gets no read timeout).
-pub async fn connect(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-    timeout: Duration,
-    streaming: bool,
-) -> anyhow::Result<Connection> {
-    connect_as(
-        kubeconfig,
-        context,
-        timeout,
-        streaming,
-        &Impersonation::default(),
-    )
-    .await
-}
-
-/// Like [`connect`], acting as `who` when it names someone. The configuration is found as every
-/// volhealth component finds it (`volhealth_kube_access::client`): `--kubeconfig`, then
-/// `KUBECONFIG`, then the in-cluster service account, then `~/.kube/config`.
+/// Builds a client acting as `who` when it names someone. `timeout` bounds connecting and,
+/// unless `streaming`, each response (a watch may rightly stay silent for minutes, so it gets no
+/// read timeout). The configuration is found as every volhealth component finds it
+/// (`volhealth_kube_access::client`): `--kubeconfig`, then `KUBECONFIG`, then the in-cluster
+/// service account, then `~/.kube/config`.
 pub async fn connect_as(
     kubeconfig: Option<&Path>,
     context: Option<&str>,

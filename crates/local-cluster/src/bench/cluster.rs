@@ -2,9 +2,9 @@
 //! plugin per node, the monitor and one agent per node, each a real process of this binary, and
 //! PVs, PVCs and pods whose volumes are really created, staged and published through the driver.
 
-use crate::cmd::up::children::Component;
-use crate::cmd::up::layout::{self, Layout, Tokens};
-use crate::cmd::up::workload::{self, Sample};
+use crate::up::children::Component;
+use crate::up::layout::{self, Layout, Tokens};
+use crate::up::workload::{self, Sample};
 use anyhow::Context as _;
 use futures::StreamExt as _;
 use std::io::{IsTerminal as _, Write as _};
@@ -26,7 +26,7 @@ pub struct Volume {
 }
 
 /// Which ControllerGetVolumeHealth / ControllerListVolumeHealth the driver offers the monitor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The monitor pages through ControllerListVolumeHealth.
@@ -254,13 +254,7 @@ async fn fill(
         })
     })
     .await?;
-    let conn = crate::cmd::status::kubeconfig::connect(
-        Some(kubeconfig),
-        None,
-        Duration::from_secs(30),
-        false,
-    )
-    .await?;
+    let conn = crate::connection::connect(Some(kubeconfig), Duration::from_secs(30)).await?;
     let client = conn.client.clone();
     wait_ready("the API server", cluster, async || {
         client.apiserver_version().await.ok()
