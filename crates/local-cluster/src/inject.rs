@@ -10,7 +10,7 @@ use volhealth_driver::injection::{
 use volhealth_driver::state::StateDir;
 use volhealth_model::{StorageStatus, VolumeStatus};
 
-use crate::up::layout::DEFAULT_DIR;
+use crate::up::DEFAULT_DIR;
 
 /// One `volhealth inject`: where the driver's state is, and what to inject or clear.
 #[derive(Debug, Clone)]

@@ -3,21 +3,20 @@
 //! node's own identity, and a sample workload whose volumes really exist and are really staged
 //! and published. State lives in `--dir`, so a second `up` resumes where the first stopped.
 
-pub mod children;
-pub mod commands;
-pub mod endpoints;
-pub mod external;
-pub mod extras;
-pub mod identities;
+mod children;
+mod commands;
+mod endpoints;
+mod external;
+mod extras;
+mod identities;
 pub mod layout;
-pub mod node_faults;
-pub mod rbac;
-pub mod reference_driver;
+mod node_faults;
+mod rbac;
+mod reference_driver;
 pub mod resolve;
 pub mod workload;
 
 use anyhow::Context as _;
-use children::Component;
 use commands::{resume_command, self_command};
 use futures::{StreamExt as _, TryStreamExt as _};
 use layout::{Layout, RunRecord};
@@ -33,6 +32,10 @@ const SAMPLES_AT_ONCE: usize = 16;
 /// How long each component gets to become ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
+// What the rest of the crate builds on (`bench` starts its own cluster from these): the state
+// directory (`layout`), the child processes (`Component`), the sample workload and the CSI
+// calls that make it real (`workload`), and finding things in a running `up` (`resolve`).
+pub use children::{Component, Processes};
 pub use extras::Extras;
 pub use layout::DEFAULT_DIR;
 pub use workload::VOLUMES_PER_NODE;
@@ -107,7 +110,7 @@ async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> anyhow::Res
 /// Everything `up` started, stopped in reverse start order.
 #[derive(Default)]
 struct Running {
-    components: Vec<Component>,
+    components: Processes,
     registrations: external::Registrations,
     /// Kubelet roots whose mounts are unmounted once everything stopped (`--node-faults`).
     unmount_under: Vec<PathBuf>,
@@ -115,9 +118,7 @@ struct Running {
 
 impl Running {
     fn start(&mut self, name: &str, layout: &Layout, args: Vec<String>) -> anyhow::Result<()> {
-        let c = Component::start(name, &layout.log(name), &args)?;
-        self.components.push(c);
-        Ok(())
+        self.components.start(name, &layout.log(name), &args)
     }
 
     fn last_mut(&mut self) -> anyhow::Result<&mut Component> {
@@ -129,15 +130,12 @@ impl Running {
     /// The first component that has exited, described.
     fn exited(&mut self) -> Option<String> {
         self.components
-            .iter_mut()
-            .find_map(Component::exited)
+            .exited()
             .or_else(|| self.registrations.exited())
     }
 
     async fn stop_all(&mut self) {
-        while let Some(mut c) = self.components.pop() {
-            c.stop().await;
-        }
+        self.components.stop_all().await;
         self.registrations.stop_all().await;
         if !self.unmount_under.is_empty() {
             let left = node_faults::unmount_all(&self.unmount_under);
@@ -145,13 +143,6 @@ impl Running {
                 println!("  could not unmount: {}", left.join(", "));
             }
         }
-    }
-
-    fn pids(&self) -> std::collections::BTreeMap<String, u32> {
-        self.components
-            .iter()
-            .filter_map(|c| Some((c.name.clone(), c.pid()?)))
-            .collect()
     }
 }
 
@@ -193,15 +184,6 @@ fn check_listen(listen: &str) -> anyhow::Result<()> {
         ),
         Err(e) => Err(e).with_context(|| format!("cannot listen on --listen {listen}")),
     }
-}
-
-fn server_from_kubeconfig(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|l| {
-        l.trim()
-            .strip_prefix("server:")
-            .map(|s| s.trim().trim_matches('"').to_string())
-    })
 }
 
 /// Runs `volhealth up` until Ctrl-C or SIGTERM: prepares the state directory, starts every
@@ -331,7 +313,9 @@ async fn write_endpoints(
     record: &RunRecord,
     running: &mut Running,
 ) -> anyhow::Result<()> {
-    metrics.learn_bound(&mut running.components).await?;
+    metrics
+        .learn_bound(running.components.as_mut_slice())
+        .await?;
     metrics.write(layout.root(), &record.server)
 }
 
@@ -388,7 +372,7 @@ async fn start(plan: &Plan<'_>, running: &mut Running) -> anyhow::Result<RunReco
         driver,
         nodes: plan.nodes.to_vec(),
         driver_endpoint: plan.cfg.driver_endpoint.clone(),
-        pids: running.pids(),
+        pids: running.components.pids().collect(),
     };
     record.store(plan.layout)?;
     Ok(record)
@@ -434,7 +418,7 @@ async fn start_apiserver(
     }
     running.start("apiserver", layout, apiserver)?;
     let server = until_ready(running, "the API server", async || {
-        server_from_kubeconfig(&kubeconfig)
+        layout::server_of(&kubeconfig)
     })
     .await?;
     // The server wrote its CA and the admin token; people get the admin's certificate instead.
@@ -510,18 +494,14 @@ async fn create_samples(
     // A few samples at a time: each waits on the driver and the API server, so thousands of
     // them are not created one round trip after another.
     let ensured = futures::stream::iter(samples.iter().map(|s| async move {
-        let volume_id = workload::create_volume(controller, &s.volume).await?;
-        let ensured = workload::ensure_objects(client, driver, s, &volume_id).await?;
-        workload::stage_and_publish(
-            &plan.node_endpoint(&s.node),
-            &plan.layout.kubelet_root(&s.node),
+        let plugins = workload::Plugins {
             driver,
-            s,
-            &volume_id,
-            &ensured.pod_uid,
-        )
-        .await?;
-        anyhow::Ok(ensured.created)
+            controller,
+            node_endpoint: &plan.node_endpoint(&s.node),
+            kubelet_root: &plan.layout.kubelet_root(&s.node),
+        };
+        let (_, created) = workload::provision_sample(client, plugins, s).await?;
+        anyhow::Ok(created)
     }))
     .buffer_unordered(SAMPLES_AT_ONCE)
     .try_collect::<Vec<bool>>()
@@ -649,7 +629,7 @@ fn print_summary(
         "\nRunning (logs in {}):",
         layout.root().join("logs").display()
     );
-    for c in &running.components {
+    for c in running.components.iter() {
         println!(
             "  {:<22} pid {}",
             c.name,
