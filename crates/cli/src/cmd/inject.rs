@@ -1,17 +1,10 @@
 //! `volhealth inject`: add or clear injected health conditions, RPC faults and list chaos in a
-//! driver's state dir. A running driver picks changes up on its next RPC.
+//! driver's state dir (see `volhealth_local_cluster::inject`); here only its flags.
 
-use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use volhealth_driver::condition::{Condition, StorageCondition};
-use volhealth_driver::injection::{
-    self, ListChaos, NodeStorageInjection, RpcFault, Side, VolumeInjection,
-};
-use volhealth_driver::state::StateDir;
-use volhealth_model::{StorageStatus, VolumeStatus};
-
-use crate::cmd::up::layout::DEFAULT_DIR;
+use volhealth_driver::injection::Side;
+use volhealth_local_cluster::inject::{self, InjectRequest, Injection};
 
 /// Flags of `volhealth inject`.
 #[derive(Debug, clap::Args)]
@@ -192,305 +185,136 @@ enum ClearWhat {
     All,
 }
 
-/// Parses `500ms`, `2s`, `1.5s`, `1m` or a plain number of milliseconds.
-fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1000.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60_000.0)
-    } else {
-        (s, 1.0)
-    };
-    let value: f64 = num
-        .trim()
-        .parse()
-        .with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
-    anyhow::ensure!(
-        value >= 0.0 && value.is_finite(),
-        "delay {s:?} must not be negative"
-    );
-    Ok((value * scale).round() as u64)
-}
-
-/// Carries out one `volhealth conformance --inject-cmd` call.
-fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<String> {
-    let side = |scope: Scope| match scope {
-        Scope::Controller => Side::Controller,
-        _ => Side::Node,
-    };
-    Ok(match action {
-        ConformanceAction::Set {
-            scope: Scope::Storage,
-            target,
-            status,
-            reason,
-        } => {
-            let condition = StorageCondition {
-                status: injection::parse_storage_status(&status)?,
-                reason: reason.clone(),
-                message: "injected by volhealth conformance".to_string(),
-                access_mode: None,
-                volume_mode: None,
-            };
-            injection::update(state, |i| {
-                i.add_node_storage(NodeStorageInjection {
-                    node: target.clone(),
-                    condition,
-                })
-            })?;
-            format!("injected storage condition {status}/{reason} on node {target}")
+impl From<Args> for InjectRequest {
+    fn from(a: Args) -> Self {
+        InjectRequest {
+            dir: a.dir,
+            state_dir: a.state_dir,
+            what: a.what.into(),
         }
-        ConformanceAction::Set {
-            scope,
-            target,
-            status,
-            reason,
-        } => {
-            anyhow::ensure!(!target.is_empty(), "a volume id is required");
-            let condition = Condition::new(
-                injection::parse_volume_status(&status)?,
-                &reason,
-                "injected by volhealth conformance".to_string(),
-            );
-            injection::update(state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: target.clone(),
-                    side: side(scope),
-                    condition,
-                })
-            })?;
-            format!("injected {scope:?} condition {status}/{reason} on volume {target}")
-        }
-        ConformanceAction::Clear {
-            scope: Scope::Storage,
-            target,
-        } => {
-            injection::update(state, |i| i.node_storage.retain(|n| n.node != target))?;
-            format!("cleared injected storage conditions of node {target}")
-        }
-        ConformanceAction::Clear { scope, target } => {
-            injection::update(state, |i| i.clear_volume(&target, Some(side(scope))))?;
-            format!("cleared injected {scope:?} conditions of volume {target}")
-        }
-    })
-}
-
-/// A volume status number by its API name, or the number when it has none.
-fn volume_status_name(raw: i32) -> String {
-    VolumeStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
-}
-
-/// A storage status number by its API name, or the number when it has none.
-fn storage_status_name(raw: i32) -> String {
-    StorageStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
-}
-
-/// Runs `volhealth inject`.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // Without --state-dir, the `up` in --dir, by default the one `up` makes in `.volhealth`.
-    let dir = args
-        .dir
-        .clone()
-        .or_else(|| args.state_dir.is_none().then(|| PathBuf::from(DEFAULT_DIR)));
-    let state_dir = match (&args.state_dir, &dir) {
-        (Some(s), _) => s.clone(),
-        (None, Some(d)) => crate::cmd::up::resolve::state_dir(d).with_context(|| {
-            if args.dir.is_none() {
-                format!(
-                    "no --dir given, so the default {DEFAULT_DIR} was used: pass --dir (the directory of a running `volhealth up`) or --state-dir (the state dir of a `volhealth driver`)"
-                )
-            } else {
-                "--dir must be the directory of a running `volhealth up`".to_string()
-            }
-        })?,
-        (None, None) => anyhow::bail!("either --dir or --state-dir is required"),
-    };
-    let state = StateDir::new(&state_dir);
-    let up_dir = || {
-        dir.clone()
-            .context("addressing a volume by PVC needs --dir (a running `volhealth up`)")
-    };
-    if let (
-        Some(dir),
-        What::Storage {
-            node: Some(node), ..
-        }
-        | What::Clear {
-            what: ClearWhat::Storage { node: Some(node) },
-        },
-    ) = (&dir, &args.what)
-    {
-        crate::cmd::up::resolve::check_node(dir, node)?;
     }
-    let done = match args.what {
-        What::Pvc {
-            claim,
-            side,
-            status,
-            reason,
-            message,
-        } => {
-            let status = injection::parse_volume_status(&status)?;
-            let volume_id = crate::cmd::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
-            format!(
-                "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
-                volume_status_name(status)
-            )
-        }
-        What::Volume {
-            volume_id,
-            side,
-            status,
-            reason,
-            message,
-        } => {
-            let status = injection::parse_volume_status(&status)?;
-            anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
-            format!(
-                "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
-                volume_status_name(status)
-            )
-        }
-        What::Storage {
-            node,
-            status,
-            reason,
-            message,
-            access_mode,
-            volume_mode,
-        } => {
-            let cond = StorageCondition {
-                status: injection::parse_storage_status(&status)?,
-                reason: reason.clone(),
+}
+
+impl From<What> for Injection {
+    fn from(w: What) -> Self {
+        match w {
+            What::Volume {
+                volume_id,
+                side,
+                status,
+                reason,
                 message,
-                access_mode: access_mode
-                    .as_deref()
-                    .map(injection::parse_access_mode)
-                    .transpose()?,
-                volume_mode: volume_mode
-                    .as_deref()
-                    .map(injection::parse_volume_mode)
-                    .transpose()?,
-            };
-            let status = storage_status_name(cond.status);
-            match node {
-                Some(node) => {
-                    injection::update(&state, |i| {
-                        i.add_node_storage(NodeStorageInjection {
-                            node: node.clone(),
-                            condition: cond,
-                        })
-                    })?;
-                    format!(
-                        "injected storage condition status={status} reason={reason} on node {node}"
-                    )
-                }
-                None => {
-                    injection::update(&state, |i| i.add_storage(cond))?;
-                    format!("injected storage condition status={status} reason={reason}")
-                }
-            }
-        }
-        What::Conformance { action } => conformance(&state, action)?,
-        What::Clear { what } => match what {
-            ClearWhat::Volume { volume_id, side } => {
-                injection::update(&state, |i| i.clear_volume(&volume_id, side))?;
-                format!("cleared injected conditions of volume {volume_id}")
-            }
-            ClearWhat::Pvc { claim, side } => {
-                let volume_id = crate::cmd::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-                injection::update(&state, |i| i.clear_volume(&volume_id, side))?;
-                format!("cleared injected conditions of PVC {claim} (volume {volume_id})")
-            }
-            ClearWhat::Storage { node: Some(node) } => {
-                injection::update(&state, |i| i.node_storage.retain(|n| n.node != node))?;
-                format!("cleared injected storage conditions of node {node}")
-            }
-            ClearWhat::Storage { node: None } => {
-                injection::update(&state, |i| {
-                    i.storage.clear();
-                    i.node_storage.clear();
-                })?;
-                "cleared injected storage conditions".to_string()
-            }
-            ClearWhat::Rpc { method } => {
-                injection::update(&state, |i| {
-                    i.rpc
-                        .retain(|f| method.as_ref().is_some_and(|m| m != &f.method))
-                })?;
-                "cleared injected RPC faults".to_string()
-            }
-            ClearWhat::All => {
-                injection::update(&state, |i| *i = Default::default())?;
-                "cleared all injections".to_string()
-            }
-        },
-        What::Rpc {
-            method,
-            code,
-            rate,
-            delay,
-            message,
-        } => {
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&rate),
-                "--rate must be within [0, 1], got {rate}"
-            );
-            let code = injection::parse_grpc_code(&code)?;
-            let delay_ms = delay
-                .as_deref()
-                .map(parse_delay_ms)
-                .transpose()?
-                .unwrap_or(0);
-            let fault = RpcFault {
-                method: method.clone(),
+            } => Injection::Volume {
+                volume_id,
+                side,
+                status,
+                reason,
+                message,
+            },
+            What::Pvc {
+                claim,
+                side,
+                status,
+                reason,
+                message,
+            } => Injection::Pvc {
+                claim,
+                side,
+                status,
+                reason,
+                message,
+            },
+            What::Storage {
+                node,
+                status,
+                reason,
+                message,
+                access_mode,
+                volume_mode,
+            } => Injection::Storage {
+                node,
+                status,
+                reason,
+                message,
+                access_mode,
+                volume_mode,
+            },
+            What::Conformance { action } => Injection::Conformance {
+                action: action.into(),
+            },
+            What::Clear { what } => Injection::Clear { what: what.into() },
+            What::Rpc {
+                method,
                 code,
                 rate,
-                delay_ms,
+                delay,
                 message,
-            };
-            injection::update(&state, |i| i.set_fault(fault))?;
-            format!("{method}: code {code} at rate {rate}, delay {delay_ms} ms")
+            } => Injection::Rpc {
+                method,
+                code,
+                rate,
+                delay,
+                message,
+            },
+            What::ListChaos {
+                duplicates,
+                omissions,
+                off,
+            } => Injection::ListChaos {
+                duplicates,
+                omissions,
+                off,
+            },
         }
-        What::ListChaos {
-            duplicates,
-            omissions,
-            off,
-        } => {
-            let chaos = if off {
-                ListChaos::default()
-            } else {
-                ListChaos {
-                    duplicates,
-                    omissions,
-                }
-            };
-            injection::update(&state, |i| i.list_chaos = chaos)?;
-            format!(
-                "list chaos: duplicates={} omissions={}",
-                chaos.duplicates, chaos.omissions
-            )
+    }
+}
+
+impl From<ConformanceAction> for inject::ConformanceAction {
+    fn from(a: ConformanceAction) -> Self {
+        match a {
+            ConformanceAction::Set {
+                scope,
+                target,
+                status,
+                reason,
+            } => inject::ConformanceAction::Set {
+                scope: scope.into(),
+                target,
+                status,
+                reason,
+            },
+            ConformanceAction::Clear { scope, target } => inject::ConformanceAction::Clear {
+                scope: scope.into(),
+                target,
+            },
         }
-    };
-    println!("{done}");
+    }
+}
+
+impl From<Scope> for inject::Scope {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::Controller => inject::Scope::Controller,
+            Scope::Node => inject::Scope::Node,
+            Scope::Storage => inject::Scope::Storage,
+        }
+    }
+}
+
+impl From<ClearWhat> for inject::Clear {
+    fn from(c: ClearWhat) -> Self {
+        match c {
+            ClearWhat::Volume { volume_id, side } => inject::Clear::Volume { volume_id, side },
+            ClearWhat::Pvc { claim, side } => inject::Clear::Pvc { claim, side },
+            ClearWhat::Storage { node } => inject::Clear::Storage { node },
+            ClearWhat::Rpc { method } => inject::Clear::Rpc { method },
+            ClearWhat::All => inject::Clear::All,
+        }
+    }
+}
+
+/// Runs `volhealth inject` and says what it did.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    println!("{}", inject::run(args.into()).await?);
     Ok(ExitCode::SUCCESS)
 }

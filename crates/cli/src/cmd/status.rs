@@ -4,9 +4,6 @@
 
 pub mod complete;
 
-/// Connecting as `status` does, which `up`, `bench` and the cluster controllers use too.
-pub use volhealth_status::kubeconfig;
-
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 
 use super::backoff::Retries;
 use super::{Config, Snapshot};
-use crate::cmd::up::workload;
+use crate::up::workload;
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;

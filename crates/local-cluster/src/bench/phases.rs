@@ -5,7 +5,7 @@ use super::cluster::{Cluster, Volume};
 use super::observe::{Kind, Observer};
 use super::probe::{self, ProcStat};
 use super::report::{Burst, Group, Lag, Report, Resources, Restart, Steady};
-use crate::cmd::up::workload::NAMESPACE;
+use crate::up::workload::NAMESPACE;
 use anyhow::Context as _;
 use std::time::{Duration, Instant};
 use volhealth_driver::condition::{Condition, StorageCondition};

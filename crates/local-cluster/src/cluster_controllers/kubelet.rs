@@ -6,7 +6,7 @@
 use super::backoff::Retries;
 use super::schedule::claims_of;
 use super::{Config, NodePlugin, Snapshot};
-use crate::cmd::up::workload::{self, Sample};
+use crate::up::workload::{self, Sample};
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::api::{Api, Patch, PatchParams};

@@ -12,7 +12,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::cmd::up::children::Component;
+use crate::up::children::Component;
 
 /// File (in the state dir) naming each component's metrics URL.
 pub const FILE: &str = "endpoints.json";

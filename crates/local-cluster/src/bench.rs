@@ -13,62 +13,43 @@ pub mod svg;
 
 use anyhow::Context as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// Flags of `volhealth bench`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
+pub use cluster::Mode;
+
+/// What the bench builds and measures: the settings behind `volhealth bench`'s flags.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
     /// PVCs to create, each with its PV and a pod, spread round-robin over the nodes.
-    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub pvcs: u32,
     /// Simulated nodes: one node plugin and one agent process each.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub nodes: u16,
     /// The monitor's interval.
-    #[arg(long, default_value = "1s", value_parser = volhealth_daemon::duration::parse)]
     pub interval: Duration,
-    /// The agents' interval. Every node's agents and node plugins share this machine's cores,
-    /// where in a cluster each node has its own: 100 agents asking about 50 volumes every
-    /// second make 5,000 node RPCs a second here, which would measure the crowding of a
-    /// hundred nodes onto one machine rather than the monitor and the API server.
-    #[arg(long, default_value = "10s", value_parser = volhealth_daemon::duration::parse)]
+    /// The agents' interval.
     pub agent_interval: Duration,
-    /// list: the monitor pages through ControllerListVolumeHealth; get: the driver offers only
-    /// ControllerGetVolumeHealth, asked once per volume per interval.
-    #[arg(long, value_enum, default_value = "list")]
-    pub mode: cluster::Mode,
+    /// Whether the monitor lists or gets volume health.
+    pub mode: Mode,
     /// The monitor's --list-page-size.
-    #[arg(long, default_value_t = 500)]
     pub page_size: u32,
-    /// Volumes of the correlated failure: a share (10%) or a number (500).
-    #[arg(long, default_value = "10%")]
+    /// Volumes of the correlated failure: a share (`10%`) or a number (`500`).
     pub unhealthy: String,
-    /// Total length of the three steady-state windows (healthy, unhealthy, after a monitor
-    /// restart), a third each.
-    #[arg(long, default_value = "60s", value_parser = volhealth_daemon::duration::parse)]
+    /// Total length of the three steady-state windows, a third each.
     pub duration: Duration,
     /// Detection-lag samples of each kind (controller, node volume, node storage).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub samples: u32,
     /// How long to wait for a burst of changes to reach status before giving up on it.
-    #[arg(long, default_value = "120s", value_parser = volhealth_daemon::duration::parse)]
     pub wait: Duration,
-    /// A flag passed to the monitor as it is (repeatable), e.g. --monitor-flag=--kube-api-qps=5.
-    #[arg(long = "monitor-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    /// Flags passed to the monitor as they are.
     pub monitor_flags: Vec<String>,
     /// Write the results as JSON to this file.
-    #[arg(long)]
     pub json: Option<PathBuf>,
     /// Draw the lag distributions and the correlated-failure curve as SVG into this file.
-    #[arg(long)]
     pub svg: Option<PathBuf>,
     /// Where the cluster's state lives (default: a fresh directory under the temp dir, removed
     /// afterwards). Must be empty or absent.
-    #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep --dir (logs, database) after the run.
-    #[arg(long)]
+    /// Keep `dir` (logs, database) after the run.
     pub keep: bool,
 }
 
@@ -94,7 +75,7 @@ pub fn parse_unhealthy(s: &str, pvcs: usize) -> anyhow::Result<usize> {
     Ok(n.clamp(1, pvcs))
 }
 
-fn bench_dir(args: &Args) -> anyhow::Result<(PathBuf, bool)> {
+fn bench_dir(args: &BenchConfig) -> anyhow::Result<(PathBuf, bool)> {
     match &args.dir {
         Some(d) => {
             let empty = match std::fs::read_dir(d) {
@@ -117,14 +98,19 @@ fn bench_dir(args: &Args) -> anyhow::Result<(PathBuf, bool)> {
     }
 }
 
-/// Runs `volhealth bench`.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `volhealth bench`: builds the cluster, measures it, prints the table and writes the
+/// files asked for.
+pub async fn run(args: BenchConfig) -> crate::Result<()> {
+    build_and_measure(args).await.map_err(crate::Error::Bench)
+}
+
+async fn build_and_measure(args: BenchConfig) -> anyhow::Result<()> {
     let started = Instant::now();
     let pvcs = args.pvcs as usize;
     let unhealthy = parse_unhealthy(&args.unhealthy, pvcs)?;
     let (dir, keep) = bench_dir(&args)?;
     let nodes: Vec<String> = (1..=usize::from(args.nodes))
-        .map(crate::cmd::up::layout::node_name)
+        .map(crate::up::layout::node_name)
         .collect();
     let plan = cluster::Plan {
         dir: dir.clone(),
@@ -204,7 +190,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", path.display()))?;
         println!("picture written to {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -177,6 +177,17 @@ impl Layout {
     }
 }
 
+/// The server URL in the kubeconfig the API server writes once it serves (`--write-kubeconfig`),
+/// or `None` while it has not written one.
+pub fn server_of(kubeconfig: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(kubeconfig).ok()?;
+    text.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("server:")
+            .map(|s| s.trim().trim_matches('"').to_string())
+    })
+}
+
 /// The name of simulated node `i` (1-based).
 pub fn node_name(i: usize) -> String {
     format!("node-{i}")

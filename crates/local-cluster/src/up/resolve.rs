@@ -64,18 +64,12 @@ pub async fn volume_handle(dir: &Path, target: &str) -> anyhow::Result<String> {
         kubeconfig.display(),
         dir.display()
     );
-    let conn = crate::cmd::status::kubeconfig::connect(
-        Some(&kubeconfig),
-        None,
-        Duration::from_secs(10),
-        false,
-    )
-    .await?;
+    let conn = crate::connection::connect(Some(&kubeconfig), Duration::from_secs(10)).await?;
     let pvc = Api::<PersistentVolumeClaim>::namespaced(conn.client.clone(), &ns)
         .get(&name)
         .await
         .map_err(|e| {
-            crate::cmd::status::kubeconfig::explain(
+            crate::connection::explain(
                 &e,
                 &format!("reading PersistentVolumeClaim {ns}/{name}"),
                 &conn,
@@ -90,11 +84,7 @@ pub async fn volume_handle(dir: &Path, target: &str) -> anyhow::Result<String> {
         .get(&pv_name)
         .await
         .map_err(|e| {
-            crate::cmd::status::kubeconfig::explain(
-                &e,
-                &format!("reading PersistentVolume {pv_name}"),
-                &conn,
-            )
+            crate::connection::explain(&e, &format!("reading PersistentVolume {pv_name}"), &conn)
         })?;
     pv.spec
         .and_then(|s| s.csi)

@@ -396,6 +396,42 @@ pub fn publish_dir(kubelet_root: &Path, pod_uid: &str, pv: &str) -> std::path::P
         .join(pv)
 }
 
+/// Where a sample's volume is made real: the driver's controller plugin, and the node plugin
+/// and kubelet root of the sample's node.
+#[derive(Debug, Clone, Copy)]
+pub struct Plugins<'a> {
+    /// The driver's name.
+    pub driver: &'a str,
+    /// The controller plugin's endpoint.
+    pub controller: &'a str,
+    /// The node plugin's endpoint on the sample's node.
+    pub node_endpoint: &'a str,
+    /// The kubelet root directory of the sample's node.
+    pub kubelet_root: &'a Path,
+}
+
+/// One sample end to end, as a provisioner and the kubelet would make it: the volume created
+/// through the controller plugin, its PV, PVC and pod, and the volume staged and published on
+/// its node. Returns the volume id, and whether any object had to be created.
+pub async fn provision_sample(
+    client: &kube::Client,
+    plugins: Plugins<'_>,
+    sample: &Sample,
+) -> anyhow::Result<(String, bool)> {
+    let volume_id = create_volume(plugins.controller, &sample.volume).await?;
+    let ensured = ensure_objects(client, plugins.driver, sample, &volume_id).await?;
+    stage_and_publish(
+        plugins.node_endpoint,
+        plugins.kubelet_root,
+        plugins.driver,
+        sample,
+        &volume_id,
+        &ensured.pod_uid,
+    )
+    .await?;
+    Ok((volume_id, ensured.created))
+}
+
 /// Stages and publishes the volume on its node's plugin, and writes the `vol_data.json` files
 /// the kubelet keeps beside them (what the agent reads to know the volume is in use).
 pub async fn stage_and_publish(

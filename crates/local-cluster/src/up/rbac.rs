@@ -11,19 +11,18 @@ use kube::api::{Api, Patch, PatchParams};
 use serde::de::DeserializeOwned;
 
 /// The monitor's RBAC as shipped.
-pub const MONITOR_RBAC: &str = include_str!("../../../../../deploy/kubernetes/monitor/rbac.yaml");
+pub const MONITOR_RBAC: &str = include_str!("../../../../deploy/kubernetes/monitor/rbac.yaml");
 
 /// The remediation controller's RBAC as shipped.
-pub const REMEDIATE_RBAC: &str =
-    include_str!("../../../../../deploy/kubernetes/remediate/rbac.yaml");
+pub const REMEDIATE_RBAC: &str = include_str!("../../../../deploy/kubernetes/remediate/rbac.yaml");
 
 /// The scheduler extender's RBAC as shipped.
 pub const EXTENDER_RBAC: &str =
-    include_str!("../../../../../deploy/kubernetes/scheduler-extender/rbac.yaml");
+    include_str!("../../../../deploy/kubernetes/scheduler-extender/rbac.yaml");
 
 /// The Story 5 policy `up --with-remediation` runs when no --remediation-policy is given.
 pub const DEFAULT_REMEDIATION_POLICY: &str =
-    include_str!("../../../../../deploy/kubernetes/remediate/policy.yaml");
+    include_str!("../../../../deploy/kubernetes/remediate/policy.yaml");
 
 /// The authorizers `up` asks, in kube-apiserver's flag syntax.
 pub const AUTHORIZATION_MODE: &str = "Node,RBAC";

@@ -1,7 +1,8 @@
 //! The reference driver as `up` runs it: its controller plugin and one node plugin per node.
 
+use super::UpConfig;
 use super::layout::Layout;
-use super::{Args, Progress, Running, node_faults, until_ready};
+use super::{Progress, Running, node_faults, until_ready};
 use std::time::Duration;
 
 /// Starts the reference driver's controller plugin and one node plugin per node; returns the
@@ -9,15 +10,15 @@ use std::time::Duration;
 pub(super) async fn start_reference_driver(
     layout: &Layout,
     nodes: &[String],
-    args: &Args,
+    cfg: &UpConfig,
     running: &mut Running,
 ) -> anyhow::Result<String> {
-    let health_api: &[&str] = if args.legacy_driver {
+    let health_api: &[&str] = if cfg.legacy_driver {
         &["--health-api", "legacy"]
     } else {
         &[]
     };
-    let (controller_extra, node_extra, mounts): (&[&str], &[&str], _) = if args.node_faults {
+    let (controller_extra, node_extra, mounts): (&[&str], &[&str], _) = if cfg.node_faults {
         (node_faults::CONTROLLER_ARGS, node_faults::NODE_ARGS, true)
     } else {
         (&[], &[], false)

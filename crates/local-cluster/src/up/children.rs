@@ -130,6 +130,73 @@ impl Component {
     }
 }
 
+/// The components of one cluster, in start order; stopped last started first.
+#[derive(Default)]
+pub struct Processes {
+    started: Vec<Component>,
+}
+
+impl Processes {
+    /// Starts `volhealth ARGS...` as `name` (see [`Component::start`]).
+    pub fn start(&mut self, name: &str, log: &Path, args: &[String]) -> anyhow::Result<()> {
+        self.started.push(Component::start(name, log, args)?);
+        Ok(())
+    }
+
+    /// Adds a component started by the caller.
+    pub fn push(&mut self, component: Component) {
+        self.started.push(component);
+    }
+
+    /// Takes out the component called `name`, to stop or replace it.
+    pub fn remove(&mut self, name: &str) -> Option<Component> {
+        let pos = self.started.iter().position(|c| c.name == name)?;
+        Some(self.started.remove(pos))
+    }
+
+    /// The component started last.
+    pub fn last_mut(&mut self) -> Option<&mut Component> {
+        self.started.last_mut()
+    }
+
+    /// Every component, in start order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Component> {
+        self.started.iter()
+    }
+
+    /// Every component, in start order, to learn what they bound.
+    pub fn as_mut_slice(&mut self) -> &mut [Component] {
+        &mut self.started
+    }
+
+    /// The first component that has exited, described.
+    pub fn exited(&mut self) -> Option<String> {
+        self.started.iter_mut().find_map(Component::exited)
+    }
+
+    /// The pid of the component called `name`.
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.started
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(Component::pid)
+    }
+
+    /// Names and pids of the components still running, in start order.
+    pub fn pids(&self) -> impl Iterator<Item = (String, u32)> + '_ {
+        self.started
+            .iter()
+            .filter_map(|c| Some((c.name.clone(), c.pid()?)))
+    }
+
+    /// Stops every component, last started first.
+    pub async fn stop_all(&mut self) {
+        while let Some(mut c) = self.started.pop() {
+            c.stop().await;
+        }
+    }
+}
+
 /// This binary's path. When it was replaced on disk while running (a rebuild), Linux reports the
 /// old file as `<path> (deleted)`; the components are then started from the new file at `<path>`.
 /// The subcommands built also as binaries of their own, `volhealth-SUBCOMMAND`.

@@ -2,9 +2,9 @@
 //! plugin per node, the monitor and one agent per node, each a real process of this binary, and
 //! PVs, PVCs and pods whose volumes are really created, staged and published through the driver.
 
-use crate::cmd::up::children::Component;
-use crate::cmd::up::layout::{self, Layout, Tokens};
-use crate::cmd::up::workload::{self, Sample};
+use crate::up::layout::{self, Layout, Tokens};
+use crate::up::workload::{self, Sample};
+use crate::up::{Component, Processes};
 use anyhow::Context as _;
 use futures::StreamExt as _;
 use std::io::{IsTerminal as _, Write as _};
@@ -26,7 +26,7 @@ pub struct Volume {
 }
 
 /// Which ControllerGetVolumeHealth / ControllerListVolumeHealth the driver offers the monitor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The monitor pages through ControllerListVolumeHealth.
@@ -69,7 +69,7 @@ pub struct Cluster {
     /// Every volume, in creation order.
     pub volumes: Vec<Volume>,
     /// The running processes, by name, in start order.
-    pub components: Vec<Component>,
+    pub components: Processes,
     monitor_args: Vec<String>,
     _lock: layout::DirLock,
 }
@@ -94,9 +94,7 @@ fn progress(what: &str, done: usize, total: usize) {
 
 impl Cluster {
     fn spawn(&mut self, name: &str, args: Vec<String>) -> anyhow::Result<()> {
-        let c = Component::start(name, &self.layout.log(name), &args)?;
-        self.components.push(c);
-        Ok(())
+        self.components.start(name, &self.layout.log(name), &args)
     }
 
     /// Starts the monitor with [`Cluster::monitor_args`] and learns where its metrics are.
@@ -110,29 +108,22 @@ impl Cluster {
 
     /// The pid of the component called `name`.
     pub fn pid(&self, name: &str) -> Option<u32> {
-        self.components
-            .iter()
-            .find(|c| c.name == name)
-            .and_then(Component::pid)
+        self.components.pid(name)
     }
 
     /// Names and pids of every running component.
     pub fn pids(&self) -> Vec<(String, u32)> {
-        self.components
-            .iter()
-            .filter_map(|c| Some((c.name.clone(), c.pid()?)))
-            .collect()
+        self.components.pids().collect()
     }
 
     /// The first component that has exited, described.
     pub fn exited(&mut self) -> Option<String> {
-        self.components.iter_mut().find_map(Component::exited)
+        self.components.exited()
     }
 
     /// Stops the monitor and starts it again with the same flags; returns once it serves metrics.
     pub async fn restart_monitor(&mut self) -> anyhow::Result<()> {
-        if let Some(pos) = self.components.iter().position(|c| c.name == "monitor") {
-            let mut c = self.components.remove(pos);
+        if let Some(mut c) = self.components.remove("monitor") {
             c.stop().await;
         }
         self.spawn_monitor().await?;
@@ -146,9 +137,7 @@ impl Cluster {
 
     /// Stops every component, last started first.
     pub async fn stop(&mut self) {
-        while let Some(mut c) = self.components.pop() {
-            c.stop().await;
-        }
+        self.components.stop_all().await;
     }
 }
 
@@ -204,7 +193,7 @@ pub async fn start(plan: &Plan) -> anyhow::Result<Cluster> {
         server: String::new(),
         monitor_metrics: String::new(),
         volumes: Vec::new(),
-        components: Vec::new(),
+        components: Processes::default(),
         monitor_args: Vec::new(),
         _lock: lock,
     };
@@ -246,21 +235,10 @@ async fn fill(
         ],
     )?;
     let server = wait_ready("the API server", cluster, async || {
-        let text = std::fs::read_to_string(kubeconfig).ok()?;
-        text.lines().find_map(|l| {
-            l.trim()
-                .strip_prefix("server:")
-                .map(|s| s.trim().trim_matches('"').to_string())
-        })
+        layout::server_of(kubeconfig)
     })
     .await?;
-    let conn = crate::cmd::status::kubeconfig::connect(
-        Some(kubeconfig),
-        None,
-        Duration::from_secs(30),
-        false,
-    )
-    .await?;
+    let conn = crate::connection::connect(Some(kubeconfig), Duration::from_secs(30)).await?;
     let client = conn.client.clone();
     wait_ready("the API server", cluster, async || {
         client.apiserver_version().await.ok()
@@ -342,17 +320,13 @@ async fn fill(
             layout.clone(),
         );
         async move {
-            let volume_id = workload::create_volume(&controller, &s.volume).await?;
-            let ensured = workload::ensure_objects(&client, &driver, &s, &volume_id).await?;
-            workload::stage_and_publish(
-                &layout.node_endpoint(&s.node),
-                &layout.kubelet_root(&s.node),
-                &driver,
-                &s,
-                &volume_id,
-                &ensured.pod_uid,
-            )
-            .await?;
+            let plugins = workload::Plugins {
+                driver: &driver,
+                controller: &controller,
+                node_endpoint: &layout.node_endpoint(&s.node),
+                kubelet_root: &layout.kubelet_root(&s.node),
+            };
+            let (volume_id, _) = workload::provision_sample(&client, plugins, &s).await?;
             anyhow::Ok(Volume {
                 sample: s,
                 volume_id,

@@ -3,33 +3,28 @@
 //! RBAC and child processes.
 
 use super::{Progress, Running, grant_rbac, until_ready};
-use crate::cmd::up::endpoints::MetricsPorts;
-use crate::cmd::up::layout::Layout;
-use crate::cmd::up::rbac;
+use crate::up::endpoints::MetricsPorts;
+use crate::up::layout::Layout;
+use crate::up::rbac;
 use anyhow::Context as _;
 use std::path::PathBuf;
 
-/// The flags of the optional components.
-#[derive(Debug, clap::Args)]
-pub struct ExtrasArgs {
+/// The optional components `up` starts, and their settings.
+#[derive(Debug, Clone)]
+pub struct Extras {
     /// Also run the CSIStorageHealth scheduler extender (`volhealth scheduler-extender`).
-    #[arg(long)]
     pub with_extender: bool,
     /// Also run the remediation controller (`volhealth remediate`) as its own service account.
-    #[arg(long)]
     pub with_remediation: bool,
-    /// With --with-remediation: the policy file (default: deploy/kubernetes/remediate/policy.yaml).
-    #[arg(long, value_name = "FILE", requires = "with_remediation")]
+    /// The remediation policy file (default: deploy/kubernetes/remediate/policy.yaml).
     pub remediation_policy: Option<PathBuf>,
-    /// With --with-remediation: only say what would be done (--remediation-dry-run=false acts).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    /// Whether the remediation controller only says what it would do.
     pub remediation_dry_run: bool,
-    /// Where the extender serves POST /filter and its metrics, with --with-extender.
-    #[arg(long, default_value = "127.0.0.1:8888", value_name = "HOST:PORT")]
+    /// Where the extender serves POST /filter and its metrics.
     pub extender_listen: String,
 }
 
-impl ExtrasArgs {
+impl Extras {
     /// The components beyond the monitor and the agents that get a metrics port.
     pub fn metrics_components(&self) -> &'static [&'static str] {
         if self.with_remediation {
