@@ -65,6 +65,8 @@ pub struct UpConfig {
     pub legacy_driver: bool,
     /// Real mounts, and node faults seen by the agents (needs root and loop devices).
     pub node_faults: bool,
+    /// The reference driver's LowFreeSpace threshold (`None`: the driver's default).
+    pub low_space_fraction: Option<f64>,
     /// The optional components.
     pub extras: Extras,
 }

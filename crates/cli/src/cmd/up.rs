@@ -54,6 +54,11 @@ pub struct Args {
     /// unmounts everything when it stops.
     #[arg(long, conflicts_with_all = ["driver_endpoint", "legacy_driver"])]
     pub node_faults: bool,
+    /// The reference driver reports StorageDegraded/LowFreeSpace on every node when less than
+    /// this share of the disk under --dir is free (default 0.10, as `volhealth driver`); 0 turns
+    /// that check off, e.g. on a nearly full laptop disk.
+    #[arg(long, value_name = "FRACTION", value_parser = fraction, conflicts_with = "driver_endpoint")]
+    pub low_space_fraction: Option<f64>,
     /// The optional components.
     #[command(flatten)]
     pub extras: ExtrasArgs,
@@ -105,8 +110,21 @@ impl From<Args> for up::UpConfig {
             node_endpoint: a.node_endpoint,
             legacy_driver: a.legacy_driver,
             node_faults: a.node_faults,
+            low_space_fraction: a.low_space_fraction,
             extras: a.extras.into(),
         }
+    }
+}
+
+/// A share between 0 and 1.
+fn fraction(s: &str) -> Result<f64, String> {
+    let f: f64 = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number: {e}"))?;
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(format!("{s} is not between 0 and 1"))
     }
 }
 

@@ -23,13 +23,20 @@ pub(super) async fn start_reference_driver(
     } else {
         (&[], &[], false)
     };
+    let low_space = cfg.low_space_fraction.map(|f| f.to_string());
+    let low_space: Vec<&str> = match &low_space {
+        Some(f) => vec!["--low-space-fraction", f],
+        None => Vec::new(),
+    };
+    let controller_extra = [controller_extra, &low_space].concat();
+    let node_extra = [node_extra, &low_space].concat();
     let p = Progress;
     p.step("starting the driver's controller plugin");
     let controller = layout.controller_endpoint();
     running.start(
         "driver-controller",
         layout,
-        layout.controller_plugin_args(&[health_api, controller_extra].concat()),
+        layout.controller_plugin_args(&[health_api, &controller_extra].concat()),
     )?;
     until_ready(running, "the controller plugin", async || {
         volhealth_csi::client::connect(&controller, Duration::from_millis(200))
@@ -46,7 +53,7 @@ pub(super) async fn start_reference_driver(
         // laptop does not show SlowIo on every volume.
         let mut plugin = layout.node_plugin_args(
             node,
-            &[&["--io-probe-slow-ms", "2000"], health_api, node_extra].concat(),
+            &[&["--io-probe-slow-ms", "2000"], health_api, &node_extra].concat(),
         );
         if mounts {
             plugin.retain(|a| a != "--no-mounts");
