@@ -1,7 +1,6 @@
 //! The probe loop: every interval, probe the node's volumes and storage backends and write what changed.
 
 use crate::cluster::{ApiFailure, Cluster, PodSource};
-use crate::desired::{PodDesired, StorageDesired};
 use crate::drivers::{Driver, DriverSet};
 use crate::error::{Error, Result};
 use crate::forbidden::Forbidden;
@@ -19,7 +18,7 @@ use volhealth_writer::events::{EVENT_BURST, EVENT_QPS};
 use volhealth_writer::intervals::DriverIntervals;
 use volhealth_writer::pacing::{cycle_anchor, overran};
 use volhealth_writer::{
-    Clock, EventRecorder, FailureLog, RateLimiter, ReportNotes, StatusWriter, WriteLoop, WriteQueue,
+    Clock, EventRecorder, FailureLog, Offers, RateLimiter, ReportNotes, StatusWriter, WriteLoop,
 };
 
 /// The `mode` label of the agent's `csi_volume_health_cycle_duration_seconds` and
@@ -86,14 +85,10 @@ pub struct Agent {
     pub(crate) deps: AgentDeps,
     pub(crate) state: Mutex<State>,
     pub(crate) probes: Semaphore,
-    /// The write path of `pods/status`.
-    pub(crate) pod_writer: Arc<StatusWriter<PodTarget>>,
-    /// Pod status writes waiting for the write loop, most severe first.
-    pub(crate) pod_queue: Arc<WriteQueue<PodKey, PodDesired>>,
-    /// The write path of `csinodes/status`.
-    pub(crate) storage_writer: Arc<StatusWriter<StorageTarget>>,
-    /// CSINode status writes waiting for the write loop.
-    pub(crate) storage_queue: Arc<WriteQueue<String, StorageDesired>>,
+    /// The offer path of `pods/status`: the cycles' reports in, PATCHes out.
+    pub(crate) pod_offers: Offers<PodTarget>,
+    /// The offer path of `csinodes/status`.
+    pub(crate) storage_offers: Offers<StorageTarget>,
     /// A write refused because the credentials are for another node.
     pub(crate) forbidden: Arc<Forbidden>,
     /// Events waiting to be sent.
@@ -145,10 +140,8 @@ impl Agent {
                 last_probed: HashMap::new(),
             }),
             probes: Semaphore::new(permits),
-            pod_writer: Arc::new(pod_writer),
-            pod_queue: Arc::new(WriteQueue::new()),
-            storage_writer: Arc::new(storage_writer),
-            storage_queue: Arc::new(WriteQueue::new()),
+            pod_offers: Offers::new(pod_writer),
+            storage_offers: Offers::new(storage_writer),
             forbidden,
             notes: ReportNotes::new(writer_metrics, events.clone()),
             events,
@@ -171,13 +164,13 @@ impl Agent {
 
     /// Whether the last status write could not reach the API server (for `/readyz`).
     pub fn api_unreachable(&self) -> bool {
-        self.pod_writer.api_unreachable() || self.storage_writer.api_unreachable()
+        self.pod_offers.writer().api_unreachable() || self.storage_offers.writer().api_unreachable()
     }
 
     /// Whether the API server drops the health fields from the agent's writes (its
     /// `CSIVolumeHealth` feature gate is off), for `/readyz`.
     pub fn drops_field(&self) -> bool {
-        self.pod_writer.drops_field() || self.storage_writer.drops_field()
+        self.pod_offers.writer().drops_field() || self.storage_offers.writer().drops_field()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
@@ -209,12 +202,8 @@ impl Agent {
     pub(crate) fn write_loops(&self) -> (WriteLoop<PodTarget>, WriteLoop<StorageTarget>) {
         let limiter = || RateLimiter::new(STATUS_WRITE_QPS, STATUS_WRITE_BURST);
         (
-            WriteLoop::new(self.pod_writer.clone(), self.pod_queue.clone(), limiter()),
-            WriteLoop::new(
-                self.storage_writer.clone(),
-                self.storage_queue.clone(),
-                limiter(),
-            ),
+            self.pod_offers.write_loop(limiter()),
+            self.storage_offers.write_loop(limiter()),
         )
     }
 
@@ -355,7 +344,8 @@ impl Agent {
         }
         state.resolved.retain(|(uid, _), _| now.contains_key(uid));
         drop(state);
-        self.pod_writer
+        self.pod_offers
+            .writer()
             .retain(|k: &PodKey| now.contains_key(&k.uid));
         let prefixes: HashSet<String> = now
             .values()

@@ -10,12 +10,12 @@
 //! families, the clock) is `volhealth_writer`; this crate keeps what is the agent's own: finding
 //! the node's pods and their attempted CSI volumes ([`pod_volumes`], [`kubelet_dirs`]), the
 //! drivers registered on the node ([`discovery`], [`drivers`]), the two object kinds it writes
-//! ([`targets`]) and what its cycles queue for them ([`desired`]), and the wiring ([`run`]).
+//! ([`targets`]; the writer's offer path decides what a report makes of them), and the wiring
+//! ([`run`]).
 
 mod agent;
 mod cluster;
 pub mod config;
-mod desired;
 mod discovery;
 mod drivers;
 mod error;

@@ -1,7 +1,6 @@
 //! Per-driver backend health: NodeGetStorageHealth → csinode.status.storageHealth, keeping spec.drivers current.
 
 use crate::agent::Agent;
-use crate::desired::{StorageDesired, merge_reports, offer, priority, storage_changes};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::metrics::METHOD_STORAGE;
@@ -11,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_writer::coverage::{self, NodeSources};
-use volhealth_writer::{FailureKind, ObjectRef, ProbeError, Stored, timed};
+use volhealth_writer::{EntryReports, FailureKind, ObjectRef, ProbeError, Stored, timed};
 
 const SPEC_KEY: &str = "csinodes";
 /// The backoff key of the coverage annotation's writes (kept apart from spec.drivers').
@@ -83,8 +82,7 @@ impl Agent {
                 .and_then(|s| s.storage_health.clone())
                 .unwrap_or_default(),
         };
-        let before = self.storage_writer.effective(&node, &stored);
-        self.storage_writer.target().remember(&node, stored.clone());
+        self.storage_offers.target().remember(&node, stored);
         let object = ObjectRef {
             api_version: "storage.k8s.io/v1",
             kind: "CSINode",
@@ -109,35 +107,11 @@ impl Agent {
             }
             reports.insert(driver.name.clone(), report);
         }
-        // The series show what is stored; a write that lands moves them on.
-        for name in reports.keys() {
-            let conditions = before
-                .iter()
-                .find(|e| &e.name == name)
-                .and_then(|e| e.health_conditions.as_deref())
-                .unwrap_or(&[]);
-            self.deps.metrics.set_storage_conditions(name, conditions);
-        }
-        let pending = self.storage_queue.pending(&node);
-        let supersedes = pending.is_some();
-        if let Some(p) = pending {
-            merge_reports(&mut reports, p.drivers);
-        }
-        let desired = StorageDesired { drivers: reports };
-        let now = self.deps.clock.now();
-        offer(
-            &self.storage_writer,
-            &self.storage_queue,
-            node,
-            &before,
-            desired,
-            supersedes,
-            |d| {
-                priority(&before, &d.drivers, |stored, driver, report| {
-                    storage_changes(stored, driver, report, now)
-                })
-            },
-        );
+        let reports = EntryReports {
+            entries: reports,
+            order: Vec::new(),
+        };
+        self.storage_offers.offer(node, reports);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The agent's two object kinds for the shared writer: a pod's `status.volumeHealth` and a
 //! CSINode's `status.storageHealth`, each a list keyed by name, with one Event per entry that
-//! changed.
+//! changed. What a report makes of them is decided by the writer's offer path
+//! ([`volhealth_writer::Offers`]); here is how each is read, patched and counted.
 
 use crate::cluster::{Cluster, PodSource};
 use crate::forbidden::Forbidden;
@@ -10,9 +11,11 @@ use k8s_openapi::api::storage::v1::StorageHealth;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use volhealth_model::sanitize::Condition;
+use volhealth_model::{StorageHealthCondition, Timestamp, VolumeHealthCondition};
 use volhealth_writer::events::{Subject, transition_events};
 use volhealth_writer::{
-    ApiFailure, Clock, EventSink, HealthEvent, ObjectRef, Patched, Stored, Target,
+    ApiFailure, Clock, EntryReports, EventSink, HealthEvent, ObjectRef, Outcome, Patched,
+    QueuedTarget, Stored, Target,
 };
 
 /// `resource` label of pod status writes.
@@ -90,10 +93,6 @@ impl Target for PodTarget {
         POD_RESOURCE
     }
 
-    fn is_empty(&self, value: &Self::Value) -> bool {
-        value.is_empty()
-    }
-
     async fn patch(
         &self,
         key: &PodKey,
@@ -168,10 +167,6 @@ impl Target for StorageTarget {
         STORAGE_RESOURCE
     }
 
-    fn is_empty(&self, value: &Self::Value) -> bool {
-        value.is_empty()
-    }
-
     async fn patch(
         &self,
         node: &String,
@@ -231,5 +226,113 @@ pub struct ClusterEvents(pub Arc<dyn Cluster>);
 impl EventSink for ClusterEvents {
     async fn create(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure> {
         self.0.create_event(event, count).await
+    }
+}
+
+impl QueuedTarget for PodTarget {
+    fn cached(&self, key: &PodKey) -> Option<Stored<Vec<PodVolumeHealth>>> {
+        let pod = self
+            .pods
+            .pod(&key.namespace, &key.name)
+            .filter(|p| p.metadata.uid.as_deref() == Some(key.uid.as_str()))?;
+        Some(Stored {
+            uid: Some(key.uid.clone()),
+            resource_version: pod.metadata.resource_version.clone(),
+            value: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.volume_health.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The series show what is stored; a write that lands moves them on.
+    fn observed(
+        &self,
+        key: &PodKey,
+        stored: &Vec<PodVolumeHealth>,
+        _report: &EntryReports<VolumeHealthCondition>,
+    ) {
+        self.metrics.set_pod(&key.namespace, &key.name, stored);
+    }
+
+    fn answered(
+        &self,
+        key: &PodKey,
+        _report: &EntryReports<VolumeHealthCondition>,
+        outcome: &Outcome<Vec<PodVolumeHealth>>,
+    ) {
+        if let Outcome::Forbidden(e) = outcome {
+            self.forbidden.note(
+                format!("patching pods/{}/status in {}", key.name, key.namespace),
+                e,
+            );
+        }
+    }
+}
+
+/// Makes the series of the drivers `report` speaks of show `stored` (a driver with no entry
+/// there has no series left).
+fn storage_series(
+    metrics: &Metrics,
+    stored: &[StorageHealth],
+    report: &EntryReports<StorageHealthCondition>,
+) {
+    for name in report.entries.keys() {
+        let conditions = stored
+            .iter()
+            .find(|e| &e.name == name)
+            .and_then(|e| e.health_conditions.as_deref())
+            .unwrap_or(&[]);
+        metrics.set_storage_conditions(name, conditions);
+    }
+}
+
+impl QueuedTarget for StorageTarget {
+    fn cached(&self, node: &String) -> Option<Stored<Vec<StorageHealth>>> {
+        self.cached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|(name, _)| name == node)
+            .map(|(_, stored)| stored.clone())
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The series show what is stored; a write that lands moves them on.
+    fn observed(
+        &self,
+        _node: &String,
+        stored: &Vec<StorageHealth>,
+        report: &EntryReports<StorageHealthCondition>,
+    ) {
+        storage_series(&self.metrics, stored, report);
+    }
+
+    fn answered(
+        &self,
+        node: &String,
+        report: &EntryReports<StorageHealthCondition>,
+        outcome: &Outcome<Vec<StorageHealth>>,
+    ) {
+        match outcome {
+            Outcome::Written(stored) => storage_series(&self.metrics, stored, report),
+            Outcome::Forbidden(e) => self
+                .forbidden
+                .note(format!("patching csinodes/{node}/status"), e),
+            Outcome::Held
+            | Outcome::Dropped
+            | Outcome::Refused(_)
+            | Outcome::Gone
+            | Outcome::Conflict
+            | Outcome::Unavailable => {}
+        }
     }
 }

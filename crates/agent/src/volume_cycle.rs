@@ -1,7 +1,6 @@
 //! Per-pod volume health: probe each attempted CSI volume with NodeGetVolumeHealth and write pod.status.volumeHealth.
 
 use crate::agent::{Agent, Resolution};
-use crate::desired::{PodDesired, merge_reports, offer, priority, volume_changes};
 use crate::drivers::Driver;
 use crate::error::Result;
 use crate::kubelet_dirs::MountAttempt;
@@ -14,7 +13,7 @@ use std::sync::Arc;
 use volhealth_csi::v1;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_writer::pacing::Pacer;
-use volhealth_writer::{ObjectRef, ProbeError, Stored, timed};
+use volhealth_writer::{EntryReports, ObjectRef, ProbeError, timed};
 
 /// One volume to probe.
 struct Target {
@@ -192,7 +191,7 @@ impl Agent {
         ) else {
             return Ok(());
         };
-        // The freshest copy, so the comparison is against what is stored now.
+        // The freshest copy: its spec orders the stored list.
         let Some(pod) = self
             .deps
             .pods
@@ -201,21 +200,6 @@ impl Agent {
         else {
             return Ok(());
         };
-        let key = PodKey {
-            namespace: namespace.clone(),
-            name: name.clone(),
-            uid: uid.clone(),
-        };
-        let stored = Stored {
-            uid: Some(uid.clone()),
-            resource_version: pod.metadata.resource_version.clone(),
-            value: pod
-                .status
-                .as_ref()
-                .and_then(|s| s.volume_health.clone())
-                .unwrap_or_default(),
-        };
-        let before = self.pod_writer.effective(&key, &stored);
         let object = ObjectRef {
             api_version: "v1",
             kind: "Pod",
@@ -223,10 +207,10 @@ impl Agent {
             name: name.clone(),
             uid: Some(uid.clone()),
         };
-        let mut volumes = BTreeMap::new();
+        let mut entries = BTreeMap::new();
         for (target, answer) in targets.iter().zip(answers) {
-            let Some(entries) = answer else { continue };
-            let report = volhealth_model::volume_report(&entries);
+            let Some(answer) = answer else { continue };
+            let report = volhealth_model::volume_report(&answer);
             let volume = &target.volume.name;
             if !self.notes.is_quiet(&report) {
                 self.notes.note(
@@ -236,33 +220,18 @@ impl Agent {
                     &report,
                 );
             }
-            volumes.insert(volume.clone(), report);
+            entries.insert(volume.clone(), report);
         }
-        // The series show what is stored; a write that lands moves them on.
-        self.deps.metrics.set_pod(&namespace, &name, &before);
-        let pending = self.pod_queue.pending(&key);
-        let supersedes = pending.is_some();
-        if let Some(p) = pending {
-            merge_reports(&mut volumes, p.volumes);
-        }
-        let desired = PodDesired {
-            volumes,
+        let key = PodKey {
+            namespace,
+            name,
+            uid,
+        };
+        let reports = EntryReports {
+            entries,
             order: spec_order(&pod),
         };
-        let now = self.deps.clock.now();
-        offer(
-            &self.pod_writer,
-            &self.pod_queue,
-            key,
-            &before,
-            desired,
-            supersedes,
-            |d| {
-                priority(&before, &d.volumes, |stored, volume, report| {
-                    volume_changes(stored, volume, report, now)
-                })
-            },
-        );
+        self.pod_offers.offer(key, reports);
         Ok(())
     }
 }

@@ -1,13 +1,11 @@
 //! The monitor's object kind for the shared writer: a PVC's `status.healthStatus`, read from the
-//! claim cache, reconciled with `volhealth_model`, patched through [`HealthPatcher`].
+//! claim cache, patched through [`HealthPatcher`]; the writer's offer path decides what to write.
 
 use crate::claims::{ClaimKey, ClaimStore};
 use crate::metrics::Metrics;
 use std::future::Future;
 use std::sync::Arc;
-use volhealth_model::{
-    Report, VolumeHealthCondition, VolumeHealthStatus, Write, condition_keys, reconcile_pvc,
-};
+use volhealth_model::{Timestamp, VolumeHealthCondition, VolumeHealthStatus, condition_keys};
 use volhealth_writer::events::{Subject, transition_events};
 use volhealth_writer::{
     ApiFailure, Clock, HealthEvent, ObjectRef, Patched, QueuedTarget, Stored, Target,
@@ -77,10 +75,6 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> 
         RESOURCE
     }
 
-    fn is_empty(&self, value: &Health) -> bool {
-        conditions(value).is_empty()
-    }
-
     fn patch(
         &self,
         key: &ClaimKey,
@@ -113,8 +107,6 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> 
 }
 
 impl<C: ClaimStore, P: HealthPatcher, K: Clock> QueuedTarget for ClaimTarget<C, P, K> {
-    type Desired = Report<VolumeHealthCondition>;
-
     fn cached(&self, key: &ClaimKey) -> Option<Stored<Health>> {
         self.claims.claim(key).map(|c| Stored {
             uid: Some(c.uid).filter(|u| !u.is_empty()),
@@ -123,11 +115,8 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> QueuedTarget for ClaimTarget<C, 
         })
     }
 
-    fn reconcile(&self, before: &Health, desired: &Self::Desired) -> Option<Health> {
-        match reconcile_pvc(before.as_ref(), desired, self.clock.now())? {
-            Write::Set(h) => Some(Some(h)),
-            Write::Remove => Some(None),
-        }
+    fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 }
 

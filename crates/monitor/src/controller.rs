@@ -222,7 +222,7 @@ pub async fn run(
                     r = rx.changed() => if r.is_err() { return },
                 }
                 if !*rx.borrow() {
-                    shared.queue.clear();
+                    shared.offers.clear();
                     shared.events.clear();
                 }
             }
@@ -230,8 +230,7 @@ pub async fn run(
     }
 
     let writer = WriteLoop {
-        writer: shared.writer.clone(),
-        queue: shared.queue.clone(),
+        offers: shared.offers.clone(),
         limiter: RateLimiter::new(config.kube_api_qps, config.kube_api_burst),
         leader: leader_rx.clone(),
         max_in_flight: MAX_WRITES_IN_FLIGHT,

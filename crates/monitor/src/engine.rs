@@ -16,7 +16,7 @@ use volhealth_model::{ListRecovery, Report, VolumeHealthCondition, condition_key
 use volhealth_writer::intervals::DriverIntervals;
 use volhealth_writer::pacing::Ticker;
 use volhealth_writer::{
-    Clock, EventRecorder, FailureLog, QueuedTarget, ReportNotes, StatusWriter, Stored, WriteQueue,
+    Clock, EventRecorder, FailureLog, Offers, ReportNotes, StatusWriter, Stored,
 };
 
 /// How the driver is probed, from its controller capabilities.
@@ -104,15 +104,10 @@ pub struct EngineSettings {
     pub workers: usize,
 }
 
-/// The queue of desired claim states.
-pub type ClaimQueue = WriteQueue<ClaimKey, Report<VolumeHealthCondition>>;
-
 /// State shared by the cycles, the writer, the Event recorder and the HTTP endpoint.
 pub struct Shared<C: ClaimStore, P: HealthPatcher, K: Clock> {
-    /// Desired states waiting to be written.
-    pub queue: Arc<ClaimQueue>,
-    /// The write path of claims.
-    pub writer: Arc<StatusWriter<ClaimTarget<C, P, K>>>,
+    /// The offer path of claims: reports in, PATCHes out.
+    pub offers: Offers<ClaimTarget<C, P, K>>,
     /// Events waiting to be sent.
     pub events: Arc<EventRecorder>,
     /// Unknown values and fixes already reported.
@@ -133,8 +128,7 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Shared<C, P, K> {
             metrics: metrics.clone(),
         };
         Shared {
-            queue: Arc::new(WriteQueue::new()),
-            writer: Arc::new(StatusWriter::new(
+            offers: Offers::new(StatusWriter::new(
                 target,
                 interval,
                 metrics.writer.clone(),
@@ -146,14 +140,19 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Shared<C, P, K> {
         }
     }
 
+    /// The write path of claims.
+    pub fn writer(&self) -> &Arc<StatusWriter<ClaimTarget<C, P, K>>> {
+        self.offers.writer()
+    }
+
     /// The claim cache.
     pub fn claims(&self) -> &Arc<C> {
-        &self.writer.target().claims
+        &self.offers.target().claims
     }
 
     /// The claim's health as stored now (our own last write while the cache lags behind it).
     pub fn effective(&self, key: &ClaimKey, stored: &StoredClaim) -> Health {
-        self.writer.effective(key, &as_stored(stored))
+        self.offers.writer().effective(key, &as_stored(stored))
     }
 }
 
@@ -284,15 +283,14 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             Mode::Off => self.connection_lost = true,
         }
         self.clear_released(&bound);
-        self.refresh_status_metrics(&bound);
+        let with_health = self.refresh_status_metrics(&bound);
         // Only a claim with health (stored, or on its way) can need clearing later: in a
         // healthy cluster nothing is kept.
         let shared = &self.shared;
         self.previously_bound = bound
             .into_iter()
-            .filter(|(_, c)| {
-                has_conditions(&shared.effective(&c.key, &c.stored))
-                    || shared.queue.pending(&c.key).is_some()
+            .filter(|(volume_id, c)| {
+                with_health.contains(volume_id) || shared.offers.is_pending(&c.key)
             })
             .collect();
     }
@@ -319,7 +317,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         for claim in released {
             if has_conditions(&self.shared.effective(&claim.key, &claim.stored)) {
                 tracing::info!(claim = %claim.key, pv = %claim.pv_name, "the claim's volume was deleted; clearing the health it reported");
-                self.apply(&claim, &Report::healthy());
+                self.apply(&claim, Report::healthy());
             }
         }
     }
@@ -415,36 +413,19 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         }
     }
 
-    /// Turns one authoritative report for a bound volume into a queued desired state, when it
-    /// would change what is stored (or supersede a write still queued).
-    pub(crate) fn apply(&mut self, claim: &BoundClaim, report: &Report<VolumeHealthCondition>) {
+    /// Hands one authoritative report for a bound volume to the offer path, after noting what
+    /// in it was unknown or had to be fixed.
+    pub(crate) fn apply(&mut self, claim: &BoundClaim, report: Report<VolumeHealthCondition>) {
         let shared = &self.shared;
-        if !shared.notes.is_quiet(report) {
+        if !shared.notes.is_quiet(&report) {
             shared.notes.note(
                 &format!("pvc {}", claim.key),
                 &claim_ref(&claim.key, Some(&claim.stored.uid)),
                 &format!("volume {}", claim.volume_id),
-                report,
+                &report,
             );
         }
-        let before = shared.effective(&claim.key, &claim.stored);
-        let changes = shared.writer.target().reconcile(&before, report).is_some();
-        // A stale pending write must not land after this report, so it is replaced either way.
-        let pending = shared.queue.pending(&claim.key).is_some();
-        if !(changes || pending) {
-            return;
-        }
-        if changes
-            && !pending
-            && shared.writer.is_refused(&claim.key)
-            && !shared.writer.may_write(&claim.key)
-        {
-            // Held back after a refused or dropped write: the next cycle after the hold asks again.
-            return;
-        }
-        shared
-            .queue
-            .push(claim.key.clone(), report.clone(), report.severity());
+        shared.offers.offer(claim.key.clone(), report);
     }
 
     /// Logs (debug, rate-limited) volumes the driver reported that have no bound PV.
@@ -465,18 +446,24 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
     }
 
     /// Makes the per-claim status series of the claims `bound` when the cycle started follow
-    /// what is stored, and forgets the others. Runs every cycle over every bound claim, so it
-    /// borrows from the cycle's one map of bound claims and copies nothing per claim.
-    fn refresh_status_metrics(&mut self, bound: &BTreeMap<String, BoundClaim>) {
+    /// what is stored, and forgets the others; returns the volumes whose claims have health
+    /// stored. Runs every cycle over every bound claim, reading what is stored once per claim,
+    /// so it borrows from the cycle's one map of bound claims and copies nothing per claim but
+    /// the volume ids of claims with health.
+    fn refresh_status_metrics(&mut self, bound: &BTreeMap<String, BoundClaim>) -> HashSet<String> {
         let shared = &self.shared;
         let mut alive: HashSet<(&str, &str)> = HashSet::with_capacity(bound.len());
-        for claim in bound.values() {
+        let mut with_health = HashSet::new();
+        for (volume_id, claim) in bound {
             let health = shared.effective(&claim.key, &claim.stored);
             let keys = health
                 .as_ref()
                 .and_then(|h| h.health_conditions.as_deref())
                 .map(condition_keys)
                 .unwrap_or_default();
+            if !keys.is_empty() {
+                with_health.insert(volume_id.clone());
+            }
             shared.metrics.set_claim_conditions(&claim.key, keys);
             alive.insert((&claim.key.namespace, &claim.key.name));
         }
@@ -484,7 +471,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         shared.metrics.retain_claims(is_alive);
         let claims = shared.claims().clone();
         shared
-            .writer
+            .writer()
             .retain(|k| is_alive(k) || claims.claim(k).is_some());
         // Notes about claims are keyed "pvc NAMESPACE/NAME".
         shared.notes.retain(|k| {
@@ -496,5 +483,6 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
             t.split_once(' ')
                 .is_none_or(|(_, volume)| bound.contains_key(volume))
         });
+        with_health
     }
 }

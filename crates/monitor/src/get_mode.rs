@@ -56,7 +56,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                     let (claim, result): Answer<'_> = answer;
                     self.failures.note(format_args!("{} {}", method::GET, claim.volume_id), &result);
                     match result {
-                        Ok(entries) => self.apply(claim, &volume_report(&entries)),
+                        Ok(entries) => self.apply(claim, volume_report(&entries)),
                         Err(e) => {
                             self.note_error(&e);
                             errors += 1;
@@ -106,7 +106,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
     pub(crate) fn annotation_cycle(&mut self, bound: &BTreeMap<String, BoundClaim>) {
         for claim in bound.values() {
             if let Some(entries) = annotation_entries(claim.stored.health_annotation.as_deref()) {
-                self.apply(claim, &volume_report(&entries));
+                self.apply(claim, volume_report(&entries));
             }
         }
     }

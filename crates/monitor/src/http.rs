@@ -38,7 +38,7 @@ pub fn endpoints<C: ClaimStore, P: HealthPatcher, K: Clock>(
     let dropping = shared.clone();
     Endpoints::new(move |format| metrics.metrics.encode_as(format))
         .readyz_warning(move || {
-            dropping.writer.drops_field().then(|| {
+            dropping.writer().drops_field().then(|| {
                 "the API server accepts pvc.status.healthStatus writes but drops the field (its CSIVolumeHealth feature gate is off): no claim shows health".to_string()
             })
         })
@@ -47,7 +47,7 @@ pub fn endpoints<C: ClaimStore, P: HealthPatcher, K: Clock>(
             if !ready.load(Ordering::Acquire) {
                 return Err("waiting for the caches and the driver".into());
             }
-            if shared.writer.api_unreachable() {
+            if shared.writer().api_unreachable() {
                 return Err("the API server cannot be reached for status writes".into());
             }
             Ok(())

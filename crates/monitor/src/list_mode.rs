@@ -120,7 +120,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
         let unhealthy: BTreeSet<String> = bound
             .values()
             .filter(|c| {
-                let pending = self.shared.queue.pending(&c.key);
+                let pending = self.shared.offers.pending(&c.key);
                 match pending {
                     Some(p) => !p.conditions.is_empty(),
                     None => has_conditions(&self.shared.effective(&c.key, &c.stored)),
@@ -139,8 +139,8 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 continue;
             };
             match verdict {
-                ListVerdict::Report(r) => self.apply(claim, &r),
-                ListVerdict::Clear => self.apply(claim, &Report::healthy()),
+                ListVerdict::Report(r) => self.apply(claim, r),
+                ListVerdict::Clear => self.apply(claim, Report::healthy()),
                 ListVerdict::Keep => {}
                 ListVerdict::Confirm => to_confirm.push(claim.clone()),
             }
@@ -181,8 +181,8 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
                 .recovery
                 .confirmed(&claim.volume_id, result.as_deref().map_err(|_| ()));
             match verdict {
-                ListVerdict::Report(r) => self.apply(&claim, &r),
-                ListVerdict::Clear => self.apply(&claim, &Report::healthy()),
+                ListVerdict::Report(r) => self.apply(&claim, r),
+                ListVerdict::Clear => self.apply(&claim, Report::healthy()),
                 ListVerdict::Keep | ListVerdict::Confirm => {}
             }
         }

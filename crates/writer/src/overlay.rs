@@ -16,6 +16,8 @@ struct Recent<V> {
     rv_after: Option<String>,
     value: V,
     at: Instant,
+    /// Which write this was (numbered from 1 in the order they were recorded).
+    seq: u64,
 }
 
 /// Whether a cached copy at `seen` predates a write that went from `before` to `after`.
@@ -36,12 +38,19 @@ fn predates(seen: Option<&str>, before: Option<&str>, after: Option<&str>) -> bo
 #[derive(Debug)]
 pub struct OwnWrites<K, V> {
     recent: HashMap<K, Recent<V>>,
+    recorded: u64,
+    /// How often the overlay was read (for the offer path's counting test).
+    #[cfg(test)]
+    pub(crate) reads: usize,
 }
 
 impl<K, V> Default for OwnWrites<K, V> {
     fn default() -> Self {
         OwnWrites {
             recent: HashMap::new(),
+            recorded: 0,
+            #[cfg(test)]
+            reads: 0,
         }
     }
 }
@@ -55,6 +64,10 @@ impl<K: Clone + Eq + Hash, V: Clone> OwnWrites<K, V> {
     /// The value stored now: our own write while the cache (at `cached_rv`, showing `cached`)
     /// has not caught up with it, else the cached value.
     pub fn effective(&mut self, key: &K, cached_rv: Option<&str>, cached: &V) -> V {
+        #[cfg(test)]
+        {
+            self.reads += 1;
+        }
         if let Some(r) = self.recent.get(key) {
             let fresh = r.at.elapsed() < RECENT_WRITE_TTL;
             if fresh && predates(cached_rv, r.rv_before.as_deref(), r.rv_after.as_deref()) {
@@ -73,6 +86,7 @@ impl<K: Clone + Eq + Hash, V: Clone> OwnWrites<K, V> {
         rv_after: Option<String>,
         value: V,
     ) {
+        self.recorded += 1;
         self.recent.insert(
             key.clone(),
             Recent {
@@ -80,8 +94,18 @@ impl<K: Clone + Eq + Hash, V: Clone> OwnWrites<K, V> {
                 rv_after,
                 value,
                 at: Instant::now(),
+                seq: self.recorded,
             },
         );
+    }
+
+    /// The number of our write of `key` that still overrides the cache as of the last
+    /// [`OwnWrites::effective`], or 0 when none does.
+    pub fn generation(&self, key: &K) -> u64 {
+        self.recent
+            .get(key)
+            .filter(|r| r.at.elapsed() < RECENT_WRITE_TTL)
+            .map_or(0, |r| r.seq)
     }
 
     /// Forgets objects that no longer exist.

@@ -1,17 +1,11 @@
-//! The keyed coalescing queue between probe cycles and a single writer, and the loop that drains
-//! it. Several pending updates for one object collapse into the latest; the most severe go first
-//! (Inaccessible, DataLoss, Degraded, then recoveries), first come first within a severity; and
-//! what would be a no-op is found before a rate-limit token is spent on it.
+//! The keyed coalescing queue between probe cycles and the write loop ([`crate::offer`]).
+//! Several pending updates for one object collapse into the latest; the most severe go first
+//! (Inaccessible, DataLoss, Degraded, then recoveries), first come first within a severity.
 
-use crate::rate_limit::RateLimiter;
-use crate::status::{Outcome, StatusWriter, Stored, Target};
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::{Notify, watch};
+use std::sync::{Mutex, MutexGuard};
+use tokio::sync::Notify;
 
 #[derive(Debug)]
 struct Entry<D> {
@@ -149,17 +143,17 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     }
 
     /// Notes that the write loop holds `desired` for `key` until [`WriteQueue::answered`].
-    fn taken(&self, key: K, desired: D) {
+    pub(crate) fn taken(&self, key: K, desired: D) {
         self.lock().in_flight.insert(key, desired);
     }
 
     /// Whether the write loop holds a write for `key` that is not yet answered.
-    fn is_taken(&self, key: &K) -> bool {
+    pub(crate) fn is_taken(&self, key: &K) -> bool {
         self.lock().in_flight.contains_key(key)
     }
 
     /// The write for `key` was answered (stored, refused, or to be retried through the queue).
-    fn answered(&self, key: &K) {
+    pub(crate) fn answered(&self, key: &K) {
         self.lock().in_flight.remove(key);
     }
 
@@ -186,178 +180,6 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     pub fn is_idle(&self) -> bool {
         let q = self.lock();
         q.pending.is_empty() && q.in_flight.is_empty()
-    }
-}
-
-/// A [`Target`] whose writes go through a [`WriteQueue`]: it can read its cache, and turn a
-/// desired state into the value to store at write time (so `lastTransitionTime` is decided
-/// against what is stored then, including our own writes the cache has not shown yet).
-pub trait QueuedTarget: Target {
-    /// What the probe cycles want (a driver's report).
-    type Desired: Clone + Send + Sync + 'static;
-    /// The object as cached now; `None` when it is gone.
-    fn cached(&self, key: &Self::Key) -> Option<Stored<Self::Value>>;
-    /// The value to store over `before` for `desired`; `None` when nothing would change.
-    fn reconcile(&self, before: &Self::Value, desired: &Self::Desired) -> Option<Self::Value>;
-    /// Hears how a write for `desired` ended (after the writer has counted and logged it), for
-    /// what only the component can do about it, such as stopping on a refusal that means its
-    /// credentials are for another node. Nothing by default.
-    fn answered(
-        &self,
-        _key: &Self::Key,
-        _desired: &Self::Desired,
-        _outcome: &Outcome<Self::Value>,
-    ) {
-    }
-}
-
-/// Most status writes a [`WriteLoop`] has in flight at once (as upstream's sidecar runs its
-/// writes on worker goroutines): a correlated failure reaches status at this many times the
-/// API server's latency, while the rate limit still paces the whole.
-pub const MAX_WRITES_IN_FLIGHT: usize = 16;
-
-/// The writer draining a queue: up to `max_in_flight` writes at once, never two for one object
-/// (a newer desired state for an object being written waits for that write to finish, then is
-/// reconciled against what it stored).
-pub struct WriteLoop<T: QueuedTarget> {
-    /// The write path.
-    pub writer: Arc<StatusWriter<T>>,
-    /// The queue the cycles fill.
-    pub queue: Arc<WriteQueue<T::Key, T::Desired>>,
-    /// `--kube-api-qps` / `--kube-api-burst` for status writes.
-    pub limiter: RateLimiter,
-    /// Whether this replica leads (always true without leader election, see [`WriteLoop::new`]).
-    pub leader: watch::Receiver<bool>,
-    /// Most writes in flight at once ([`MAX_WRITES_IN_FLIGHT`] by default; at least 1).
-    pub max_in_flight: usize,
-}
-
-/// One finished write: what it was for, and how it ended.
-struct Done<T: QueuedTarget> {
-    key: T::Key,
-    desired: T::Desired,
-    priority: usize,
-    outcome: Outcome<T::Value>,
-}
-
-impl<T: QueuedTarget> WriteLoop<T>
-where
-    T::Key: Ord,
-{
-    /// A loop for a component without leader election (it always writes), with up to
-    /// [`MAX_WRITES_IN_FLIGHT`] writes at once.
-    pub fn new(
-        writer: Arc<StatusWriter<T>>,
-        queue: Arc<WriteQueue<T::Key, T::Desired>>,
-        limiter: RateLimiter,
-    ) -> Self {
-        // The sender is dropped at once: the receiver keeps reading `true`.
-        let (_, leader) = watch::channel(true);
-        WriteLoop {
-            writer,
-            queue,
-            limiter,
-            leader,
-            max_in_flight: MAX_WRITES_IN_FLIGHT,
-        }
-    }
-
-    /// Writes until `shutdown` completes; writes still in flight then are abandoned (the next
-    /// leader, or the next start, reconciles from what is stored).
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        tokio::pin!(shutdown);
-        let max = self.max_in_flight.max(1);
-        let mut in_flight = FuturesUnordered::new();
-        // The newest desired state of an object whose write is in flight.
-        let mut parked: HashMap<T::Key, (T::Desired, usize)> = HashMap::new();
-        loop {
-            if in_flight.is_empty()
-                && let Some(until) = self.writer.unreachable_until()
-            {
-                tokio::select! {
-                    _ = &mut shutdown => return,
-                    _ = tokio::time::sleep_until(until) => {}
-                }
-            }
-            let (key, desired, priority) = tokio::select! {
-                _ = &mut shutdown => return,
-                Some(done) = in_flight.next(), if !in_flight.is_empty() => {
-                    self.finished(done, &mut parked);
-                    continue;
-                }
-                // While the API server is unreachable, no new write starts before the ones in
-                // flight have answered (and the backoff has passed).
-                item = self.queue.next(), if in_flight.len() < max
-                    && (in_flight.is_empty() || self.writer.unreachable_until().is_none()) => item,
-            };
-            if !*self.leader.borrow() {
-                continue;
-            }
-            if self.queue.is_taken(&key) {
-                self.queue.taken(key.clone(), desired.clone());
-                parked.insert(key, (desired, priority));
-                continue;
-            }
-            let target = self.writer.target();
-            let Some(stored) = target.cached(&key) else {
-                tracing::debug!(object = %key, "the object is gone; nothing to write");
-                continue;
-            };
-            let before = self.writer.effective(&key, &stored);
-            // No-ops and held objects cost no rate-limit token.
-            let Some(after) = target.reconcile(&before, &desired) else {
-                continue;
-            };
-            if !self.writer.may_write(&key) {
-                if self.writer.unreachable_until().is_some() {
-                    self.queue.retry(key, desired, priority);
-                }
-                continue;
-            }
-            tokio::select! {
-                _ = &mut shutdown => return,
-                _ = self.limiter.acquire() => {}
-            }
-            // Checked again right before the write: a replica that lost the lease stops at once.
-            if !*self.leader.borrow() {
-                continue;
-            }
-            self.queue.taken(key.clone(), desired.clone());
-            let writer = self.writer.clone();
-            in_flight.push(async move {
-                let outcome = writer.write(&key, &stored, &before, after).await;
-                Done::<T> {
-                    key,
-                    desired,
-                    priority,
-                    outcome,
-                }
-            });
-        }
-    }
-
-    /// Handles a finished write: a failed one is tried again, unless a newer desired state
-    /// arrived while it was in flight, which goes next instead.
-    fn finished(&self, done: Done<T>, parked: &mut HashMap<T::Key, (T::Desired, usize)>) {
-        self.queue.answered(&done.key);
-        self.writer
-            .target()
-            .answered(&done.key, &done.desired, &done.outcome);
-        if let Some((desired, priority)) = parked.remove(&done.key) {
-            self.queue.retry(done.key, desired, priority);
-            return;
-        }
-        match done.outcome {
-            Outcome::Unavailable | Outcome::Conflict => {
-                self.queue.retry(done.key, done.desired, done.priority)
-            }
-            Outcome::Written(_)
-            | Outcome::Held
-            | Outcome::Dropped
-            | Outcome::Refused(_)
-            | Outcome::Forbidden(_)
-            | Outcome::Gone => {}
-        }
     }
 }
 

@@ -6,6 +6,7 @@
 use crate::api::{ApiFailure, FailureKind};
 use crate::backoff::{RefusalBackoff, UnreachableBackoff};
 use crate::events::{EventRecorder, HealthEvent, field_dropped_event};
+use crate::field::HealthField;
 use crate::metrics::WriterMetrics;
 use crate::overlay::OwnWrites;
 use std::fmt::Display;
@@ -40,11 +41,9 @@ pub trait Target: Send + Sync + 'static {
     /// How the writer names an object.
     type Key: Clone + Eq + Hash + Display + Send + Sync + 'static;
     /// The health field's value (`Option<VolumeHealthStatus>`, a list of entries).
-    type Value: Clone + Send + Sync + 'static;
+    type Value: HealthField;
     /// The resource written, as the `resource` label spells it (`pods/status`).
     fn resource(&self) -> &'static str;
-    /// Whether `value` holds no condition at all.
-    fn is_empty(&self, value: &Self::Value) -> bool;
     /// Patches the object's health field to `value`.
     fn patch(
         &self,
@@ -157,9 +156,37 @@ impl<T: Target> StatusWriter<T> {
 
     /// The value stored now: our own last write while the cache has not caught up with it.
     pub fn effective(&self, key: &T::Key, stored: &Stored<T::Value>) -> T::Value {
-        self.state()
+        self.effective_at(key, stored).0
+    }
+
+    /// [`StatusWriter::effective`], and [`StatusWriter::own_write`] as of that read.
+    pub(crate) fn effective_at(&self, key: &T::Key, stored: &Stored<T::Value>) -> (T::Value, u64) {
+        let mut s = self.state();
+        let value = s
             .overlay
-            .effective(key, stored.resource_version.as_deref(), &stored.value)
+            .effective(key, stored.resource_version.as_deref(), &stored.value);
+        (value, s.overlay.generation(key))
+    }
+
+    /// How often the own-writes overlay was read.
+    #[cfg(test)]
+    pub(crate) fn overlay_reads(&self) -> usize {
+        self.state().overlay.reads
+    }
+
+    /// Which of our own writes of `key` is what is stored now while the cache lags behind it (0:
+    /// none, the cache is the truth). It changes whenever a write of ours lands, or the cache
+    /// catches up: a decision taken against another one is out of date.
+    pub(crate) fn own_write(&self, key: &T::Key) -> u64 {
+        self.state().overlay.generation(key)
+    }
+
+    /// Whether `key` is held back after a refused or dropped write, so a new report for it is
+    /// not even queued.
+    pub fn is_held(&self, key: &T::Key) -> bool {
+        let s = self.state();
+        s.refusals.is_refused(key)
+            && !(s.refusals.allowed(key) && s.unreachable.waiting_until().is_none())
     }
 
     /// Whether a write of `key` would be attempted now.
@@ -218,7 +245,7 @@ impl<T: Target> StatusWriter<T> {
         let failure = match result {
             Ok(patched) => {
                 self.state().unreachable.reached();
-                if !self.target.is_empty(&after) && self.target.is_empty(&patched.value) {
+                if !after.is_empty() && patched.value.is_empty() {
                     self.metrics.write(resource, "dropped");
                     self.metrics.set_field_dropped(resource, true);
                     let (hold, first, announce) = {

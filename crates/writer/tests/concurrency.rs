@@ -15,13 +15,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::{
-    Report, VolumeHealthCondition, VolumeHealthStatus, Write, reconcile_pvc, same_conditions,
-    same_keys, volume_report,
+    Timestamp, VolumeHealthCondition, VolumeHealthStatus, same_conditions, same_keys, volume_report,
 };
 use volhealth_writer::events::{Subject, transition_event};
 use volhealth_writer::{
-    ApiFailure, Clock, EventRecorder, HealthEvent, ObjectRef, Patched, QueuedTarget, RateLimiter,
-    StatusWriter, Stored, Target, TokioClock, WriteLoop, WriteQueue, WriterMetrics,
+    ApiFailure, Clock, EventRecorder, HealthEvent, ObjectRef, Offers, Patched, QueuedTarget,
+    RateLimiter, StatusWriter, Stored, Target, TokioClock, WriteLoop, WriterMetrics,
 };
 
 type Health = Option<VolumeHealthStatus>;
@@ -82,10 +81,6 @@ impl Target for Pvcs {
 
     fn resource(&self) -> &'static str {
         "persistentvolumeclaims/status"
-    }
-
-    fn is_empty(&self, value: &Health) -> bool {
-        conditions(value).is_empty()
     }
 
     async fn patch(&self, key: &usize, value: &Health) -> Result<Patched<Health>, ApiFailure> {
@@ -158,17 +153,12 @@ impl Target for Pvcs {
 }
 
 impl QueuedTarget for Pvcs {
-    type Desired = Report<VolumeHealthCondition>;
-
     fn cached(&self, key: &usize) -> Option<Stored<Health>> {
         Some(self.api.cached(*key))
     }
 
-    fn reconcile(&self, before: &Health, desired: &Self::Desired) -> Option<Health> {
-        match reconcile_pvc(before.as_ref(), desired, self.clock.now())? {
-            Write::Set(h) => Some(Some(h)),
-            Write::Remove => Some(None),
-        }
+    fn now(&self) -> Timestamp {
+        self.clock.now()
     }
 }
 
@@ -207,7 +197,7 @@ async fn one_patch_per_transition_and_transition_times_move_only_with_the_key_se
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Arc::new(WriterMetrics::new(&mut registry));
     let events = Arc::new(EventRecorder::new(metrics.clone()));
-    let writer = Arc::new(StatusWriter::new(
+    let offers = Offers::new(StatusWriter::new(
         Pvcs {
             api: api.clone(),
             clock: TokioClock::new(),
@@ -216,13 +206,11 @@ async fn one_patch_per_transition_and_transition_times_move_only_with_the_key_se
         metrics,
         events.clone(),
     ));
-    let queue = Arc::new(WriteQueue::new());
     let (_leader_tx, leader_rx) = watch::channel(true);
     let (stop_tx, mut stop_rx) = watch::channel(false);
     let writing = tokio::spawn(
         WriteLoop {
-            writer: writer.clone(),
-            queue: queue.clone(),
+            offers: offers.clone(),
             limiter: RateLimiter::new(200.0, 50),
             leader: leader_rx,
             max_in_flight: volhealth_writer::MAX_WRITES_IN_FLIGHT,
@@ -236,33 +224,22 @@ async fn one_patch_per_transition_and_transition_times_move_only_with_the_key_se
     let mut transitions = vec![0usize; VOLUMES];
     let mut last_step = vec![0usize; VOLUMES];
     while start.elapsed() < RUN_FOR {
-        // One probe cycle: every volume's report, queued when it would change what is stored
-        // (as the engine does, against the overlay-corrected cache).
+        // One probe cycle: every volume's report, offered as the writers do (queued when it
+        // would change what is stored, against the overlay-corrected cache).
         for v in 0..VOLUMES {
             let step = step_at(v, start.elapsed());
             if step != last_step[v] {
                 transitions[v] += step - last_step[v];
                 last_step[v] = step;
             }
-            let report = volume_report(&truth(step));
-            let stored = api.cached(v);
-            let before = writer.effective(&v, &stored);
-            let changes = writer.target().reconcile(&before, &report).is_some();
-            if changes || queue.pending(&v).is_some() {
-                queue.push(v, report.clone(), report.severity());
-            }
+            offers.offer(v, volume_report(&truth(step)));
         }
         tokio::time::sleep(INTERVAL).await;
     }
     // Keep probing the final answers until the backlog is written.
     for _ in 0..120 {
         for v in 0..VOLUMES {
-            let report = volume_report(&truth(last_step[v]));
-            let before = writer.effective(&v, &api.cached(v));
-            if writer.target().reconcile(&before, &report).is_some() || queue.pending(&v).is_some()
-            {
-                queue.push(v, report.clone(), report.severity());
-            }
+            offers.offer(v, volume_report(&truth(last_step[v])));
         }
         tokio::time::sleep(INTERVAL).await;
     }

@@ -91,7 +91,7 @@ impl World {
         let idle = || async {
             loop {
                 tokio::time::sleep(Duration::from_millis(1)).await;
-                if self.agent.pod_queue.is_idle() && self.agent.storage_queue.is_idle() {
+                if self.agent.pod_offers.is_idle() && self.agent.storage_offers.is_idle() {
                     break;
                 }
             }

@@ -373,8 +373,7 @@ pub(crate) fn rig_with(
     let (leader, leader_rx) = watch::channel(true);
     let (stop, stop_rx) = watch::channel(false);
     let writer = WriteLoop {
-        writer: shared.writer.clone(),
-        queue: shared.queue.clone(),
+        offers: shared.offers.clone(),
         limiter: RateLimiter::new(1000.0, 1000),
         leader: leader_rx,
         max_in_flight: MAX_WRITES_IN_FLIGHT,

@@ -48,7 +48,7 @@ async fn a_recovery_cancels_a_write_still_queued() {
 async fn dropped_writes_are_counted_and_retried_slowly() {
     let mut r = rig(Mode::Get, &["vol-a"]);
     // The nominal schedule; the jitter on it is the backoff's own test.
-    r.shared.writer.use_nominal_holds();
+    r.shared.writer().use_nominal_holds();
     r.api.with(|s| s.drop_health = true);
     r.driver.set("vol-a", degraded("Slow"));
     let mut attempts_at = Vec::new();
@@ -82,7 +82,7 @@ async fn a_server_that_drops_the_field_is_said_once_shown_while_it_lasts_and_for
     r.driver.set("vol-a", degraded("Slow"));
     r.driver.set("vol-b", degraded("Slow"));
     r.cycle().await;
-    assert!(r.shared.writer.drops_field());
+    assert!(r.shared.writer().drops_field());
     let gauge = |v: u8| {
         format!(
             r#"csi_volume_health_status_field_dropped{{resource="persistentvolumeclaims/status"}} {v}"#
@@ -108,7 +108,7 @@ async fn a_server_that_drops_the_field_is_said_once_shown_while_it_lasts_and_for
         reasons(&r.api.stored("vol-a")),
         [("Degraded".into(), "Slow".into())]
     );
-    assert!(!r.shared.writer.drops_field());
+    assert!(!r.shared.writer().drops_field());
     assert!(r.metrics().contains(&gauge(0)), "{}", r.metrics());
     assert_eq!(said(&r), 1);
 }
