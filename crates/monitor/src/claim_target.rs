@@ -3,7 +3,7 @@
 
 use crate::claims::{ClaimKey, ClaimStore};
 use crate::metrics::Metrics;
-use std::future::Future;
+use async_trait::async_trait;
 use std::sync::Arc;
 use volhealth_model::{Timestamp, VolumeHealthCondition, VolumeHealthStatus, condition_keys};
 use volhealth_writer::events::{Subject, transition_events};
@@ -18,13 +18,14 @@ pub const RESOURCE: &str = "persistentvolumeclaims/status";
 pub type Health = Option<VolumeHealthStatus>;
 
 /// The boundary to the API server's write side for claims.
-pub trait HealthPatcher: Send + Sync + 'static {
+#[async_trait]
+pub trait HealthPatcher: Send + Sync {
     /// Merge-patches `status.healthStatus` of the claim to `health` (None removes the field).
-    fn patch_health(
+    async fn patch_health(
         &self,
         key: &ClaimKey,
         health: Option<&VolumeHealthStatus>,
-    ) -> impl Future<Output = Result<Patched<Health>, ApiFailure>> + Send;
+    ) -> Result<Patched<Health>, ApiFailure>;
 }
 
 /// The merge patch body for `health` (`{"status":{"healthStatus":null}}` removes it).
@@ -56,18 +57,18 @@ pub fn claim_ref(key: &ClaimKey, uid: Option<&str>) -> ObjectRef {
 }
 
 /// PVC health as a [`Target`] of the shared writer.
-pub struct ClaimTarget<C, P, K> {
+pub struct ClaimTarget {
     /// The claim cache.
-    pub claims: Arc<C>,
+    pub claims: Arc<dyn ClaimStore>,
     /// The write side.
-    pub patcher: P,
+    pub patcher: Arc<dyn HealthPatcher>,
     /// Where `lastTransitionTime` comes from.
-    pub clock: Arc<K>,
+    pub clock: Arc<dyn Clock>,
     /// The metrics whose per-claim series follow what is stored.
     pub metrics: Arc<Metrics>,
 }
 
-impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> {
+impl Target for ClaimTarget {
     type Key = ClaimKey;
     type Value = Health;
 
@@ -75,12 +76,8 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> 
         RESOURCE
     }
 
-    fn patch(
-        &self,
-        key: &ClaimKey,
-        value: &Health,
-    ) -> impl Future<Output = Result<Patched<Health>, ApiFailure>> + Send {
-        self.patcher.patch_health(key, value.as_ref())
+    async fn patch(&self, key: &ClaimKey, value: &Health) -> Result<Patched<Health>, ApiFailure> {
+        self.patcher.patch_health(key, value.as_ref()).await
     }
 
     fn written(&self, key: &ClaimKey, value: &Health) {
@@ -106,7 +103,7 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Target for ClaimTarget<C, P, K> 
     }
 }
 
-impl<C: ClaimStore, P: HealthPatcher, K: Clock> QueuedTarget for ClaimTarget<C, P, K> {
+impl QueuedTarget for ClaimTarget {
     fn cached(&self, key: &ClaimKey) -> Option<Stored<Health>> {
         self.claims.claim(key).map(|c| Stored {
             uid: Some(c.uid).filter(|u| !u.is_empty()),

@@ -115,7 +115,7 @@ pub async fn run(
     let claims = Arc::new(KubeClaims::start(client.clone()));
     let shared = Arc::new(Shared::new(
         claims.clone(),
-        KubePatcher::new(client.clone()),
+        Arc::new(KubePatcher::new(client.clone())),
         Arc::new(SystemClock),
         config.monitor_interval,
     ));
@@ -154,7 +154,10 @@ pub async fn run(
     // Published by every replica, leader or not: each reads first and writes only a change.
     let (probed_tx, probed_rx) = watch::channel(info.clone());
     tokio::spawn(coverage::run(
-        Publisher::new(KubeDriverObject(client.clone()), &info.driver_name),
+        Publisher::new(
+            Arc::new(KubeDriverObject(client.clone())),
+            &info.driver_name,
+        ),
         probed_rx,
         stop_rx.clone(),
     ));

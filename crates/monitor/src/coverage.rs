@@ -6,12 +6,14 @@
 //! so once and carries on; `status` then shows the controller side as unknown.
 
 use crate::engine::{DriverInfo, Mode};
+use async_trait::async_trait;
 use k8s_openapi::api::storage::v1::CSIDriver;
 use kube::api::{Api, Patch, PatchParams};
 use std::collections::BTreeMap;
-use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use volhealth_backoff::Backoff;
 use volhealth_writer::ApiFailure;
 use volhealth_writer::coverage::{self, Source};
 
@@ -53,24 +55,22 @@ impl ControllerCoverage {
 }
 
 /// The boundary to the driver's CSIDriver object.
-pub trait DriverObject: Send + Sync + 'static {
+#[async_trait]
+pub trait DriverObject: Send + Sync {
     /// Its annotations; `Ok(None)` when there is no such object.
-    fn annotations(
+    async fn annotations(
         &self,
         driver: &str,
-    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, ApiFailure>> + Send;
+    ) -> Result<Option<BTreeMap<String, String>>, ApiFailure>;
     /// Applies a merge patch of its metadata.
-    fn patch(
-        &self,
-        driver: &str,
-        patch: serde_json::Value,
-    ) -> impl Future<Output = Result<(), ApiFailure>> + Send;
+    async fn patch(&self, driver: &str, patch: serde_json::Value) -> Result<(), ApiFailure>;
 }
 
 /// [`DriverObject`] over a kube client.
 #[derive(Clone)]
 pub struct KubeDriverObject(pub kube::Client);
 
+#[async_trait]
 impl DriverObject for KubeDriverObject {
     async fn annotations(
         &self,
@@ -105,8 +105,8 @@ pub enum Published {
 }
 
 /// Publishes the controller coverage of one driver, writing only changes.
-pub struct Publisher<A: DriverObject> {
-    api: A,
+pub struct Publisher {
+    api: Arc<dyn DriverObject>,
     driver: String,
     /// The value the object is known to hold (or that cannot be written), so the same value is
     /// not even read again.
@@ -115,9 +115,9 @@ pub struct Publisher<A: DriverObject> {
     reported: bool,
 }
 
-impl<A: DriverObject> Publisher<A> {
+impl Publisher {
     /// A publisher for `driver`'s CSIDriver.
-    pub fn new(api: A, driver: &str) -> Self {
+    pub fn new(api: Arc<dyn DriverObject>, driver: &str) -> Self {
         Publisher {
             api,
             driver: driver.to_string(),
@@ -172,26 +172,26 @@ const MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// Publishes the coverage of every probe result `probed` carries, retrying failures with
 /// backoff, until `probed`'s sender is gone or `stop` turns true.
-pub async fn run<A: DriverObject>(
-    mut publisher: Publisher<A>,
+pub async fn run(
+    mut publisher: Publisher,
     mut probed: watch::Receiver<DriverInfo>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut wait = Duration::from_secs(1);
+    let mut backoff = Backoff::new(Duration::from_secs(1), MAX_RETRY);
     loop {
         let value = ControllerCoverage::of(&probed.borrow_and_update());
         match publisher.publish(value).await {
             Published::Failed(e) => {
+                let wait = backoff.next_delay();
                 tracing::warn!(error = %e, retry_in = ?wait, "publishing the controller health source failed");
                 tokio::select! {
                     _ = stop.wait_for(|v| *v) => return,
                     r = probed.changed() => if r.is_err() { return },
                     _ = tokio::time::sleep(wait) => {}
                 }
-                wait = (wait * 2).min(MAX_RETRY);
                 continue;
             }
-            _ => wait = Duration::from_secs(1),
+            _ => backoff.reset(),
         }
         tokio::select! {
             _ = stop.wait_for(|v| *v) => return,
@@ -231,6 +231,7 @@ mod tests {
         }
     }
 
+    #[async_trait::async_trait]
     impl DriverObject for FakeDriver {
         async fn annotations(
             &self,
@@ -300,7 +301,7 @@ mod tests {
     #[tokio::test]
     async fn writes_once_per_change_and_keeps_other_annotations() {
         let fake = FakeDriver::existing();
-        let mut p = Publisher::new(fake.clone(), "d.example");
+        let mut p = Publisher::new(Arc::new(fake.clone()), "d.example");
         let rpc = ControllerCoverage::of(&info(Mode::List { get: true }, false));
         assert_eq!(p.publish(rpc).await, Published::Written);
         assert_eq!(p.publish(rpc).await, Published::Unchanged);
@@ -329,8 +330,10 @@ mod tests {
     async fn a_restarted_monitor_reads_its_value_and_writes_nothing() {
         let fake = FakeDriver::existing();
         let rpc = ControllerCoverage::of(&info(Mode::Get, false));
-        Publisher::new(fake.clone(), "d.example").publish(rpc).await;
-        let mut again = Publisher::new(fake.clone(), "d.example");
+        Publisher::new(Arc::new(fake.clone()), "d.example")
+            .publish(rpc)
+            .await;
+        let mut again = Publisher::new(Arc::new(fake.clone()), "d.example");
         assert_eq!(again.publish(rpc).await, Published::Unchanged);
         assert_eq!(fake.writes.lock().unwrap().len(), 1);
     }
@@ -338,7 +341,7 @@ mod tests {
     #[tokio::test]
     async fn without_the_object_or_the_right_it_gives_up_until_the_value_changes() {
         let fake = FakeDriver::default();
-        let mut p = Publisher::new(fake.clone(), "d.example");
+        let mut p = Publisher::new(Arc::new(fake.clone()), "d.example");
         let rpc = ControllerCoverage::of(&info(Mode::Get, false));
         assert_eq!(p.publish(rpc).await, Published::GaveUp);
         assert_eq!(p.publish(rpc).await, Published::Unchanged);
@@ -346,12 +349,12 @@ mod tests {
 
         let fake = FakeDriver::existing();
         *fake.refuse.lock().unwrap() = Some(403);
-        let mut p = Publisher::new(fake.clone(), "d.example");
+        let mut p = Publisher::new(Arc::new(fake.clone()), "d.example");
         assert_eq!(p.publish(rpc).await, Published::GaveUp);
         assert!(fake.writes.lock().unwrap().is_empty());
 
         *fake.refuse.lock().unwrap() = Some(503);
-        let mut p = Publisher::new(fake.clone(), "d.example");
+        let mut p = Publisher::new(Arc::new(fake.clone()), "d.example");
         assert!(matches!(p.publish(rpc).await, Published::Failed(_)));
         *fake.refuse.lock().unwrap() = None;
         assert_eq!(

@@ -107,6 +107,7 @@ impl CsiHealthSource {
     }
 }
 
+#[async_trait::async_trait]
 impl HealthSource for CsiHealthSource {
     async fn list_page(
         &self,
@@ -200,6 +201,7 @@ impl CsiCapabilities {
     }
 }
 
+#[async_trait::async_trait]
 impl CapabilitySource for CsiCapabilities {
     async fn probe(&self) -> Result<DriverInfo, CapabilityError> {
         let caps = volhealth_csi::capabilities::probe(self.channel.clone(), self.timeout)

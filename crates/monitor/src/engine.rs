@@ -5,6 +5,7 @@ use crate::claim_target::{ClaimTarget, Health, HealthPatcher, claim_ref};
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError};
+use async_trait::async_trait;
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
@@ -84,9 +85,10 @@ pub enum CapabilityError {
 }
 
 /// Asks the driver what it can do (again after it reconnects).
-pub trait CapabilitySource: Send + Sync + 'static {
+#[async_trait]
+pub trait CapabilitySource: Send + Sync {
     /// Probes the driver's identity and controller capabilities.
-    fn probe(&self) -> impl Future<Output = Result<DriverInfo, CapabilityError>> + Send;
+    async fn probe(&self) -> Result<DriverInfo, CapabilityError>;
 }
 
 /// Fixed settings of the cycles.
@@ -105,9 +107,9 @@ pub struct EngineSettings {
 }
 
 /// State shared by the cycles, the writer, the Event recorder and the HTTP endpoint.
-pub struct Shared<C: ClaimStore, P: HealthPatcher, K: Clock> {
+pub struct Shared {
     /// The offer path of claims: reports in, PATCHes out.
-    pub offers: Offers<ClaimTarget<C, P, K>>,
+    pub offers: Offers<ClaimTarget>,
     /// Events waiting to be sent.
     pub events: Arc<EventRecorder>,
     /// Unknown values and fixes already reported.
@@ -116,9 +118,14 @@ pub struct Shared<C: ClaimStore, P: HealthPatcher, K: Clock> {
     pub metrics: Arc<Metrics>,
 }
 
-impl<C: ClaimStore, P: HealthPatcher, K: Clock> Shared<C, P, K> {
+impl Shared {
     /// Wires the shared state of a monitor probing every `interval`.
-    pub fn new(claims: Arc<C>, patcher: P, clock: Arc<K>, interval: Duration) -> Self {
+    pub fn new(
+        claims: Arc<dyn ClaimStore>,
+        patcher: Arc<dyn HealthPatcher>,
+        clock: Arc<dyn Clock>,
+        interval: Duration,
+    ) -> Self {
         let metrics = Arc::new(Metrics::new());
         let events = Arc::new(EventRecorder::new(metrics.writer.clone()));
         let target = ClaimTarget {
@@ -141,12 +148,12 @@ impl<C: ClaimStore, P: HealthPatcher, K: Clock> Shared<C, P, K> {
     }
 
     /// The write path of claims.
-    pub fn writer(&self) -> &Arc<StatusWriter<ClaimTarget<C, P, K>>> {
+    pub fn writer(&self) -> &Arc<StatusWriter<ClaimTarget>> {
         self.offers.writer()
     }
 
     /// The claim cache.
-    pub fn claims(&self) -> &Arc<C> {
+    pub fn claims(&self) -> &Arc<dyn ClaimStore> {
         &self.offers.target().claims
     }
 
@@ -172,9 +179,9 @@ pub(crate) fn has_conditions(h: &Health) -> bool {
 }
 
 /// Runs the probe cycles.
-pub struct Engine<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> {
-    pub(crate) source: Arc<S>,
-    pub(crate) shared: Arc<Shared<C, P, K>>,
+pub struct Engine {
+    pub(crate) source: Arc<dyn HealthSource>,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) settings: EngineSettings,
     mode: Mode,
     pub(crate) recovery: ListRecovery,
@@ -206,11 +213,11 @@ async fn changed<T>(rx: &mut Option<watch::Receiver<T>>) {
 /// How often the "volumes without PV" debug line may appear.
 const UNMAPPED_LOG_EVERY: Duration = Duration::from_secs(600);
 
-impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
+impl Engine {
     /// An engine in `mode` with no history.
     pub fn new(
-        source: Arc<S>,
-        shared: Arc<Shared<C, P, K>>,
+        source: Arc<dyn HealthSource>,
+        shared: Arc<Shared>,
         settings: EngineSettings,
         mode: Mode,
     ) -> Self {
@@ -325,7 +332,7 @@ impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P,
     /// Runs cycles every interval while `leader` is true, re-probing capabilities after connection loss.
     pub async fn run(
         mut self,
-        caps: &impl CapabilitySource,
+        caps: &dyn CapabilitySource,
         mut leader: watch::Receiver<bool>,
         shutdown: impl Future<Output = ()>,
     ) {

@@ -1,8 +1,7 @@
 //! One ControllerGetVolumeHealth cycle: every bound volume exactly once, the calls spread evenly
 //! over the interval, at most `workers` in flight.
 
-use crate::claim_target::HealthPatcher;
-use crate::claims::{BoundClaim, ClaimStore};
+use crate::claims::BoundClaim;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::source::{HealthSource, ProbeError, method};
@@ -15,12 +14,12 @@ use tokio::time::Instant;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::volume_report;
 use volhealth_writer::pacing::Pacer;
-use volhealth_writer::{Clock, timed};
+use volhealth_writer::timed;
 
 type Answer<'a> = (&'a BoundClaim, Result<Vec<VolumeHealthEntry>, ProbeError>);
 
-async fn probe<'a, S: HealthSource>(
-    source: Arc<S>,
+async fn probe<'a>(
+    source: Arc<dyn HealthSource>,
     metrics: Arc<Metrics>,
     driver: &str,
     timeout: Duration,
@@ -31,7 +30,7 @@ async fn probe<'a, S: HealthSource>(
     (claim, r)
 }
 
-impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
+impl Engine {
     /// Runs one Get cycle that started at `start`, over the claims `bound` then; volumes bound
     /// later wait for the next cycle.
     pub(crate) async fn get_cycle(&mut self, bound: &BTreeMap<String, BoundClaim>, start: Instant) {
@@ -99,7 +98,7 @@ pub fn annotation_entries(value: Option<&str>) -> Option<Vec<VolumeHealthEntry>>
     }
 }
 
-impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
+impl Engine {
     /// One annotation cycle: each bound claim's health annotation, read from the cache (no call
     /// to anything); a claim without one, or with a value other than the two known, keeps what
     /// is stored.

@@ -1,13 +1,10 @@
 //! What `/metrics`, `/healthz` and `/readyz` report (`volhealth_daemon` serves them).
 
-use crate::claim_target::HealthPatcher;
-use crate::claims::ClaimStore;
 use crate::engine::Shared;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use volhealth_daemon::Endpoints;
 use volhealth_daemon::endpoint_server::flag_check;
-use volhealth_writer::Clock;
 
 /// Liveness and readiness as the endpoints report them.
 #[derive(Debug)]
@@ -29,10 +26,7 @@ impl Default for HealthFlags {
 
 /// What the endpoint answers: the monitor's metrics, liveness from the leader election, and
 /// readiness from start-up and from whether the API server can be reached for writes.
-pub fn endpoints<C: ClaimStore, P: HealthPatcher, K: Clock>(
-    shared: Arc<Shared<C, P, K>>,
-    flags: Arc<HealthFlags>,
-) -> Endpoints {
+pub fn endpoints(shared: Arc<Shared>, flags: Arc<HealthFlags>) -> Endpoints {
     let metrics = shared.clone();
     let ready = flags.ready.clone();
     let dropping = shared.clone();

@@ -21,6 +21,7 @@ impl KubePatcher {
     }
 }
 
+#[async_trait::async_trait]
 impl HealthPatcher for KubePatcher {
     async fn patch_health(
         &self,

@@ -2,17 +2,16 @@
 //! pages and in time, the two-cycle / Get-confirm recovery rule, and nothing learned from an
 //! incomplete cycle.
 
-use crate::claim_target::HealthPatcher;
-use crate::claims::{BoundClaim, ClaimStore};
+use crate::claims::BoundClaim;
 use crate::engine::{Engine, has_conditions};
-use crate::source::{HealthSource, ProbeError, method};
+use crate::source::{ProbeError, method};
 use futures::StreamExt;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 use tokio::time::Instant;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::{ListVerdict, Report};
-use volhealth_writer::{Clock, timed};
+use volhealth_writer::timed;
 
 /// Pages allowed beyond what the known volumes need (drivers may list healthy volumes too).
 const EXTRA_PAGES: usize = 10;
@@ -31,7 +30,7 @@ pub fn time_limit(interval: Duration, timeout: Duration) -> Duration {
     (interval * 2).max(timeout * 4)
 }
 
-impl<S: HealthSource, C: ClaimStore, P: HealthPatcher, K: Clock> Engine<S, C, P, K> {
+impl Engine {
     fn cut_short(&mut self, reason: &str, pages: usize, why: &str) -> bool {
         self.recovery.abort_cycle();
         self.shared.metrics.incomplete_cycle(reason);

@@ -1,6 +1,6 @@
 //! The boundary to the driver's controller health RPCs, so the cycle logic runs against fakes in tests.
 
-use std::future::Future;
+use async_trait::async_trait;
 use volhealth_csi::v1;
 use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 pub use volhealth_writer::ProbeError;
@@ -16,17 +16,15 @@ pub struct ListPage {
 }
 
 /// The controller health RPCs of one driver.
-pub trait HealthSource: Send + Sync + 'static {
+#[async_trait]
+pub trait HealthSource: Send + Sync {
     /// One ControllerListVolumeHealth page.
-    fn list_page(
+    async fn list_page(
         &self,
         max_entries: i32,
         starting_token: String,
-    ) -> impl Future<Output = Result<ListPage, ProbeError>> + Send;
+    ) -> Result<ListPage, ProbeError>;
     /// ControllerGetVolumeHealth of one volume; an empty list means healthy. An answer without
     /// `volume_health`, or about another volume, is an error ([`volhealth_writer::volume_answer`]).
-    fn get(
-        &self,
-        volume_id: String,
-    ) -> impl Future<Output = Result<Vec<VolumeHealthEntry>, ProbeError>> + Send;
+    async fn get(&self, volume_id: String) -> Result<Vec<VolumeHealthEntry>, ProbeError>;
 }

@@ -88,6 +88,7 @@ impl FakeDriver {
     }
 }
 
+#[async_trait::async_trait]
 impl HealthSource for FakeDriver {
     async fn list_page(
         &self,
@@ -269,6 +270,7 @@ impl ClaimStore for FakeApi {
     }
 }
 
+#[async_trait::async_trait]
 impl HealthPatcher for FakeApi {
     async fn patch_health(
         &self,
@@ -312,6 +314,7 @@ impl HealthPatcher for FakeApi {
     }
 }
 
+#[async_trait::async_trait]
 impl HealthPatcher for Arc<FakeApi> {
     async fn patch_health(
         &self,
@@ -329,16 +332,13 @@ impl EventSink for FakeApi {
     }
 }
 
-/// The shared state of the rig.
-pub(crate) type RigShared = Shared<FakeApi, Arc<FakeApi>, TokioClock>;
-
 // ---------------------------------------------------------------- rig
 
 pub(crate) struct Rig {
     pub(crate) driver: Arc<FakeDriver>,
     pub(crate) api: Arc<FakeApi>,
-    pub(crate) shared: Arc<RigShared>,
-    pub(crate) engine: RigEngine,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) engine: Engine,
     pub(crate) leader: watch::Sender<bool>,
     pub(crate) _stop: watch::Sender<bool>,
 }
@@ -450,6 +450,7 @@ pub(crate) struct FakeCaps {
     pub(crate) calls: Mutex<usize>,
 }
 
+#[async_trait::async_trait]
 impl CapabilitySource for FakeCaps {
     async fn probe(&self) -> Result<DriverInfo, CapabilityError> {
         *self.calls.lock().unwrap() += 1;
@@ -462,8 +463,6 @@ impl CapabilitySource for FakeCaps {
     }
 }
 
-type RigEngine = Engine<FakeDriver, FakeApi, Arc<FakeApi>, TokioClock>;
-
 /// An engine's run loop in a task, leader from the start, with a driver that is never asked for
 /// its capabilities again (no connection is lost).
 pub(crate) struct Running {
@@ -474,7 +473,7 @@ pub(crate) struct Running {
 
 impl Running {
     /// Starts `engine`'s run loop.
-    pub(crate) fn start(engine: RigEngine) -> Running {
+    pub(crate) fn start(engine: Engine) -> Running {
         let caps = FakeCaps {
             answers: Mutex::new(vec![Err(CapabilityError::Capabilities("unused".into()))]),
             calls: Mutex::new(0),
