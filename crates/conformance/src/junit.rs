@@ -1,119 +1,104 @@
-//! JUnit XML for CI systems: one `testsuite`, one `testcase` per case, `failure` / `skipped`.
-
-use std::fmt::Write as _;
+//! JUnit XML for CI systems: one `testsuite`, one `testcase` per case, `failure` / `skipped`,
+//! written by quick-junit (which escapes markup and drops what XML cannot carry).
 
 use crate::report::{Outcome, Report, format_duration};
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 /// Name of the test suite in the XML.
 pub const SUITE: &str = "volhealth-conformance";
 
 /// Renders `report` as a JUnit XML document.
 pub fn render(report: &Report) -> String {
-    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let tests = report.results.len();
-    let _ = writeln!(
-        s,
-        "<testsuites name=\"{SUITE}\" tests=\"{tests}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
-        report.count("FAIL"),
-        report.count("SKIP"),
-        report.duration.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "  <testsuite name=\"{SUITE}\" tests=\"{tests}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
-        report.count("FAIL"),
-        report.count("SKIP"),
-        report.duration.as_secs_f64()
-    );
-    let _ = writeln!(s, "    <properties>");
-    let _ = writeln!(
-        s,
-        "      <property name=\"driver\" value=\"{}\"/>",
-        escape(&report.driver)
-    );
+    let mut suite = TestSuite::new(SUITE);
+    suite.set_time(report.duration);
+    suite.add_property(Property::new("driver", report.driver.as_str()));
     for l in &report.latency {
-        let _ = writeln!(
-            s,
-            "      <property name=\"latency.{}\" value=\"calls={} p50={} p99={}\"/>",
-            escape(&l.rpc),
-            l.calls,
-            format_duration(l.p50),
-            format_duration(l.p99)
-        );
+        suite.add_property(Property::new(
+            format!("latency.{}", l.rpc),
+            format!(
+                "calls={} p50={} p99={}",
+                l.calls,
+                format_duration(l.p50),
+                format_duration(l.p99)
+            ),
+        ));
     }
-    let _ = writeln!(s, "    </properties>");
     for r in &report.results {
+        let reason = r.outcome.reason();
+        let status = match &r.outcome {
+            Outcome::Pass => TestCaseStatus::success(),
+            Outcome::Fail(_) => {
+                let mut failed = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                failed
+                    .set_message(reason)
+                    .set_type(r.case.spec)
+                    .set_description(format!("{}\n{}\n{reason}", r.case.description, r.case.spec));
+                failed
+            }
+            Outcome::Skip(_) => {
+                let mut skipped = TestCaseStatus::skipped();
+                skipped.set_message(reason);
+                skipped
+            }
+        };
         let (group, _) = r.case.name.split_once('.').unwrap_or((r.case.name, ""));
-        let _ = write!(
-            s,
-            "    <testcase name=\"{}\" classname=\"{SUITE}.{}\" time=\"{:.3}\">",
-            escape(r.case.name),
-            escape(group),
-            r.duration.as_secs_f64()
-        );
-        match &r.outcome {
-            Outcome::Pass => {}
-            Outcome::Fail(reason) => {
-                let _ = write!(
-                    s,
-                    "\n      <failure message=\"{}\" type=\"{}\">{}</failure>",
-                    escape(reason),
-                    escape(r.case.spec),
-                    escape(&format!(
-                        "{}\n{}\n{reason}",
-                        r.case.description, r.case.spec
-                    ))
-                );
-            }
-            Outcome::Skip(reason) => {
-                let _ = write!(s, "\n      <skipped message=\"{}\"/>", escape(reason));
-            }
-        }
+        let mut case = TestCase::new(r.case.name, status);
         let mut out = format!("{}\nspec: {}", r.case.description, r.case.spec);
         for n in &r.notes {
             out.push('\n');
             out.push_str(n);
         }
-        let _ = writeln!(
-            s,
-            "\n      <system-out>{}</system-out>\n    </testcase>",
-            escape(&out)
-        );
+        case.set_classname(format!("{SUITE}.{group}"))
+            .set_time(r.duration)
+            .set_system_out(out);
+        suite.add_test_case(case);
     }
-    let _ = writeln!(s, "  </testsuite>\n</testsuites>");
-    s
-}
-
-/// Escapes text for XML attributes and content; drops characters XML 1.0 cannot carry.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' | '\t' | '\r' => {
-                let _ = write!(out, "&#{};", c as u32);
-            }
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    // CI systems read the skipped count from the suite; quick-junit counts only disabled ones.
+    suite
+        .extra
+        .insert("skipped".into(), report.count("SKIP").to_string().into());
+    let mut document = quick_junit::Report::new(SUITE);
+    document.set_time(report.duration).add_test_suite(suite);
+    document.to_string().unwrap_or_else(|e| {
+        // Only a failing writer can make serialising fail, and a String never does.
+        format!("<!-- the JUnit report could not be written: {e} -->\n")
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{Case, CaseResult};
+    use std::time::Duration;
+
+    fn report(reason: &str) -> Report {
+        Report {
+            driver: "d<&>\"river".into(),
+            results: vec![CaseResult {
+                case: Case {
+                    name: "controller.list.case",
+                    spec: "spec <ref>",
+                    description: "what it checks",
+                },
+                outcome: Outcome::Fail(reason.into()),
+                duration: Duration::from_millis(12),
+                notes: vec!["a note & more".into()],
+            }],
+            latency: Vec::new(),
+            interrupted: false,
+            cleanup_problems: Vec::new(),
+            duration: Duration::from_secs(1),
+        }
+    }
 
     #[test]
-    fn escapes_markup_and_control_characters() {
-        assert_eq!(
-            escape("a<b>&\"'\u{1}"),
-            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}"
-        );
-        assert_eq!(escape("x\ny"), "x&#10;y");
+    fn markup_and_control_characters_stay_well_formed() {
+        let xml = render(&report("a<b>&\"'\u{1}done"));
+        assert!(!xml.contains('\u{1}'), "{xml}");
+        assert!(xml.contains("a&lt;b&gt;&amp;"), "{xml}");
+        assert!(xml.contains("d&lt;&amp;&gt;"), "{xml}");
+        assert!(xml.contains(r#"classname="volhealth-conformance.controller""#));
+        assert!(xml.contains(r#"skipped="0""#));
+        assert!(xml.contains(r#"failures="1""#));
     }
 }
