@@ -143,16 +143,7 @@ async fn a_confirming_get_that_still_reports_keeps_the_conditions() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
     let vols = ["vol-a", "vol-b", "vol-c"];
-    let mut r = rig_with(
-        Mode::List { get: false },
-        &vols,
-        1,
-        10,
-        Arc::new(FakeApi::default()),
-    );
-    for v in vols {
-        r.driver.set(v, degraded("Slow"));
-    }
+    let mut r = degraded_one_per_page(&vols);
     r.cycle().await;
     assert_eq!(r.api.patches().len(), 3);
     for v in vols {
@@ -180,16 +171,7 @@ async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_driver_that_never_stops_paging_is_cut_short_and_clears_nothing() {
     let vols = ["vol-a", "vol-b", "vol-c"];
-    let mut r = rig_with(
-        Mode::List { get: false },
-        &vols,
-        1,
-        10,
-        Arc::new(FakeApi::default()),
-    );
-    for v in vols {
-        r.driver.set(v, degraded("Slow"));
-    }
+    let mut r = degraded_one_per_page(&vols);
     r.cycle().await;
     assert_eq!(r.api.patches().len(), 3);
     // Everything recovers, but each page now carries a token never seen before.
@@ -227,16 +209,7 @@ async fn a_driver_that_never_stops_paging_is_cut_short_and_clears_nothing() {
 #[tokio::test(start_paused = true)]
 async fn the_deadline_is_per_page_not_per_pass() {
     let vols = ["vol-a", "vol-b", "vol-c"];
-    let mut r = rig_with(
-        Mode::List { get: false },
-        &vols,
-        1,
-        10,
-        Arc::new(FakeApi::default()),
-    );
-    for v in vols {
-        r.driver.set(v, degraded("Slow"));
-    }
+    let mut r = degraded_one_per_page(&vols);
     // Three pages of 10s each: 30s in all, more than the 15s timeout, and still complete.
     r.driver.with(|s| s.list_delay = Duration::from_secs(10));
     r.cycle().await;
@@ -259,16 +232,7 @@ async fn the_deadline_is_per_page_not_per_pass() {
 #[tokio::test(start_paused = true)]
 async fn duplicates_and_omissions_cause_no_false_clear() {
     let vols = ["vol-a", "vol-b", "vol-c", "vol-d"];
-    let mut r = rig_with(
-        Mode::List { get: false },
-        &vols,
-        1,
-        10,
-        Arc::new(FakeApi::default()),
-    );
-    for v in vols {
-        r.driver.set(v, degraded("Slow"));
-    }
+    let mut r = degraded_one_per_page(&vols);
     r.cycle().await;
     assert_eq!(r.api.patches().len(), 4);
     // Stale duplicates with empty statuses on every page: nothing clears.
@@ -299,4 +263,19 @@ async fn volumes_without_a_bound_pv_are_counted_not_errors() {
     r.cycle().await;
     assert!(r.api.patches().is_empty());
     assert!(r.metrics().contains("csi_volume_health_unmapped_volumes 1"));
+}
+
+/// A list-mode rig paging one volume at a time (no Get), with every volume in `vols` degraded.
+fn degraded_one_per_page(vols: &[&str]) -> Rig {
+    let r = rig_with(
+        Mode::List { get: false },
+        vols,
+        1,
+        10,
+        Arc::new(FakeApi::default()),
+    );
+    for v in vols {
+        r.driver.set(v, degraded("Slow"));
+    }
+    r
 }
