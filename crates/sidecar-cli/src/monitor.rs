@@ -95,14 +95,19 @@ pub struct Args {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseLabels(pub std::collections::BTreeMap<String, String>);
 
+/// A `--leader-election-labels` item that is not `KEY:VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not KEY:VALUE")]
+pub struct NotKeyValue(pub String);
+
 /// Parses `KEY:VALUE,KEY2:VALUE2` as the upstream sidecar's `--leader-election-labels` does.
-fn parse_lease_labels(s: &str) -> Result<LeaseLabels, String> {
+fn parse_lease_labels(s: &str) -> Result<LeaseLabels, NotKeyValue> {
     let mut out = std::collections::BTreeMap::new();
     for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = pair
             .split_once(':')
             .filter(|(k, _)| !k.trim().is_empty())
-            .ok_or_else(|| format!("{pair:?} is not KEY:VALUE"))?;
+            .ok_or_else(|| NotKeyValue(pair.to_string()))?;
         out.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(LeaseLabels(out))
