@@ -1,7 +1,8 @@
 //! `volhealth inject`: add or clear injected health conditions, RPC faults and list chaos in a
 //! driver's state dir. A running driver picks changes up on its next RPC.
 
-use anyhow::Context;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail, ensure};
 use std::path::PathBuf;
 use volhealth_driver::condition::{Condition, StorageCondition};
 use volhealth_driver::injection::{
@@ -170,7 +171,7 @@ pub enum Clear {
 }
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a plain number of milliseconds.
-fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
+fn parse_delay_ms(s: &str) -> Result<u64> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1.0)
@@ -185,7 +186,7 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
         .trim()
         .parse()
         .with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
-    anyhow::ensure!(
+    ensure!(
         value >= 0.0 && value.is_finite(),
         "delay {s:?} must not be negative"
     );
@@ -193,7 +194,7 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
 }
 
 /// Carries out one `volhealth conformance --inject-cmd` call.
-fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<String> {
+fn conformance(state: &StateDir, action: ConformanceAction) -> Result<String> {
     let side = |scope: Scope| match scope {
         Scope::Controller => Side::Controller,
         _ => Side::Node,
@@ -226,7 +227,7 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<St
             status,
             reason,
         } => {
-            anyhow::ensure!(!target.is_empty(), "a volume id is required");
+            ensure!(!target.is_empty(), "a volume id is required");
             let condition = Condition::new(
                 injection::parse_volume_status(&status)?,
                 &reason,
@@ -270,7 +271,7 @@ pub async fn run(args: InjectRequest) -> crate::Result<String> {
     inject(args).await.map_err(crate::Error::Inject)
 }
 
-async fn inject(args: InjectRequest) -> anyhow::Result<String> {
+async fn inject(args: InjectRequest) -> Result<String> {
     // Without --state-dir, the `up` in --dir, by default the one `up` makes in `.volhealth`.
     let dir = args
         .dir
@@ -287,7 +288,7 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
                 "--dir must be the directory of a running `volhealth up`".to_string()
             }
         })?,
-        (None, None) => anyhow::bail!("either --dir or --state-dir is required"),
+        (None, None) => bail!("either --dir or --state-dir is required"),
     };
     let state = StateDir::new(&state_dir);
     let up_dir = || {
@@ -337,7 +338,7 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
             message,
         } => {
             let status = injection::parse_volume_status(&status)?;
-            anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
+            ensure!(!volume_id.is_empty(), "a volume id is required");
             let condition = Condition::new(status, &reason, message);
             injection::update(&state, |i| {
                 i.add_volume(VolumeInjection {
@@ -432,7 +433,7 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
             delay,
             message,
         } => {
-            anyhow::ensure!(
+            ensure!(
                 (0.0..=1.0).contains(&rate),
                 "--rate must be within [0, 1], got {rate}"
             );

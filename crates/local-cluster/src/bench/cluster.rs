@@ -2,10 +2,11 @@
 //! plugin per node, the monitor and one agent per node, each a real process of this binary, and
 //! PVs, PVCs and pods whose volumes are really created, staged and published through the driver.
 
+use crate::failure::Context as _;
+use crate::failure::{Failure, Result, bail, ensure};
 use crate::up::layout::{self, Layout, Tokens};
 use crate::up::workload::{self, Sample};
 use crate::up::{Component, Processes};
-use anyhow::Context as _;
 use futures::StreamExt as _;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -93,12 +94,12 @@ fn progress(what: &str, done: usize, total: usize) {
 }
 
 impl Cluster {
-    fn spawn(&mut self, name: &str, args: Vec<String>) -> anyhow::Result<()> {
+    fn spawn(&mut self, name: &str, args: Vec<String>) -> Result<()> {
         self.components.start(name, &self.layout.log(name), &args)
     }
 
     /// Starts the monitor with [`Cluster::monitor_args`] and learns where its metrics are.
-    async fn spawn_monitor(&mut self) -> anyhow::Result<()> {
+    async fn spawn_monitor(&mut self) -> Result<()> {
         let mut c = Component::start("monitor", &self.layout.log("monitor"), &self.monitor_args)?;
         let bound = c.bound_http(Duration::from_secs(30)).await;
         self.components.push(c);
@@ -122,7 +123,7 @@ impl Cluster {
     }
 
     /// Stops the monitor and starts it again with the same flags; returns once it serves metrics.
-    pub async fn restart_monitor(&mut self) -> anyhow::Result<()> {
+    pub async fn restart_monitor(&mut self) -> Result<()> {
         if let Some(mut c) = self.components.remove("monitor") {
             c.stop().await;
         }
@@ -146,16 +147,16 @@ async fn wait_ready<T>(
     what: &str,
     cluster: &mut Cluster,
     mut ready: impl AsyncFnMut() -> Option<T>,
-) -> anyhow::Result<T> {
+) -> Result<T> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Some(v) = ready().await {
             return Ok(v);
         }
         if let Some(why) = cluster.exited() {
-            anyhow::bail!("{what} did not start: {why}");
+            bail!("{what} did not start: {why}");
         }
-        anyhow::ensure!(
+        ensure!(
             Instant::now() < deadline,
             "{what} was not ready after {READY_TIMEOUT:?}"
         );
@@ -177,7 +178,7 @@ pub fn samples(nodes: &[String], pvcs: usize) -> Vec<Sample> {
 
 /// Starts everything but the monitor and agents, and creates the objects; then starts the
 /// monitor and agents. `Cluster::stop` must be called on every path after this returns.
-pub async fn start(plan: &Plan) -> anyhow::Result<Cluster> {
+pub async fn start(plan: &Plan) -> Result<Cluster> {
     let layout = Layout::new(&plan.dir)?;
     let lock = layout::prepare(&layout)?;
     let tokens = Tokens::load_or_create(&layout, &plan.nodes)?;
@@ -210,7 +211,7 @@ async fn fill(
     tokens: &Tokens,
     kubeconfig: &std::path::Path,
     dir: &impl Fn(PathBuf) -> String,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let layout = cluster.layout.clone();
     println!(
         "  starting the API server, the driver and {} node plugin(s)",
@@ -327,7 +328,7 @@ async fn fill(
                 kubelet_root: &layout.kubelet_root(&s.node),
             };
             let (volume_id, _) = workload::provision_sample(&client, plugins, &s).await?;
-            anyhow::Ok(Volume {
+            Ok::<_, Failure>(Volume {
                 sample: s,
                 volume_id,
             })
@@ -390,7 +391,7 @@ async fn fill(
     .await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     if let Some(why) = cluster.exited() {
-        anyhow::bail!("{why}");
+        bail!("{why}");
     }
     Ok(())
 }

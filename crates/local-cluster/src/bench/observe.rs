@@ -1,6 +1,7 @@
 //! Watches the PVCs, pods and CSINodes and records, with the time it was seen, every change of
 //! whether an object carries a health condition: what the lags and curves are computed from.
 
+use crate::failure::{Result, ensure};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
@@ -102,7 +103,7 @@ fn csinode_unhealthy(n: &CSINode) -> bool {
 
 impl Observer {
     /// Starts the three watches; returns once each has listed what exists.
-    pub async fn start(client: &kube::Client, namespace: &str) -> anyhow::Result<Observer> {
+    pub async fn start(client: &kube::Client, namespace: &str) -> Result<Observer> {
         let me = Observer::default();
         me.spawn(
             Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace),
@@ -121,7 +122,7 @@ impl Observer {
         );
         let deadline = Instant::now() + Duration::from_secs(120);
         while !me.synced() {
-            anyhow::ensure!(
+            ensure!(
                 Instant::now() < deadline,
                 "the bench's watches did not list the objects within 120 s"
             );
