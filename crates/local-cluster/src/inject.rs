@@ -26,20 +26,24 @@ pub struct InjectRequest {
     pub what: Injection,
 }
 
-/// What to inject or clear.
-#[derive(Debug, Clone)]
+/// What to inject or clear; also `volhealth inject`'s subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum Injection {
     /// Add a volume health condition (a different status or reason adds another entry).
     Volume {
         /// The volume id.
         volume_id: String,
         /// Which side reports it.
+        #[arg(long, value_enum)]
         side: Side,
         /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+        #[arg(long)]
         status: String,
         /// CamelCase reason.
+        #[arg(long)]
         reason: String,
         /// Human-readable message.
+        #[arg(long, default_value = "")]
         message: String,
     },
     /// Add a volume health condition to the volume behind a PVC (needs --dir).
@@ -47,38 +51,50 @@ pub enum Injection {
         /// The claim as NAMESPACE/NAME.
         claim: String,
         /// Which side reports it.
+        #[arg(long, value_enum)]
         side: Side,
         /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+        #[arg(long)]
         status: String,
         /// CamelCase reason.
+        #[arg(long)]
         reason: String,
         /// Human-readable message.
+        #[arg(long, default_value = "")]
         message: String,
     },
     /// Add a storage backend condition reported by NodeGetStorageHealth.
     Storage {
         /// Only the node plugin of this node reports it (default: every node plugin).
+        #[arg(long)]
         node: Option<String>,
         /// StorageUnreachable, StorageDegraded, or a raw number sent as it is.
+        #[arg(long)]
         status: String,
         /// CamelCase reason.
+        #[arg(long)]
         reason: String,
         /// Human-readable message.
+        #[arg(long, default_value = "")]
         message: String,
         /// Access mode it applies to (ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod, or a CSI name).
+        #[arg(long)]
         access_mode: Option<String>,
         /// Volume mode it applies to: Filesystem or Block.
+        #[arg(long)]
         volume_mode: Option<String>,
     },
     /// The `volhealth conformance --inject-cmd` contract: `set SCOPE TARGET STATUS REASON` or
     /// `clear SCOPE TARGET`, SCOPE being controller, node or storage (TARGET: volume id or node id).
     Conformance {
         /// Set or clear.
+        #[command(subcommand)]
         action: ConformanceAction,
     },
     /// Remove injected conditions or faults.
     Clear {
         /// What to remove.
+        #[command(subcommand)]
         what: Clear,
     },
     /// Make an RPC fail with a gRPC code at a rate, and/or answer after a delay.
@@ -86,27 +102,34 @@ pub enum Injection {
         /// gRPC method, e.g. ControllerListVolumeHealth, NodeGetVolumeHealth, Probe.
         method: String,
         /// gRPC code name (UNAVAILABLE) or number; OK only delays, OK without delay removes the fault.
+        #[arg(long)]
         code: String,
         /// Probability in [0, 1] that a call fails.
+        #[arg(long, default_value_t = 1.0)]
         rate: f64,
         /// Delay before answering, e.g. 500ms, 2s, 1m.
+        #[arg(long)]
         delay: Option<String>,
         /// The failure's message (default: `injected fault for METHOD`).
+        #[arg(long)]
         message: Option<String>,
     },
     /// Turn on paging inconsistencies of ControllerListVolumeHealth, or off with --off.
     ListChaos {
         /// Repeat an entry of the previous page at the start of the next.
+        #[arg(long)]
         duplicates: bool,
         /// Leave a rotating fifth of the volumes out of each listing cycle.
+        #[arg(long)]
         omissions: bool,
         /// Turn both off.
+        #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
         off: bool,
     },
 }
 
 /// One call of the `volhealth conformance --inject-cmd` contract.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum ConformanceAction {
     /// Report STATUS with REASON on TARGET from now on.
     Set {
@@ -129,7 +152,7 @@ pub enum ConformanceAction {
 }
 
 /// Where a conformance injection is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {
     /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
     Controller,
@@ -140,13 +163,14 @@ pub enum Scope {
 }
 
 /// What to remove.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum Clear {
     /// One volume's conditions (one side, or both).
     Volume {
         /// The volume id.
         volume_id: String,
         /// Only this side.
+        #[arg(long, value_enum)]
         side: Option<Side>,
     },
     /// The conditions of the volume behind a PVC (needs --dir).
@@ -154,11 +178,13 @@ pub enum Clear {
         /// The claim as NAMESPACE/NAME.
         claim: String,
         /// Only this side.
+        #[arg(long, value_enum)]
         side: Option<Side>,
     },
     /// All storage conditions (with --node: only that node's own).
     Storage {
         /// Only the conditions injected for this node.
+        #[arg(long)]
         node: Option<String>,
     },
     /// The fault of one method, or all faults.
