@@ -71,6 +71,30 @@ pub struct ResourceDef {
     pub merge_keys: &'static [(&'static str, &'static str)],
 }
 
+/// A cluster-scoped v1 review (`create` only, answered at once, never stored): the same but for
+/// its names.
+const fn review(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+) -> ResourceDef {
+    ResourceDef {
+        group,
+        version: "v1",
+        plural,
+        singular,
+        kind,
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+        fields: &[],
+        printer: Printer::Review,
+        merge_keys: &[],
+    }
+}
+
 impl ResourceDef {
     /// `apiVersion` of the objects, e.g. `storage.k8s.io/v1`.
     pub fn api_version(&self) -> String {
@@ -467,62 +491,30 @@ pub static RESOURCES: &[ResourceDef] = &[
         printer: Printer::Pdb,
         merge_keys: &[("status.conditions", "type")],
     },
-    ResourceDef {
-        group: "authentication.k8s.io",
-        version: "v1",
-        plural: "selfsubjectreviews",
-        singular: "selfsubjectreview",
-        kind: "SelfSubjectReview",
-        namespaced: false,
-        short_names: &[],
-        categories: &[],
-        has_status: false,
-        fields: &[],
-        printer: Printer::Review,
-        merge_keys: &[],
-    },
-    ResourceDef {
-        group: "authorization.k8s.io",
-        version: "v1",
-        plural: "selfsubjectaccessreviews",
-        singular: "selfsubjectaccessreview",
-        kind: "SelfSubjectAccessReview",
-        namespaced: false,
-        short_names: &[],
-        categories: &[],
-        has_status: false,
-        fields: &[],
-        printer: Printer::Review,
-        merge_keys: &[],
-    },
-    ResourceDef {
-        group: "authorization.k8s.io",
-        version: "v1",
-        plural: "selfsubjectrulesreviews",
-        singular: "selfsubjectrulesreview",
-        kind: "SelfSubjectRulesReview",
-        namespaced: false,
-        short_names: &[],
-        categories: &[],
-        has_status: false,
-        fields: &[],
-        printer: Printer::Review,
-        merge_keys: &[],
-    },
-    ResourceDef {
-        group: "authorization.k8s.io",
-        version: "v1",
-        plural: "subjectaccessreviews",
-        singular: "subjectaccessreview",
-        kind: "SubjectAccessReview",
-        namespaced: false,
-        short_names: &[],
-        categories: &[],
-        has_status: false,
-        fields: &[],
-        printer: Printer::Review,
-        merge_keys: &[],
-    },
+    review(
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+    ),
+    review(
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+    ),
+    review(
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+    ),
+    review(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+    ),
 ];
 
 /// Looks up a resource by group, version and plural.

@@ -259,13 +259,7 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> Result<String> {
                 &reason,
                 "injected by volhealth conformance".to_string(),
             );
-            injection::update(state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: target.clone(),
-                    side: side(scope),
-                    condition,
-                })
-            })?;
+            add_volume_condition(state, &target, side(scope), condition)?;
             format!("injected {scope:?} condition {status}/{reason} on volume {target}")
         }
         ConformanceAction::Clear {
@@ -290,6 +284,23 @@ fn volume_status_name(raw: i32) -> String {
 /// A storage status number by its API name, or the number when it has none.
 fn storage_status_name(raw: i32) -> String {
     StorageStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
+}
+
+/// Adds `condition` to what `side` reports for `volume_id`.
+fn add_volume_condition(
+    state: &StateDir,
+    volume_id: &str,
+    side: Side,
+    condition: Condition,
+) -> Result<()> {
+    injection::update(state, |i| {
+        i.add_volume(VolumeInjection {
+            volume_id: volume_id.to_string(),
+            side,
+            condition,
+        })
+    })?;
+    Ok(())
 }
 
 /// Carries out one injection; returns the line that says what was done.
@@ -343,14 +354,12 @@ async fn inject(args: InjectRequest) -> Result<String> {
         } => {
             let status = injection::parse_volume_status(&status)?;
             let volume_id = crate::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
+            add_volume_condition(
+                &state,
+                &volume_id,
+                side,
+                Condition::new(status, &reason, message),
+            )?;
             format!(
                 "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
                 volume_status_name(status)
@@ -365,14 +374,12 @@ async fn inject(args: InjectRequest) -> Result<String> {
         } => {
             let status = injection::parse_volume_status(&status)?;
             ensure!(!volume_id.is_empty(), "a volume id is required");
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
+            add_volume_condition(
+                &state,
+                &volume_id,
+                side,
+                Condition::new(status, &reason, message),
+            )?;
             format!(
                 "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
                 volume_status_name(status)

@@ -81,10 +81,6 @@ pub enum Outcome {
     Interrupted,
 }
 
-fn millis(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
 /// Progress lines: `  what… ok`.
 struct Progress;
 

@@ -4,7 +4,7 @@
 
 use crate::failure::Context as _;
 use crate::failure::{Failure, Result, bail, ensure};
-use crate::up::layout::{self, Layout, Tokens};
+use crate::up::layout::{self, Layout, Tokens, millis};
 use crate::up::workload::{self, Sample};
 use crate::up::{Component, Processes};
 use futures::StreamExt as _;
@@ -73,10 +73,6 @@ pub struct Cluster {
     pub components: Processes,
     monitor_args: Vec<String>,
     _lock: layout::DirLock,
-}
-
-fn millis(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
 }
 
 /// Setup progress: one line redrawn in place on a terminal; elsewhere (a log file, a pipe)
@@ -162,18 +158,6 @@ async fn wait_ready<T>(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// The samples of the bench: `pvcs` claims spread round-robin over the nodes.
-pub fn samples(nodes: &[String], pvcs: usize) -> Vec<Sample> {
-    (1..=pvcs)
-        .map(|n| Sample {
-            claim: format!("data-{n}"),
-            volume: format!("pv-data-{n}"),
-            pod: format!("web-{n}"),
-            node: nodes[(n - 1) % nodes.len()].clone(),
-        })
-        .collect()
 }
 
 /// Starts everything but the monitor and agents, and creates the objects; then starts the
@@ -309,7 +293,7 @@ async fn fill(
     let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
     workload::register_cluster(&client, &driver, &plan.nodes).await?;
 
-    let samples = samples(&plan.nodes, plan.pvcs);
+    let samples = workload::spread(&plan.nodes, plan.pvcs);
     let total = samples.len();
     let what = "creating volumes, PVs, PVCs and pods (staged and published)";
     progress(what, 0, total);
@@ -369,19 +353,7 @@ async fn fill(
     for node in &plan.nodes {
         cluster.spawn(
             &format!("agent-{node}"),
-            vec![
-                "agent".into(),
-                "--node-name".into(),
-                node.clone(),
-                "--kubeconfig".into(),
-                dir(layout.node_kubeconfig(node)),
-                "--kubelet-root-dir".into(),
-                dir(layout.kubelet_root(node)),
-                "--interval".into(),
-                millis(plan.agent_interval),
-                "--http-endpoint".into(),
-                "127.0.0.1:0".into(),
-            ],
+            layout.agent_args(node, plan.agent_interval, "127.0.0.1:0".into()),
         )?;
     }
     let url = cluster.monitor_metrics.clone();

@@ -33,6 +33,11 @@ pub struct Layout {
     sockets: PathBuf,
 }
 
+/// A duration as a flag value: whole milliseconds, at least 1.
+pub fn millis(d: std::time::Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
 impl Layout {
     /// The layout of `dir` (made absolute; nothing is created).
     pub fn new(dir: &Path) -> Result<Layout> {
@@ -152,6 +157,28 @@ impl Layout {
     /// A node's kubelet root dir.
     pub fn kubelet_root(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("kubelet")
+    }
+    /// The command line of `node`'s agent (after the binary): its node name, kubeconfig and
+    /// kubelet root dir here, its probe `interval`, and its metrics on `http_endpoint`.
+    pub fn agent_args(
+        &self,
+        node: &str,
+        interval: std::time::Duration,
+        http_endpoint: String,
+    ) -> Vec<String> {
+        vec![
+            "agent".into(),
+            "--node-name".into(),
+            node.to_string(),
+            "--kubeconfig".into(),
+            self.node_kubeconfig(node).display().to_string(),
+            "--kubelet-root-dir".into(),
+            self.kubelet_root(node).display().to_string(),
+            "--interval".into(),
+            millis(interval),
+            "--http-endpoint".into(),
+            http_endpoint,
+        ]
     }
     /// A node's plugin registration dir.
     pub fn registration_dir(&self, node: &str) -> PathBuf {

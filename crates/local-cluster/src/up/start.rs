@@ -2,10 +2,10 @@
 //! cluster controllers, the monitor, the agents and the optional components, each with its
 //! progress line.
 
-use super::layout::{self, Layout, RunRecord};
+use super::layout::{self, Layout, RunRecord, millis};
 use super::{
-    Progress, READY_TIMEOUT, Running, UpConfig, endpoints, external, grant_rbac, identities,
-    millis, rbac, reference_driver, until_ready, workload,
+    Progress, READY_TIMEOUT, Running, UpConfig, endpoints, external, grant_rbac, identities, rbac,
+    reference_driver, until_ready, workload,
 };
 use crate::failure::Context as _;
 use crate::failure::{Failure, Result, bail};
@@ -274,22 +274,11 @@ async fn start_agents_and_extras(
     let p = Progress;
     p.step(&format!("starting {} node agent(s)", nodes.len()));
     for node in nodes {
+        let endpoint = plan.metrics.http_endpoint(&format!("agent-{node}"))?;
         running.start(
             &format!("agent-{node}"),
             layout,
-            vec![
-                "agent".into(),
-                "--node-name".into(),
-                node.clone(),
-                "--kubeconfig".into(),
-                dir(layout.node_kubeconfig(node)),
-                "--kubelet-root-dir".into(),
-                dir(layout.kubelet_root(node)),
-                "--interval".into(),
-                millis(plan.cfg.agent_interval),
-                "--http-endpoint".into(),
-                plan.metrics.http_endpoint(&format!("agent-{node}"))?,
-            ],
+            layout.agent_args(node, plan.cfg.agent_interval, endpoint),
         )?;
     }
     plan.cfg

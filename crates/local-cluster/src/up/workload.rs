@@ -39,7 +39,12 @@ pub struct Sample {
 
 /// The samples for `nodes`: `per_node` per node, spread round-robin.
 pub fn samples(nodes: &[String], per_node: u16) -> Vec<Sample> {
-    (1..=nodes.len() * usize::from(per_node))
+    spread(nodes, nodes.len() * usize::from(per_node))
+}
+
+/// `count` samples (`data-1`, `pv-data-1`, `web-1`, …) spread round-robin over `nodes`.
+pub fn spread(nodes: &[String], count: usize) -> Vec<Sample> {
+    (1..=count)
         .map(|n| Sample {
             claim: format!("data-{n}"),
             volume: format!("pv-data-{n}"),
