@@ -254,12 +254,9 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> Result<String> {
             reason,
         } => {
             ensure!(!target.is_empty(), "a volume id is required");
-            let condition = Condition::new(
-                injection::parse_volume_status(&status)?,
-                &reason,
-                "injected by volhealth conformance".to_string(),
-            );
-            add_volume_condition(state, &target, side(scope), condition)?;
+            let number = injection::parse_volume_status(&status)?;
+            let message = "injected by volhealth conformance".to_string();
+            add_volume_condition(state, &target, side(scope), number, &reason, message)?;
             format!("injected {scope:?} condition {status}/{reason} on volume {target}")
         }
         ConformanceAction::Clear {
@@ -286,13 +283,17 @@ fn storage_status_name(raw: i32) -> String {
     StorageStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
 }
 
-/// Adds `condition` to what `side` reports for `volume_id`.
+/// Adds the condition `status` (a CSI number), `reason`, `message` to what `side` reports for
+/// `volume_id`.
 fn add_volume_condition(
     state: &StateDir,
     volume_id: &str,
     side: Side,
-    condition: Condition,
+    status: i32,
+    reason: &str,
+    message: String,
 ) -> Result<()> {
+    let condition = Condition::new(status, reason, message);
     injection::update(state, |i| {
         i.add_volume(VolumeInjection {
             volume_id: volume_id.to_string(),
@@ -354,12 +355,7 @@ async fn inject(args: InjectRequest) -> Result<String> {
         } => {
             let status = injection::parse_volume_status(&status)?;
             let volume_id = crate::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-            add_volume_condition(
-                &state,
-                &volume_id,
-                side,
-                Condition::new(status, &reason, message),
-            )?;
+            add_volume_condition(&state, &volume_id, side, status, &reason, message)?;
             format!(
                 "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
                 volume_status_name(status)
@@ -374,12 +370,7 @@ async fn inject(args: InjectRequest) -> Result<String> {
         } => {
             let status = injection::parse_volume_status(&status)?;
             ensure!(!volume_id.is_empty(), "a volume id is required");
-            add_volume_condition(
-                &state,
-                &volume_id,
-                side,
-                Condition::new(status, &reason, message),
-            )?;
+            add_volume_condition(&state, &volume_id, side, status, &reason, message)?;
             format!(
                 "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
                 volume_status_name(status)

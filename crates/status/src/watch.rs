@@ -17,6 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::io::Write;
 use std::pin::Pin;
 use std::time::Duration;
+use volhealth_kube_access::watch::WatchKind;
 
 /// How long to wait for more events before drawing, so a burst draws once.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -57,17 +58,11 @@ struct WatchError {
 
 type Changes = Pin<Box<dyn Stream<Item = Result<&'static str, WatchError>> + Send>>;
 
-fn watch_into<K>(api: Api<K>, what: &'static str, selector: Option<&str>) -> (Store<K>, Changes)
-where
-    K: kube::Resource
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
+fn watch_into<K: WatchKind>(
+    api: Api<K>,
+    what: &'static str,
+    selector: Option<&str>,
+) -> (Store<K>, Changes) {
     let (store, writer) = reflector::store();
     let mut config = watcher::Config::default().page_size(LIST_PAGE);
     if let Some(sel) = selector {

@@ -10,6 +10,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use volhealth_kube_access::watch::WatchKind;
 
 /// Which status a condition is written to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -142,16 +143,7 @@ impl Observer {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn spawn<K>(&self, api: Api<K>, kind: Kind, unhealthy: fn(&K) -> bool)
-    where
-        K: kube::Resource
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    fn spawn<K: WatchKind>(&self, api: Api<K>, kind: Kind, unhealthy: fn(&K) -> bool) {
         let state = self.state.clone();
         let task = tokio::spawn(async move {
             // With backoff: a watch whose server went away must not spin.
