@@ -11,13 +11,9 @@ use crate::go_flags;
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Also raise the upstream Warning Event VolumeConditionAbnormal (the driver's message) when
-    /// a volume becomes or stays abnormal, beside volhealth's own Events, for alerts built on the
-    /// Go components' Events.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::go_flags::parse_bool)]
-    pub upstream_event_reasons: bool,
+    /// --upstream-event-reasons.
+    #[command(flatten)]
+    pub upstream_events: crate::upstream_events::UpstreamEvents,
     /// The CSI controller's endpoint (unix:///PATH or PATH).
     #[arg(long, default_value = config::DEFAULT_CSI_ADDRESS)]
     pub csi_address: String,
@@ -245,7 +241,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    volhealth_writer::events::emit_upstream_reasons(args.upstream_event_reasons);
+    args.upstream_events.apply();
     crate::logging::warn_ignored(&args.upstream.given());
     let cfg = config_from(&args)?;
     volhealth_daemon::in_progress::name_run_loop(format!("the monitor of {}", cfg.csi_address));
