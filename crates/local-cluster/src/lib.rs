@@ -9,6 +9,8 @@
 //! - [`inject`]: conditions and faults injected into the reference driver of a running `up`
 //!   (or any driver's state dir), from an [`inject::InjectRequest`].
 //! - [`bench`]: a cluster of a given size, measured ([`bench::BenchConfig`]).
+//! - [`Failure`]: what a step inside them met, with what it was doing; the entry points' [`Error`]
+//!   carries it.
 //!
 //! Each component runs as a child process of the calling binary (`current_exe`), with the same
 //! flags a user would give it; the binary must therefore offer the subcommands `apiserver`,
