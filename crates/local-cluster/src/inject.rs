@@ -33,35 +33,17 @@ pub enum Injection {
     Volume {
         /// The volume id.
         volume_id: String,
-        /// Which side reports it.
-        #[arg(long, value_enum)]
-        side: Side,
-        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
-        #[arg(long)]
-        status: String,
-        /// CamelCase reason.
-        #[arg(long)]
-        reason: String,
-        /// Human-readable message.
-        #[arg(long, default_value = "")]
-        message: String,
+        /// The condition.
+        #[command(flatten)]
+        condition: VolumeCondition,
     },
     /// Add a volume health condition to the volume behind a PVC (needs --dir).
     Pvc {
         /// The claim as NAMESPACE/NAME.
         claim: String,
-        /// Which side reports it.
-        #[arg(long, value_enum)]
-        side: Side,
-        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
-        #[arg(long)]
-        status: String,
-        /// CamelCase reason.
-        #[arg(long)]
-        reason: String,
-        /// Human-readable message.
-        #[arg(long, default_value = "")]
-        message: String,
+        /// The condition.
+        #[command(flatten)]
+        condition: VolumeCondition,
     },
     /// Add a storage backend condition reported by NodeGetStorageHealth.
     Storage {
@@ -126,6 +108,23 @@ pub enum Injection {
         #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
         off: bool,
     },
+}
+
+/// A volume health condition to add, as `inject volume` and `inject pvc` take it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VolumeCondition {
+    /// Which side reports it.
+    #[arg(long, value_enum)]
+    pub side: Side,
+    /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+    #[arg(long)]
+    pub status: String,
+    /// CamelCase reason.
+    #[arg(long)]
+    pub reason: String,
+    /// Human-readable message.
+    #[arg(long, default_value = "")]
+    pub message: String,
 }
 
 /// One call of the `volhealth conformance --inject-cmd` contract.
@@ -348,32 +347,30 @@ async fn inject(args: InjectRequest) -> Result<String> {
     let done = match args.what {
         Injection::Pvc {
             claim,
-            side,
-            status,
-            reason,
-            message,
+            condition: c,
         } => {
-            let status = injection::parse_volume_status(&status)?;
+            let status = injection::parse_volume_status(&c.status)?;
             let volume_id = crate::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-            add_volume_condition(&state, &volume_id, side, status, &reason, message)?;
+            add_volume_condition(&state, &volume_id, c.side, status, &c.reason, c.message)?;
             format!(
-                "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
-                volume_status_name(status)
+                "injected {:?} condition status={} reason={} on PVC {claim} (volume {volume_id})",
+                c.side,
+                volume_status_name(status),
+                c.reason
             )
         }
         Injection::Volume {
             volume_id,
-            side,
-            status,
-            reason,
-            message,
+            condition: c,
         } => {
-            let status = injection::parse_volume_status(&status)?;
+            let status = injection::parse_volume_status(&c.status)?;
             ensure!(!volume_id.is_empty(), "a volume id is required");
-            add_volume_condition(&state, &volume_id, side, status, &reason, message)?;
+            add_volume_condition(&state, &volume_id, c.side, status, &c.reason, c.message)?;
             format!(
-                "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
-                volume_status_name(status)
+                "injected {:?} condition status={} reason={} on volume {volume_id}",
+                c.side,
+                volume_status_name(status),
+                c.reason
             )
         }
         Injection::Storage {
