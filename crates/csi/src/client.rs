@@ -10,7 +10,7 @@ use tonic::transport::{Channel, Endpoint, Uri};
 use volhealth_backoff::Backoff;
 
 use crate::endpoint;
-use crate::error::{Error, Result};
+use crate::error::{ConnectFailure, Error, Result};
 use crate::socket_address::SocketAddress;
 
 /// First pause between attempts; doubled after each failure, each pause jittered (the shared
@@ -27,14 +27,14 @@ pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Channel> {
     let started = Instant::now();
     let deadline = started + timeout;
     let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-    let mut last_failure: Option<String> = None;
+    let mut last_failure: Option<ConnectFailure> = None;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if path.exists() {
             match tokio::time::timeout(remaining, attempt(&path)).await {
                 Ok(Ok(channel)) => return Ok(channel),
                 Ok(Err(reason)) => last_failure = Some(reason),
-                Err(_) => last_failure = Some("connection attempt timed out".to_string()),
+                Err(_) => last_failure = Some(ConnectFailure::TimedOut),
             }
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -55,8 +55,8 @@ pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Channel> {
     }
 }
 
-/// One connection attempt; the error is a short reason for the final message.
-async fn attempt(path: &Path) -> std::result::Result<Channel, String> {
+/// One connection attempt; the error is the reason the final message gives.
+async fn attempt(path: &Path) -> std::result::Result<Channel, ConnectFailure> {
     // The URI is required by tonic but unused: the connector ignores it.
     let endpoint = Endpoint::from_static("http://csi.invalid");
     let socket: PathBuf = path.to_path_buf();
@@ -71,13 +71,5 @@ async fn attempt(path: &Path) -> std::result::Result<Channel, String> {
             }
         }))
         .await
-        .map_err(|e| {
-            let mut reason = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                reason = format!("{reason}: {s}");
-                source = s.source();
-            }
-            reason
-        })
+        .map_err(ConnectFailure::Transport)
 }

@@ -4,6 +4,29 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Why the last attempt to connect to a CSI socket failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectFailure {
+    /// The attempt did not finish in the time that was left.
+    #[error("connection attempt timed out")]
+    TimedOut,
+    /// The transport failed; shown with its causes, since it is the final message's reason (and
+    /// so not a `source` of its own, which would print them twice).
+    #[error("{}", with_causes(.0))]
+    Transport(tonic::transport::Error),
+}
+
+/// `error: cause: cause …`.
+fn with_causes(e: &tonic::transport::Error) -> String {
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason = format!("{reason}: {s}");
+        source = s.source();
+    }
+    reason
+}
+
 /// Errors of the CSI helpers.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -31,7 +54,7 @@ pub enum Error {
         /// How long we kept trying.
         waited: Duration,
         /// The last failure seen.
-        reason: String,
+        reason: ConnectFailure,
     },
     /// A file that is not a socket is in the way of the server socket.
     #[error("{} exists and is not a socket; refusing to remove it", path.display())]

@@ -24,7 +24,7 @@ mod error;
 pub mod server;
 pub mod socket_address;
 
-pub use error::{Error, Result};
+pub use error::{ConnectFailure, Error, Result};
 pub use volhealth_csi_proto::{FILE_DESCRIPTOR_SET, redact};
 
 /// Package `csi.v1`: CSI v1.13.0 messages, clients (`*_client`) and servers (`*_server`).

@@ -61,8 +61,25 @@ pub fn metrics_path() -> &'static str {
         .unwrap_or(DEFAULT_METRICS_PATH)
 }
 
+/// Why a health check fails: the text `/healthz` or `/readyz` answers with its 503.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotReady(pub String);
+
+impl From<&str> for NotReady {
+    fn from(reason: &str) -> Self {
+        NotReady(reason.to_string())
+    }
+}
+
+impl From<String> for NotReady {
+    fn from(reason: String) -> Self {
+        NotReady(reason)
+    }
+}
+
 /// A health check: `Ok` answers 200 `ok`, `Err(reason)` answers 503 with the reason.
-pub type Check = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+pub type Check = Arc<dyn Fn() -> std::result::Result<(), NotReady> + Send + Sync>;
 
 type Encode = Arc<dyn Fn(Format) -> String + Send + Sync>;
 
@@ -106,7 +123,7 @@ impl Endpoints {
     /// Sets the liveness check behind `/healthz`.
     pub fn healthz(
         mut self,
-        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+        check: impl Fn() -> std::result::Result<(), NotReady> + Send + Sync + 'static,
     ) -> Endpoints {
         self.healthz = Arc::new(check);
         self
@@ -115,7 +132,7 @@ impl Endpoints {
     /// Sets the readiness check behind `/readyz`.
     pub fn readyz(
         mut self,
-        check: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+        check: impl Fn() -> std::result::Result<(), NotReady> + Send + Sync + 'static,
     ) -> Endpoints {
         self.readyz = Arc::new(check);
         self
@@ -148,12 +165,12 @@ impl Endpoints {
 pub fn flag_check(
     flag: Arc<AtomicBool>,
     reason: &'static str,
-) -> impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static {
+) -> impl Fn() -> std::result::Result<(), NotReady> + Send + Sync + 'static {
     move || {
         if flag.load(Ordering::Acquire) {
             Ok(())
         } else {
-            Err(reason.to_string())
+            Err(NotReady::from(reason))
         }
     }
 }
@@ -167,7 +184,7 @@ async fn metrics_page(State(e): State<Endpoints>, headers: HeaderMap) -> impl In
 fn answer(check: &Check) -> (StatusCode, String) {
     match check() {
         Ok(()) => (StatusCode::OK, "ok".to_string()),
-        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason),
+        Err(NotReady(reason)) => (StatusCode::SERVICE_UNAVAILABLE, reason),
     }
 }
 

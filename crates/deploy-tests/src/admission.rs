@@ -187,14 +187,14 @@ impl Policy {
         }
         let mut ctx = match base_context(req) {
             Ok(ctx) => ctx,
-            Err(e) => return Decision::Denied(vec![e]),
+            Err(e) => return Decision::Denied(vec![e.to_string()]),
         };
         let mut denials = Vec::new();
         for c in &self.match_conditions {
             match eval_bool(c, &ctx) {
                 Ok(true) => {}
                 Ok(false) => return Decision::NotMatched,
-                Err(e) if self.fail_closed => return Decision::Denied(vec![e]),
+                Err(e) if self.fail_closed => return Decision::Denied(vec![e.to_string()]),
                 Err(_) => return Decision::NotMatched,
             }
         }
@@ -212,7 +212,7 @@ impl Policy {
             match eval_bool(&v.check, &ctx) {
                 Ok(true) => {}
                 Ok(false) => denials.push(message(v, &ctx)),
-                Err(e) if self.fail_closed => denials.push(e),
+                Err(e) if self.fail_closed => denials.push(e.to_string()),
                 Err(_) => {}
             }
         }
@@ -247,11 +247,47 @@ impl ResourceRule {
     }
 }
 
-fn base_context(req: &Request) -> std::result::Result<Context<'static, 'static>, String> {
+/// Why a CEL expression gave no verdict; the text is the denial the API server would give.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum CelFailure {
+    /// A variable of the request could not be handed to the interpreter.
+    #[error("passing {name} to CEL: {message}")]
+    Bind {
+        /// The variable.
+        name: &'static str,
+        /// The interpreter's words.
+        message: String,
+    },
+    /// The expression gave something other than a bool.
+    #[error("{name} ({expression}) gave {got}, not a bool")]
+    NotBool {
+        /// What the expression is (`validation 0`).
+        name: String,
+        /// The expression.
+        expression: String,
+        /// What it gave, debug-printed.
+        got: String,
+    },
+    /// The expression failed.
+    #[error("evaluating {name} ({expression}): {message}")]
+    Eval {
+        /// What the expression is.
+        name: String,
+        /// The expression.
+        expression: String,
+        /// The interpreter's words.
+        message: String,
+    },
+}
+
+fn base_context(req: &Request) -> std::result::Result<Context<'static, 'static>, CelFailure> {
     let mut ctx = Context::default();
-    let add = |ctx: &mut Context<'static, 'static>, name: &str, v: &serde_json::Value| {
+    let add = |ctx: &mut Context<'static, 'static>, name: &'static str, v: &serde_json::Value| {
         ctx.add_variable(name, v.clone())
-            .map_err(|e| format!("passing {name} to CEL: {e}"))
+            .map_err(|e| CelFailure::Bind {
+                name,
+                message: e.to_string(),
+            })
     };
     add(&mut ctx, "request", &req.request)?;
     add(&mut ctx, "object", &req.object)?;
@@ -262,14 +298,19 @@ fn base_context(req: &Request) -> std::result::Result<Context<'static, 'static>,
     Ok(ctx)
 }
 
-fn eval_bool(c: &Compiled, ctx: &Context<'_, '_>) -> std::result::Result<bool, String> {
+fn eval_bool(c: &Compiled, ctx: &Context<'_, '_>) -> std::result::Result<bool, CelFailure> {
     match c.program.execute(ctx) {
         Ok(Value::Bool(b)) => Ok(b),
-        Ok(other) => Err(format!(
-            "{} ({}) gave {other:?}, not a bool",
-            c.name, c.source
-        )),
-        Err(e) => Err(format!("evaluating {} ({}): {e}", c.name, c.source)),
+        Ok(other) => Err(CelFailure::NotBool {
+            name: c.name.clone(),
+            expression: c.source.clone(),
+            got: format!("{other:?}"),
+        }),
+        Err(e) => Err(CelFailure::Eval {
+            name: c.name.clone(),
+            expression: c.source.clone(),
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -15,16 +15,17 @@ pub fn documents(path: &Path) -> Result<Vec<serde_json::Value>> {
         path: shown.clone(),
         source,
     })?;
-    parse_documents(&text).map_err(|message| Error::Parse {
+    parse_documents(&text).map_err(|e| Error::Parse {
         path: shown,
-        message,
+        message: e.to_string(),
     })
 }
 
 /// Every document of a multi-document YAML text, in order (empty documents skipped).
-pub fn parse_documents(text: &str) -> std::result::Result<Vec<serde_json::Value>, String> {
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+pub fn parse_documents(
+    text: &str,
+) -> std::result::Result<Vec<serde_json::Value>, serde_saphyr::Error> {
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text)?;
     Ok(docs.into_iter().filter(|v| !v.is_null()).collect())
 }
 
@@ -64,7 +65,9 @@ pub fn kustomize(dir: &Path) -> Result<Option<Vec<serde_json::Value>>> {
         return Err(fail(String::from_utf8_lossy(&out.stderr).into_owned()));
     }
     let text = String::from_utf8(out.stdout).map_err(|e| fail(e.to_string()))?;
-    parse_documents(&text).map(Some).map_err(fail)
+    parse_documents(&text)
+        .map(Some)
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// `to` relative to `from` (both existing directories), as kustomize wants a base named; `None`

@@ -70,27 +70,46 @@ fn capacity_for(range: Option<&v1::CapacityRange>, backend: BackendKind) -> Resu
     Ok(capacity)
 }
 
-fn check_capabilities(caps: &[v1::VolumeCapability], backend: BackendKind) -> Result<(), String> {
+/// Why a volume capability is not offered: the message `ValidateVolumeCapabilities` answers and
+/// `CreateVolume` refuses with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unsupported {
+    #[error("directory volumes cannot be used as raw block devices")]
+    BlockOnDirectory,
+    #[error("raw block access is not offered by this driver")]
+    Block,
+    #[error("image volumes are ext4, not {0}")]
+    ImageFsType(String),
+    #[error("a volume capability needs an access type (mount or block)")]
+    NoAccessType,
+    #[error("a volume capability needs an access mode")]
+    NoAccessMode,
+}
+
+fn check_capabilities(
+    caps: &[v1::VolumeCapability],
+    backend: BackendKind,
+) -> Result<(), Unsupported> {
     for cap in caps {
         match &cap.access_type {
             Some(v1::volume_capability::AccessType::Block(_)) if backend == BackendKind::Dir => {
-                return Err("directory volumes cannot be used as raw block devices".into());
+                return Err(Unsupported::BlockOnDirectory);
             }
             Some(v1::volume_capability::AccessType::Block(_)) => {
-                return Err("raw block access is not offered by this driver".into());
+                return Err(Unsupported::Block);
             }
             Some(v1::volume_capability::AccessType::Mount(m))
                 if backend == BackendKind::Image
                     && !m.fs_type.is_empty()
                     && m.fs_type != "ext4" =>
             {
-                return Err(format!("image volumes are ext4, not {}", m.fs_type));
+                return Err(Unsupported::ImageFsType(m.fs_type.clone()));
             }
-            None => return Err("a volume capability needs an access type (mount or block)".into()),
+            None => return Err(Unsupported::NoAccessType),
             _ => {}
         }
         if cap.access_mode.is_none() {
-            return Err("a volume capability needs an access mode".into());
+            return Err(Unsupported::NoAccessMode);
         }
     }
     Ok(())
@@ -150,7 +169,8 @@ impl v1::controller_server::Controller for ControllerService {
                 )));
             }
         };
-        check_capabilities(&req.volume_capabilities, backend).map_err(Status::invalid_argument)?;
+        check_capabilities(&req.volume_capabilities, backend)
+            .map_err(|why| Status::invalid_argument(why.to_string()))?;
         let capacity = capacity_for(req.capacity_range.as_ref(), backend)?;
         let view = self.plugin.view()?;
         let id = records::volume_id_for(&req.name);
@@ -261,7 +281,7 @@ impl v1::controller_server::Controller for ControllerService {
             },
             Err(why) => v1::ValidateVolumeCapabilitiesResponse {
                 confirmed: None,
-                message: why,
+                message: why.to_string(),
             },
         };
         Ok(Response::new(resp))

@@ -8,7 +8,7 @@
 //! replaces the cache only when complete, so a reader never sees half a list, and objects deleted
 //! while the watch was down disappear with the relist.
 
-use kube::Resource;
+use crate::watch::WatchKind;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -138,12 +138,7 @@ pub fn spawn_compact_watch<K, Q, R>(
     compact: impl Fn(K) -> Option<(Q, R)> + Send + Sync + 'static,
 ) -> CompactStore<Q, R>
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + 'static,
+    K: WatchKind,
     Q: Eq + Hash + Send + Sync + 'static,
     R: Send + Sync + 'static,
 {

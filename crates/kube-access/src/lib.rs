@@ -9,21 +9,30 @@
 //! - [`watch`] (a reflector and the watch loop), [`compact_watch`] (a watch cache of small
 //!   records, not objects), [`partial`] (watched objects decoded into the fields a component
 //!   reads), [`watched`] (the PV and PVC records both writers read).
+//! - [`events`]: Events on a budget of their own: the recorder's queue (coalescing repeats,
+//!   summarising many similar ones) and the sink it sends through; [`api_failure`] (a failed
+//!   request, classified by how it is handled) and [`rate_limit`] (a token bucket, for the
+//!   client-side QPS and the Events' budget) beside it.
 //! - [`backoff`]: the one retry backoff, with jitter (the `volhealth-backoff` crate, which the
 //!   CSI client uses without this crate's Kubernetes dependencies).
 
 pub use volhealth_backoff as backoff;
 
+pub mod api_failure;
 pub mod client;
 pub mod compact_watch;
 mod error;
+pub mod events;
 pub mod leader;
 pub mod partial;
+pub mod rate_limit;
 pub mod watch;
 pub mod watched;
 
+pub use api_failure::{ApiFailure, FailureKind};
 pub use backoff::Backoff;
 pub use error::{Error, Result};
+pub use rate_limit::RateLimiter;
 
 /// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]

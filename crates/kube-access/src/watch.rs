@@ -7,18 +7,33 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
-/// Watches every object of `api` into a cache (without managedFields, which nothing here reads),
-/// retrying with backoff and logging failures as `what`; the watch runs until the runtime stops.
-pub fn spawn_reflector<K>(api: Api<K>, what: &'static str) -> Store<K>
-where
+/// A kind a watch can follow and cache: a Kubernetes resource of a static type (every
+/// k8s-openapi kind), read from JSON, handed between tasks.
+pub trait WatchKind:
+    Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> WatchKind for K where
     K: Resource<DynamicType = ()>
         + Clone
         + std::fmt::Debug
         + serde::de::DeserializeOwned
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+/// Watches every object of `api` into a cache (without managedFields, which nothing here reads),
+/// retrying with backoff and logging failures as `what`; the watch runs until the runtime stops.
+pub fn spawn_reflector<K: WatchKind>(api: Api<K>, what: &'static str) -> Store<K> {
     let (store, writer) = reflector::store();
     let stream = watcher(api, watcher::Config::default())
         .modify(|o: &mut K| o.meta_mut().managed_fields = None)

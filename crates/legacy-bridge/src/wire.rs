@@ -30,7 +30,7 @@ pub struct VolumeStatus {
     pub volume_condition: Option<VolumeCondition>,
 }
 
-/// One entry of `csi.v1.ListVolumesResponse`.
+/// One entry of `csi.v1.ListVolumesResponse` (and [`ControllerGetVolumeResponse`]).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ListEntry {
     /// `volume` (field 1).
@@ -52,16 +52,9 @@ pub struct ListVolumesResponse {
     pub next_token: String,
 }
 
-/// `csi.v1.ControllerGetVolumeResponse`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ControllerGetVolumeResponse {
-    /// `volume` (field 1).
-    #[prost(message, optional, tag = "1")]
-    pub volume: Option<v1::Volume>,
-    /// `status` (field 2).
-    #[prost(message, optional, tag = "2")]
-    pub status: Option<VolumeStatus>,
-}
+/// `csi.v1.ControllerGetVolumeResponse`: the same fields, with the same numbers, as an entry of
+/// ListVolumes, so the same bytes.
+pub type ControllerGetVolumeResponse = ListEntry;
 
 /// `csi.v1.NodeGetVolumeStatsResponse`.
 #[derive(Clone, PartialEq, prost::Message)]

@@ -11,7 +11,8 @@ pub mod probe;
 pub mod report;
 pub mod svg;
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, ensure, invalid};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -54,7 +55,7 @@ pub struct BenchConfig {
 }
 
 /// `10%` of `pvcs`, or a plain number, at least 1 and at most `pvcs`.
-pub fn parse_unhealthy(s: &str, pvcs: usize) -> anyhow::Result<usize> {
+pub fn parse_unhealthy(s: &str, pvcs: usize) -> Result<usize> {
     let s = s.trim();
     let n = match s.strip_suffix('%') {
         Some(p) => {
@@ -62,7 +63,7 @@ pub fn parse_unhealthy(s: &str, pvcs: usize) -> anyhow::Result<usize> {
                 .trim()
                 .parse()
                 .with_context(|| format!("--unhealthy {s:?}: expected e.g. 10% or 500"))?;
-            anyhow::ensure!(
+            ensure!(
                 (0.0..=100.0).contains(&share),
                 "--unhealthy {s:?} must be between 0% and 100%"
             );
@@ -75,7 +76,7 @@ pub fn parse_unhealthy(s: &str, pvcs: usize) -> anyhow::Result<usize> {
     Ok(n.clamp(1, pvcs))
 }
 
-fn bench_dir(args: &BenchConfig) -> anyhow::Result<(PathBuf, bool)> {
+fn bench_dir(args: &BenchConfig) -> Result<(PathBuf, bool)> {
     match &args.dir {
         Some(d) => {
             let empty = match std::fs::read_dir(d) {
@@ -83,7 +84,7 @@ fn bench_dir(args: &BenchConfig) -> anyhow::Result<(PathBuf, bool)> {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
                 Err(e) => return Err(e).with_context(|| format!("reading --dir {}", d.display())),
             };
-            anyhow::ensure!(
+            ensure!(
                 empty,
                 "--dir {} is not empty; the bench builds a fresh cluster",
                 d.display()
@@ -104,7 +105,7 @@ pub async fn run(args: BenchConfig) -> crate::Result<()> {
     build_and_measure(args).await.map_err(crate::Error::Bench)
 }
 
-async fn build_and_measure(args: BenchConfig) -> anyhow::Result<()> {
+async fn build_and_measure(args: BenchConfig) -> Result<()> {
     let started = Instant::now();
     let pvcs = args.pvcs as usize;
     let unhealthy = parse_unhealthy(&args.unhealthy, pvcs)?;
@@ -169,8 +170,8 @@ async fn build_and_measure(args: BenchConfig) -> anyhow::Result<()> {
     // On a signal the work is dropped, and with it every component (each is killed on drop).
     let measured = tokio::select! {
         r = work => r,
-        _ = interrupt.recv() => Err(anyhow::anyhow!("interrupted")),
-        _ = terminate.recv() => Err(anyhow::anyhow!("terminated")),
+        _ = interrupt.recv() => Err(invalid!("interrupted")),
+        _ = terminate.recv() => Err(invalid!("terminated")),
     };
     if !keep {
         let _ = std::fs::remove_dir_all(&dir);

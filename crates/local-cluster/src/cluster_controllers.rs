@@ -12,7 +12,8 @@ pub mod kubelet;
 pub mod provision;
 pub mod schedule;
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, chain};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -75,7 +76,7 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
 }
 
-fn pairs(flag: &str, values: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+fn pairs(flag: &str, values: &[String]) -> Result<BTreeMap<String, String>> {
     values
         .iter()
         .map(|v| {
@@ -88,10 +89,7 @@ fn pairs(flag: &str, values: &[String]) -> anyhow::Result<BTreeMap<String, Strin
 }
 
 /// The nodes of `--node` and `--kubelet-root`; every node needs both.
-pub fn node_plugins(
-    nodes: &[String],
-    roots: &[String],
-) -> anyhow::Result<BTreeMap<String, NodePlugin>> {
+pub fn node_plugins(nodes: &[String], roots: &[String]) -> Result<BTreeMap<String, NodePlugin>> {
     let endpoints = pairs("--node", nodes)?;
     let mut roots = pairs("--kubelet-root", roots)?;
     endpoints
@@ -111,7 +109,7 @@ pub fn node_plugins(
         .collect()
 }
 
-async fn snapshot(client: &kube::Client) -> anyhow::Result<Snapshot> {
+async fn snapshot(client: &kube::Client) -> Result<Snapshot> {
     let lp = ListParams::default();
     Ok(Snapshot {
         classes: Api::<StorageClass>::all(client.clone())
@@ -184,7 +182,7 @@ pub async fn run(args: ControllersConfig) -> crate::Result<()> {
         .map_err(crate::Error::ClusterControllers)
 }
 
-async fn run_until_stopped(args: ControllersConfig) -> anyhow::Result<()> {
+async fn run_until_stopped(args: ControllersConfig) -> Result<()> {
     let cfg = Config {
         driver: args.driver,
         controller: args.controller_endpoint,
@@ -210,7 +208,7 @@ async fn run_until_stopped(args: ControllersConfig) -> anyhow::Result<()> {
     loop {
         match snapshot(&client).await {
             Ok(snap) => pass(&client, &cfg, &snap, &mut retries).await,
-            Err(e) => tracing::warn!("reading the cluster: {e:#}"),
+            Err(e) => tracing::warn!("reading the cluster: {}", chain(&e)),
         }
         tokio::select! {
             _ = &mut stop => break,

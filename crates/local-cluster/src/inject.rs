@@ -1,7 +1,8 @@
 //! `volhealth inject`: add or clear injected health conditions, RPC faults and list chaos in a
 //! driver's state dir. A running driver picks changes up on its next RPC.
 
-use anyhow::Context;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail, ensure};
 use std::path::PathBuf;
 use volhealth_driver::condition::{Condition, StorageCondition};
 use volhealth_driver::injection::{
@@ -25,59 +26,57 @@ pub struct InjectRequest {
     pub what: Injection,
 }
 
-/// What to inject or clear.
-#[derive(Debug, Clone)]
+/// What to inject or clear; also `volhealth inject`'s subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum Injection {
     /// Add a volume health condition (a different status or reason adds another entry).
     Volume {
         /// The volume id.
         volume_id: String,
-        /// Which side reports it.
-        side: Side,
-        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
-        status: String,
-        /// CamelCase reason.
-        reason: String,
-        /// Human-readable message.
-        message: String,
+        /// The condition.
+        #[command(flatten)]
+        condition: VolumeCondition,
     },
     /// Add a volume health condition to the volume behind a PVC (needs --dir).
     Pvc {
         /// The claim as NAMESPACE/NAME.
         claim: String,
-        /// Which side reports it.
-        side: Side,
-        /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
-        status: String,
-        /// CamelCase reason.
-        reason: String,
-        /// Human-readable message.
-        message: String,
+        /// The condition.
+        #[command(flatten)]
+        condition: VolumeCondition,
     },
     /// Add a storage backend condition reported by NodeGetStorageHealth.
     Storage {
         /// Only the node plugin of this node reports it (default: every node plugin).
+        #[arg(long)]
         node: Option<String>,
         /// StorageUnreachable, StorageDegraded, or a raw number sent as it is.
+        #[arg(long)]
         status: String,
         /// CamelCase reason.
+        #[arg(long)]
         reason: String,
         /// Human-readable message.
+        #[arg(long, default_value = "")]
         message: String,
         /// Access mode it applies to (ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod, or a CSI name).
+        #[arg(long)]
         access_mode: Option<String>,
         /// Volume mode it applies to: Filesystem or Block.
+        #[arg(long)]
         volume_mode: Option<String>,
     },
     /// The `volhealth conformance --inject-cmd` contract: `set SCOPE TARGET STATUS REASON` or
     /// `clear SCOPE TARGET`, SCOPE being controller, node or storage (TARGET: volume id or node id).
     Conformance {
         /// Set or clear.
+        #[command(subcommand)]
         action: ConformanceAction,
     },
     /// Remove injected conditions or faults.
     Clear {
         /// What to remove.
+        #[command(subcommand)]
         what: Clear,
     },
     /// Make an RPC fail with a gRPC code at a rate, and/or answer after a delay.
@@ -85,27 +84,51 @@ pub enum Injection {
         /// gRPC method, e.g. ControllerListVolumeHealth, NodeGetVolumeHealth, Probe.
         method: String,
         /// gRPC code name (UNAVAILABLE) or number; OK only delays, OK without delay removes the fault.
+        #[arg(long)]
         code: String,
         /// Probability in [0, 1] that a call fails.
+        #[arg(long, default_value_t = 1.0)]
         rate: f64,
         /// Delay before answering, e.g. 500ms, 2s, 1m.
+        #[arg(long)]
         delay: Option<String>,
         /// The failure's message (default: `injected fault for METHOD`).
+        #[arg(long)]
         message: Option<String>,
     },
     /// Turn on paging inconsistencies of ControllerListVolumeHealth, or off with --off.
     ListChaos {
         /// Repeat an entry of the previous page at the start of the next.
+        #[arg(long)]
         duplicates: bool,
         /// Leave a rotating fifth of the volumes out of each listing cycle.
+        #[arg(long)]
         omissions: bool,
         /// Turn both off.
+        #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
         off: bool,
     },
 }
 
+/// A volume health condition to add, as `inject volume` and `inject pvc` take it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VolumeCondition {
+    /// Which side reports it.
+    #[arg(long, value_enum)]
+    pub side: Side,
+    /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
+    #[arg(long)]
+    pub status: String,
+    /// CamelCase reason.
+    #[arg(long)]
+    pub reason: String,
+    /// Human-readable message.
+    #[arg(long, default_value = "")]
+    pub message: String,
+}
+
 /// One call of the `volhealth conformance --inject-cmd` contract.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum ConformanceAction {
     /// Report STATUS with REASON on TARGET from now on.
     Set {
@@ -128,7 +151,7 @@ pub enum ConformanceAction {
 }
 
 /// Where a conformance injection is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {
     /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
     Controller,
@@ -139,13 +162,14 @@ pub enum Scope {
 }
 
 /// What to remove.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Subcommand)]
 pub enum Clear {
     /// One volume's conditions (one side, or both).
     Volume {
         /// The volume id.
         volume_id: String,
         /// Only this side.
+        #[arg(long, value_enum)]
         side: Option<Side>,
     },
     /// The conditions of the volume behind a PVC (needs --dir).
@@ -153,11 +177,13 @@ pub enum Clear {
         /// The claim as NAMESPACE/NAME.
         claim: String,
         /// Only this side.
+        #[arg(long, value_enum)]
         side: Option<Side>,
     },
     /// All storage conditions (with --node: only that node's own).
     Storage {
         /// Only the conditions injected for this node.
+        #[arg(long)]
         node: Option<String>,
     },
     /// The fault of one method, or all faults.
@@ -170,7 +196,7 @@ pub enum Clear {
 }
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a plain number of milliseconds.
-fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
+fn parse_delay_ms(s: &str) -> Result<u64> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1.0)
@@ -185,7 +211,7 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
         .trim()
         .parse()
         .with_context(|| format!("delay {s:?}: expected e.g. 500ms, 2s or 1m"))?;
-    anyhow::ensure!(
+    ensure!(
         value >= 0.0 && value.is_finite(),
         "delay {s:?} must not be negative"
     );
@@ -193,7 +219,7 @@ fn parse_delay_ms(s: &str) -> anyhow::Result<u64> {
 }
 
 /// Carries out one `volhealth conformance --inject-cmd` call.
-fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<String> {
+fn conformance(state: &StateDir, action: ConformanceAction) -> Result<String> {
     let side = |scope: Scope| match scope {
         Scope::Controller => Side::Controller,
         _ => Side::Node,
@@ -226,19 +252,10 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> anyhow::Result<St
             status,
             reason,
         } => {
-            anyhow::ensure!(!target.is_empty(), "a volume id is required");
-            let condition = Condition::new(
-                injection::parse_volume_status(&status)?,
-                &reason,
-                "injected by volhealth conformance".to_string(),
-            );
-            injection::update(state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: target.clone(),
-                    side: side(scope),
-                    condition,
-                })
-            })?;
+            ensure!(!target.is_empty(), "a volume id is required");
+            let number = injection::parse_volume_status(&status)?;
+            let message = "injected by volhealth conformance".to_string();
+            add_volume_condition(state, &target, side(scope), number, &reason, message)?;
             format!("injected {scope:?} condition {status}/{reason} on volume {target}")
         }
         ConformanceAction::Clear {
@@ -265,12 +282,33 @@ fn storage_status_name(raw: i32) -> String {
     StorageStatus::from_csi(raw).map_or_else(|| raw.to_string(), |s| s.as_str().to_string())
 }
 
+/// Adds the condition `status` (a CSI number), `reason`, `message` to what `side` reports for
+/// `volume_id`.
+fn add_volume_condition(
+    state: &StateDir,
+    volume_id: &str,
+    side: Side,
+    status: i32,
+    reason: &str,
+    message: String,
+) -> Result<()> {
+    let condition = Condition::new(status, reason, message);
+    injection::update(state, |i| {
+        i.add_volume(VolumeInjection {
+            volume_id: volume_id.to_string(),
+            side,
+            condition,
+        })
+    })?;
+    Ok(())
+}
+
 /// Carries out one injection; returns the line that says what was done.
 pub async fn run(args: InjectRequest) -> crate::Result<String> {
     inject(args).await.map_err(crate::Error::Inject)
 }
 
-async fn inject(args: InjectRequest) -> anyhow::Result<String> {
+async fn inject(args: InjectRequest) -> Result<String> {
     // Without --state-dir, the `up` in --dir, by default the one `up` makes in `.volhealth`.
     let dir = args
         .dir
@@ -287,7 +325,7 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
                 "--dir must be the directory of a running `volhealth up`".to_string()
             }
         })?,
-        (None, None) => anyhow::bail!("either --dir or --state-dir is required"),
+        (None, None) => bail!("either --dir or --state-dir is required"),
     };
     let state = StateDir::new(&state_dir);
     let up_dir = || {
@@ -309,46 +347,30 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
     let done = match args.what {
         Injection::Pvc {
             claim,
-            side,
-            status,
-            reason,
-            message,
+            condition: c,
         } => {
-            let status = injection::parse_volume_status(&status)?;
+            let status = injection::parse_volume_status(&c.status)?;
             let volume_id = crate::up::resolve::volume_handle(&up_dir()?, &claim).await?;
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
+            add_volume_condition(&state, &volume_id, c.side, status, &c.reason, c.message)?;
             format!(
-                "injected {side:?} condition status={} reason={reason} on PVC {claim} (volume {volume_id})",
-                volume_status_name(status)
+                "injected {:?} condition status={} reason={} on PVC {claim} (volume {volume_id})",
+                c.side,
+                volume_status_name(status),
+                c.reason
             )
         }
         Injection::Volume {
             volume_id,
-            side,
-            status,
-            reason,
-            message,
+            condition: c,
         } => {
-            let status = injection::parse_volume_status(&status)?;
-            anyhow::ensure!(!volume_id.is_empty(), "a volume id is required");
-            let condition = Condition::new(status, &reason, message);
-            injection::update(&state, |i| {
-                i.add_volume(VolumeInjection {
-                    volume_id: volume_id.clone(),
-                    side,
-                    condition,
-                })
-            })?;
+            let status = injection::parse_volume_status(&c.status)?;
+            ensure!(!volume_id.is_empty(), "a volume id is required");
+            add_volume_condition(&state, &volume_id, c.side, status, &c.reason, c.message)?;
             format!(
-                "injected {side:?} condition status={} reason={reason} on volume {volume_id}",
-                volume_status_name(status)
+                "injected {:?} condition status={} reason={} on volume {volume_id}",
+                c.side,
+                volume_status_name(status),
+                c.reason
             )
         }
         Injection::Storage {
@@ -432,7 +454,7 @@ async fn inject(args: InjectRequest) -> anyhow::Result<String> {
             delay,
             message,
         } => {
-            anyhow::ensure!(
+            ensure!(
                 (0.0..=1.0).contains(&rate),
                 "--rate must be within [0, 1], got {rate}"
             );

@@ -9,6 +9,8 @@
 //! - [`inject`]: conditions and faults injected into the reference driver of a running `up`
 //!   (or any driver's state dir), from an [`inject::InjectRequest`].
 //! - [`bench`]: a cluster of a given size, measured ([`bench::BenchConfig`]).
+//! - [`Failure`]: what a step inside them met, with what it was doing; the entry points' [`Error`]
+//!   carries it.
 //!
 //! Each component runs as a child process of the calling binary (`current_exe`), with the same
 //! flags a user would give it; the binary must therefore offer the subcommands `apiserver`,
@@ -17,8 +19,11 @@
 pub mod bench;
 pub mod cluster_controllers;
 mod connection;
+mod failure;
 pub mod inject;
 pub mod up;
+
+pub use failure::Failure;
 
 /// Why `up`, `bench`, `inject` or the cluster controllers failed. Each variant carries the
 /// chain of what was being done (the message is that chain's outermost line; its sources follow).
@@ -26,16 +31,16 @@ pub mod up;
 pub enum Error {
     /// `up` could not start the cluster, or a component of it stopped.
     #[error(transparent)]
-    Up(anyhow::Error),
+    Up(Failure),
     /// The bench could not build or measure its cluster.
     #[error(transparent)]
-    Bench(anyhow::Error),
+    Bench(Failure),
     /// The injection could not be resolved or written.
     #[error(transparent)]
-    Inject(anyhow::Error),
+    Inject(Failure),
     /// The cluster controllers could not start.
     #[error(transparent)]
-    ClusterControllers(anyhow::Error),
+    ClusterControllers(Failure),
 }
 
 /// The result of this crate's entry points.

@@ -17,7 +17,8 @@ pub mod resolve;
 mod start;
 pub mod workload;
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail};
 use commands::{resume_command, self_command};
 use layout::{Layout, RunRecord};
 use std::collections::BTreeMap;
@@ -80,10 +81,6 @@ pub enum Outcome {
     Interrupted,
 }
 
-fn millis(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
 /// Progress lines: `  what… ok`.
 struct Progress;
 
@@ -98,7 +95,7 @@ impl Progress {
 }
 
 /// Applies the RBAC deploy/kubernetes ships for `who` (`yaml`), with its progress line.
-async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> anyhow::Result<()> {
+async fn grant_rbac(client: &kube::Client, who: &str, yaml: &str) -> Result<()> {
     let p = Progress;
     p.step(&format!("granting {who} the RBAC deploy/kubernetes ships"));
     let applied = rbac::apply_all(client, yaml).await?;
@@ -116,11 +113,11 @@ struct Running {
 }
 
 impl Running {
-    fn start(&mut self, name: &str, layout: &Layout, args: Vec<String>) -> anyhow::Result<()> {
+    fn start(&mut self, name: &str, layout: &Layout, args: Vec<String>) -> Result<()> {
         self.components.start(name, &layout.log(name), &args)
     }
 
-    fn last_mut(&mut self) -> anyhow::Result<&mut Component> {
+    fn last_mut(&mut self) -> Result<&mut Component> {
         self.components
             .last_mut()
             .context("no component was started")
@@ -150,18 +147,18 @@ async fn until_ready<T>(
     running: &mut Running,
     what: &str,
     mut ready: impl AsyncFnMut() -> Option<T>,
-) -> anyhow::Result<T> {
+) -> Result<T> {
     let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
     loop {
         if let Some(v) = ready().await {
             return Ok(v);
         }
         if let Some(why) = running.last_mut()?.exited() {
-            anyhow::bail!("{what} did not start: {why}");
+            bail!("{what} did not start: {why}");
         }
         if tokio::time::Instant::now() > deadline {
             let c = running.last_mut()?;
-            anyhow::bail!(
+            bail!(
                 "{what} was not ready after {READY_TIMEOUT:?}; see {}:\n{}",
                 c.log.display(),
                 children::tail(&c.log, 12)
@@ -172,13 +169,13 @@ async fn until_ready<T>(
 }
 
 /// Refuses a `--listen` address that is taken, before anything starts.
-fn check_listen(listen: &str) -> anyhow::Result<()> {
+fn check_listen(listen: &str) -> Result<()> {
     let addr: SocketAddr = listen
         .parse()
         .with_context(|| format!("--listen {listen:?} is not an address like 127.0.0.1:6443"))?;
     match std::net::TcpListener::bind(addr) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
             "--listen {listen} is already in use (another `volhealth up` or API server?); stop it, or pick a free port with --listen 127.0.0.1:PORT"
         ),
         Err(e) => Err(e).with_context(|| format!("cannot listen on --listen {listen}")),
@@ -191,7 +188,7 @@ pub async fn run(cfg: UpConfig) -> crate::Result<Outcome> {
     run_until_stopped(cfg).await.map_err(crate::Error::Up)
 }
 
-async fn run_until_stopped(cfg: UpConfig) -> anyhow::Result<Outcome> {
+async fn run_until_stopped(cfg: UpConfig) -> Result<Outcome> {
     let layout = Layout::new(&cfg.dir)?;
     let _lock = layout::prepare(&layout)?;
     let previous = RunRecord::load(&layout)?;
@@ -276,7 +273,7 @@ async fn run_until_stopped(cfg: UpConfig) -> anyhow::Result<Outcome> {
             Ok(Outcome::Stopped)
         }
         Some(why) => {
-            anyhow::bail!("a component stopped unexpectedly, so everything was stopped: {why}")
+            bail!("a component stopped unexpectedly, so everything was stopped: {why}")
         }
     }
 }
@@ -311,7 +308,7 @@ async fn write_endpoints(
     layout: &Layout,
     record: &RunRecord,
     running: &mut Running,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     metrics
         .learn_bound(running.components.as_mut_slice())
         .await?;

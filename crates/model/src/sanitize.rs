@@ -182,46 +182,37 @@ pub trait Condition: Clone {
     }
 }
 
+/// The accessors of the two API condition types, whose fields are the same: `status`, `reason`,
+/// `message`; `$vocabulary` ranks the status.
+macro_rules! api_condition {
+    ($vocabulary:ty) => {
+        fn status(&self) -> &str {
+            &self.status
+        }
+        fn rank(&self) -> usize {
+            <$vocabulary>::rank_of(&self.status)
+        }
+        fn reason(&self) -> &str {
+            &self.reason
+        }
+        fn set_reason(&mut self, reason: String) {
+            self.reason = reason;
+        }
+        fn message(&self) -> Option<&str> {
+            self.message.as_deref()
+        }
+        fn set_message(&mut self, message: Option<String>) {
+            self.message = message;
+        }
+    };
+}
+
 impl Condition for VolumeHealthCondition {
-    fn status(&self) -> &str {
-        &self.status
-    }
-    fn rank(&self) -> usize {
-        VolumeStatus::rank_of(&self.status)
-    }
-    fn reason(&self) -> &str {
-        &self.reason
-    }
-    fn set_reason(&mut self, reason: String) {
-        self.reason = reason;
-    }
-    fn message(&self) -> Option<&str> {
-        self.message.as_deref()
-    }
-    fn set_message(&mut self, message: Option<String>) {
-        self.message = message;
-    }
+    api_condition!(VolumeStatus);
 }
 
 impl Condition for StorageHealthCondition {
-    fn status(&self) -> &str {
-        &self.status
-    }
-    fn rank(&self) -> usize {
-        StorageStatus::rank_of(&self.status)
-    }
-    fn reason(&self) -> &str {
-        &self.reason
-    }
-    fn set_reason(&mut self, reason: String) {
-        self.reason = reason;
-    }
-    fn message(&self) -> Option<&str> {
-        self.message.as_deref()
-    }
-    fn set_message(&mut self, message: Option<String>) {
-        self.message = message;
-    }
+    api_condition!(StorageStatus);
     fn scope(&self) -> (Option<&str>, Option<&str>) {
         (self.access_mode.as_deref(), self.volume_mode.as_deref())
     }

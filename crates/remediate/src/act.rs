@@ -8,7 +8,7 @@ use crate::policy::Action;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
-use volhealth_writer::{EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
+use volhealth_kube_access::events::{EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef};
 
 /// The prefix of the annotation, on the matched object, that records which transition a rule
 /// has acted on: `remediation.volhealth.io/<rule>`.

@@ -21,7 +21,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::time::Duration;
-use volhealth_writer::KubeEventSink;
+use volhealth_kube_access::events::KubeEventSink;
 
 pub use crate::leader::{LeaderElection, Leadership};
 

@@ -33,19 +33,24 @@ impl RateLimits {
             return true;
         };
         let recent = self.taken.entry(action.to_string()).or_default();
-        while let Some(first) = recent.front() {
-            let age: Option<Duration> = now.duration_since(*first).try_into().ok();
-            if age.is_some_and(|a| a >= window) {
-                recent.pop_front();
-            } else {
-                break;
-            }
-        }
+        forget_before(recent, now, window);
         if recent.len() < max as usize {
             recent.push_back(now);
             true
         } else {
             false
+        }
+    }
+}
+
+/// Drops from the front of `recent` (oldest first) the times `window` or more before `now`.
+pub fn forget_before(recent: &mut VecDeque<Timestamp>, now: Timestamp, window: Duration) {
+    while let Some(first) = recent.front() {
+        let age: Option<Duration> = now.duration_since(*first).try_into().ok();
+        if age.is_some_and(|a| a >= window) {
+            recent.pop_front();
+        } else {
+            break;
         }
     }
 }

@@ -2,6 +2,7 @@
 //! taints to remove once their condition has cleared, and the eviction budget.
 
 use crate::findings::{Finding, due, matches};
+use crate::limits::forget_before;
 use crate::policy::{Action, Policy};
 use jiff::Timestamp;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -201,14 +202,7 @@ impl EvictionBudget {
     pub fn take(&mut self, namespace: &str, pods: usize, now: Timestamp) -> bool {
         let window = self.window;
         let recent = self.evicted.entry(namespace.to_string()).or_default();
-        while let Some(first) = recent.front() {
-            let age: Option<Duration> = now.duration_since(*first).try_into().ok();
-            if age.is_some_and(|a| a >= window) {
-                recent.pop_front();
-            } else {
-                break;
-            }
-        }
+        forget_before(recent, now, window);
         let allowed = (pods as f64 * self.max_percent / 100.0).floor() as usize;
         if recent.len() < allowed {
             recent.push_back(now);

@@ -15,10 +15,10 @@ use kube::{Api, Client};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use volhealth_kube_access::watch::spawn_reflector;
-use volhealth_writer::{
+use volhealth_kube_access::events::{
     EventSink, EventType, HealthEvent, KubeEventSink, ObjectRef as EventObject,
 };
+use volhealth_kube_access::watch::spawn_reflector;
 
 /// The Event reason of an invalid policy annotation.
 pub const INVALID_POLICY_REASON: &str = "InvalidHealthSchedulingPolicy";

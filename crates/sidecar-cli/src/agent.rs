@@ -9,13 +9,9 @@ use volhealth_daemon::{duration, http_endpoint, shutdown_signal};
 /// Flags of `volhealth agent`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Also raise the upstream Warning Event VolumeConditionAbnormal (the driver's message) when
-    /// a volume becomes or stays abnormal, beside volhealth's own Events, for alerts built on the
-    /// Go components' Events.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::go_flags::parse_bool)]
-    pub upstream_event_reasons: bool,
+    /// --upstream-event-reasons.
+    #[command(flatten)]
+    pub upstream_events: crate::upstream_events::UpstreamEvents,
     /// The node this agent acts for; its credentials must be this node's (system:node:NODE).
     #[arg(long, env = "NODE_NAME")]
     pub node_name: String,
@@ -125,7 +121,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<AgentConfig> {
 
 /// Runs `volhealth agent` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    volhealth_writer::events::emit_upstream_reasons(args.upstream_event_reasons);
+    args.upstream_events.apply();
     let cfg = config_from(&args)?;
     volhealth_daemon::in_progress::name_run_loop(format!(
         "the node agent of node {}",

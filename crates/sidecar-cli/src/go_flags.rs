@@ -42,15 +42,18 @@ pub fn normalize(args: impl IntoIterator<Item = OsString>, from: usize) -> Vec<O
     out
 }
 
+/// A flag value [`parse_bool`] does not read as a boolean.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a boolean (use true or false, as in --flag=false)")]
+pub struct NotABool(pub String);
+
 /// A boolean as Go's `strconv.ParseBool` reads it: 1, t, T, TRUE, true, True, 0, f, F, FALSE,
 /// false, False.
-pub fn parse_bool(s: &str) -> Result<bool, String> {
+pub fn parse_bool(s: &str) -> Result<bool, NotABool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        other => Err(format!(
-            "{other:?} is not a boolean (use true or false, as in --flag=false)"
-        )),
+        other => Err(NotABool(other.to_string())),
     }
 }
 

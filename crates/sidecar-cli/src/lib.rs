@@ -9,6 +9,7 @@
 //! # Layout
 //! - [`agent`], [`monitor`]: each sidecar's flags, their translation into the library's
 //!   configuration, and its `run`.
+//! - [`upstream_events`]: `--upstream-event-reasons`, which both take.
 //! - [`go_flags`]: Go-style flags (`-v=5`, `--leader-election=true`) made into clap's.
 //! - [`legacy_flags`]: the flags of drivers that speak only the legacy VOLUME_CONDITION shape.
 //! - [`logging`], [`kube_json`]: klog-style log flags and the `tracing` set-up they drive.
@@ -23,6 +24,7 @@ pub mod logging;
 pub mod monitor;
 pub mod runtime;
 pub mod single;
+pub mod upstream_events;
 
 /// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]

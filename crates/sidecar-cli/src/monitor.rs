@@ -11,13 +11,9 @@ use crate::go_flags;
 /// Flags of `volhealth monitor` (named as the upstream external-health-monitor names them).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Also raise the upstream Warning Event VolumeConditionAbnormal (the driver's message) when
-    /// a volume becomes or stays abnormal, beside volhealth's own Events, for alerts built on the
-    /// Go components' Events.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::go_flags::parse_bool)]
-    pub upstream_event_reasons: bool,
+    /// --upstream-event-reasons.
+    #[command(flatten)]
+    pub upstream_events: crate::upstream_events::UpstreamEvents,
     /// The CSI controller's endpoint (unix:///PATH or PATH).
     #[arg(long, default_value = config::DEFAULT_CSI_ADDRESS)]
     pub csi_address: String,
@@ -95,14 +91,19 @@ pub struct Args {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseLabels(pub std::collections::BTreeMap<String, String>);
 
+/// A `--leader-election-labels` item that is not `KEY:VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not KEY:VALUE")]
+pub struct NotKeyValue(pub String);
+
 /// Parses `KEY:VALUE,KEY2:VALUE2` as the upstream sidecar's `--leader-election-labels` does.
-fn parse_lease_labels(s: &str) -> Result<LeaseLabels, String> {
+fn parse_lease_labels(s: &str) -> Result<LeaseLabels, NotKeyValue> {
     let mut out = std::collections::BTreeMap::new();
     for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = pair
             .split_once(':')
             .filter(|(k, _)| !k.trim().is_empty())
-            .ok_or_else(|| format!("{pair:?} is not KEY:VALUE"))?;
+            .ok_or_else(|| NotKeyValue(pair.to_string()))?;
         out.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(LeaseLabels(out))
@@ -240,7 +241,7 @@ pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
 
 /// Runs `volhealth monitor` until SIGINT or SIGTERM.
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    volhealth_writer::events::emit_upstream_reasons(args.upstream_event_reasons);
+    args.upstream_events.apply();
     crate::logging::warn_ignored(&args.upstream.given());
     let cfg = config_from(&args)?;
     volhealth_daemon::in_progress::name_run_loop(format!("the monitor of {}", cfg.csi_address));

@@ -2,7 +2,7 @@
 //! CSIDriver, each agent on its node's CSINode; see `volhealth_writer::coverage`), so that "no
 //! condition" on a volume nothing watches is never shown as healthy.
 
-use crate::findings::{Finding, Snapshot, Source};
+use crate::findings::{Finding, Snapshot, Source, pv_drivers};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use volhealth_writer::coverage::{self, NodeSources};
@@ -90,15 +90,7 @@ fn controller_word(annotations: Option<&BTreeMap<String, String>>) -> String {
 /// Every bound claim in `snap` and what watches it, in namespace and name order; `findings`
 /// are the conditions already collected from the same snapshot.
 pub fn collect(snap: &Snapshot, findings: &[Finding]) -> Vec<VolumeCoverage> {
-    let pv_driver: BTreeMap<&str, &str> = snap
-        .pvs
-        .iter()
-        .filter_map(|pv| {
-            let name = pv.metadata.name.as_deref()?;
-            let driver = pv.spec.as_ref()?.csi.as_ref()?.driver.as_str();
-            Some((name, driver))
-        })
-        .collect();
+    let pv_driver = pv_drivers(snap);
     let controller: BTreeMap<&str, String> = snap
         .csidrivers
         .iter()

@@ -44,15 +44,6 @@ pub enum Error {
     /// Writing the output failed.
     #[error("writing to stdout")]
     Write(#[source] std::io::Error),
-    /// `--watch` could not install a signal handler.
-    #[error("installing the {signal} handler")]
-    Signal {
-        /// SIGINT or SIGTERM.
-        signal: &'static str,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// Every watch of `--watch` ended, which they never do on their own.
     #[error("the watches ended unexpectedly")]
     WatchesEnded,

@@ -137,17 +137,21 @@ fn volume_conditions(list: Option<&Vec<VolumeHealthCondition>>) -> &[VolumeHealt
     list.map(Vec::as_slice).unwrap_or_default()
 }
 
-/// Every unhealthy condition in `snap`, sorted by namespace, source, object and status.
-pub fn collect(snap: &Snapshot) -> Vec<Finding> {
-    let pv_driver: BTreeMap<&str, &str> = snap
-        .pvs
+/// The CSI driver of each CSI PersistentVolume in `snap`, by volume name.
+pub fn pv_drivers(snap: &Snapshot) -> BTreeMap<&str, &str> {
+    snap.pvs
         .iter()
         .filter_map(|pv| {
             let name = pv.metadata.name.as_deref()?;
             let driver = pv.spec.as_ref()?.csi.as_ref()?.driver.as_str();
             Some((name, driver))
         })
-        .collect();
+        .collect()
+}
+
+/// Every unhealthy condition in `snap`, sorted by namespace, source, object and status.
+pub fn collect(snap: &Snapshot) -> Vec<Finding> {
+    let pv_driver = pv_drivers(snap);
     let claim_pv: BTreeMap<(&str, &str), &str> = snap
         .pvcs
         .iter()

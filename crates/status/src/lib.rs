@@ -92,9 +92,19 @@ impl Default for StatusOptions {
     }
 }
 
-/// Runs `status` as `opts` say, writing what it shows to `out`. With `watch`, runs until
-/// SIGINT or SIGTERM.
+/// Runs `status` as `opts` say, writing what it shows to `out`. With `watch`, runs until the
+/// process is stopped; [`run_until`] takes the future that ends it.
 pub async fn run<W: Write>(opts: &StatusOptions, out: &mut W) -> Result<()> {
+    run_until(opts, out, std::future::pending()).await
+}
+
+/// [`run`], with `watch` ending (successfully) when `shutdown` completes: the binary passes its
+/// SIGINT or SIGTERM, since only the binary decides on signals.
+pub async fn run_until<W: Write>(
+    opts: &StatusOptions,
+    out: &mut W,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<()> {
     let who = kubeconfig::Impersonation {
         user: opts.as_user.clone(),
         groups: opts.as_groups.clone(),
@@ -154,7 +164,7 @@ pub async fn run<W: Write>(opts: &StatusOptions, out: &mut W) -> Result<()> {
         )
         .await?;
         let in_place = opts.terminal && matches!(style.format, Format::Table | Format::Wide);
-        return watch::run(streaming, scope, style, view, in_place, out).await;
+        return watch::run(streaming, scope, style, view, in_place, out, shutdown).await;
     }
     // Nothing to show: make sure that is not because the server drops the fields.
     let gate = if view.findings.is_empty() {

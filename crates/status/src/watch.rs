@@ -17,6 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::io::Write;
 use std::pin::Pin;
 use std::time::Duration;
+use volhealth_kube_access::watch::WatchKind;
 
 /// How long to wait for more events before drawing, so a burst draws once.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -57,17 +58,11 @@ struct WatchError {
 
 type Changes = Pin<Box<dyn Stream<Item = Result<&'static str, WatchError>> + Send>>;
 
-fn watch_into<K>(api: Api<K>, what: &'static str, selector: Option<&str>) -> (Store<K>, Changes)
-where
-    K: kube::Resource
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
+fn watch_into<K: WatchKind>(
+    api: Api<K>,
+    what: &'static str,
+    selector: Option<&str>,
+) -> (Store<K>, Changes) {
     let (store, writer) = reflector::store();
     let mut config = watcher::Config::default().page_size(LIST_PAGE);
     if let Some(sel) = selector {
@@ -134,8 +129,9 @@ impl Failures {
     }
 }
 
-/// Runs the watch loop until Ctrl-C (or SIGTERM), writing each frame to `out`. `first` is what
-/// the initial list found; `in_place`: redraw the screen (a table on a terminal).
+/// Runs the watch loop until `shutdown` completes (the binary's Ctrl-C or SIGTERM), writing each
+/// frame to `out`. `first` is what the initial list found; `in_place`: redraw the screen (a table
+/// on a terminal).
 pub async fn run<W: Write>(
     conn: Connection,
     scope: Scope,
@@ -143,6 +139,7 @@ pub async fn run<W: Write>(
     first: View,
     in_place: bool,
     out: &mut W,
+    shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
     draw(
         out,
@@ -179,24 +176,14 @@ pub async fn run<W: Write>(
     };
     let mut changes = futures::stream::select_all([s1, s2, s3, s4, s5]);
 
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|source| Error::Signal {
-        signal: "SIGINT",
-        source,
-    })?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|source| Error::Signal {
-        signal: "SIGTERM",
-        source,
-    })?;
+    tokio::pin!(shutdown);
     let mut refresh = tokio::time::interval(AGE_REFRESH);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failures = Failures::default();
     loop {
         let mut force = false;
         tokio::select! {
-            _ = interrupt.recv() => return Ok(()),
-            _ = terminate.recv() => return Ok(()),
+            _ = &mut shutdown => return Ok(()),
             _ = refresh.tick() => force = in_place,
             item = changes.next() => match item {
                 None => return Err(Error::WatchesEnded),

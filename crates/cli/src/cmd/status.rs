@@ -160,9 +160,17 @@ impl Args {
     }
 }
 
-/// Runs `volhealth status`.
+/// Runs `volhealth status`; `--watch` stops at SIGINT or SIGTERM (the shared signal, watched only
+/// for `--watch`, so Ctrl-C ends a one-off or `--wait-for` run as usual).
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    volhealth_status::run(&args.options(), &mut std::io::stdout()).await?;
+    let options = args.options();
+    let mut out = std::io::stdout();
+    if options.watch {
+        let stop = volhealth_daemon::shutdown_signal::sigint_or_sigterm();
+        volhealth_status::run_until(&options, &mut out, stop).await?;
+    } else {
+        volhealth_status::run(&options, &mut out).await?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

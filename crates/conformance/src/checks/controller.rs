@@ -153,8 +153,8 @@ async fn healthy(s: &Session) -> (Outcome, Vec<String>) {
     }
     let id = match shared_volume(s, 0).await {
         Ok(id) => id,
-        Err(why) if s.caps.create_delete => return plain(Outcome::Fail(why)),
-        Err(why) => return plain(Outcome::Skip(why)),
+        Err(why) if s.caps.create_delete => return plain(Outcome::Fail(why.to_string())),
+        Err(why) => return plain(Outcome::Skip(why.to_string())),
     };
     plain(match s.get(&id).await {
         Ok(vh) if vh.volume_id != id => Outcome::Fail(format!(
@@ -173,24 +173,37 @@ async fn healthy(s: &Session) -> (Outcome, Vec<String>) {
     })
 }
 
+/// Why the run has no shared volume to test with; the text is the finding's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoVolume {
+    /// The controller cannot create volumes.
+    #[error(
+        "the controller does not advertise CREATE_DELETE_VOLUME, so the suite cannot create test volumes"
+    )]
+    CannotCreate,
+    /// CreateVolume failed; the driver's status, described and redacted.
+    #[error("CreateVolume of a test volume failed: {0}")]
+    CreateFailed(String),
+    /// The fixture lost it.
+    #[error("the test volume disappeared from the fixture")]
+    Disappeared,
+}
+
 /// The n-th of the run's shared volumes (created on first use). The error says why there is
 /// none: no CREATE_DELETE_VOLUME, or CreateVolume failed.
-pub async fn shared_volume(s: &Session, n: usize) -> Result<String, String> {
+pub async fn shared_volume(s: &Session, n: usize) -> Result<String, NoVolume> {
     if !s.caps.create_delete {
-        return Err("the controller does not advertise CREATE_DELETE_VOLUME, so the suite cannot create test volumes".into());
+        return Err(NoVolume::CannotCreate);
     }
     while s.fixture.volume_ids().len() <= n {
         let label = format!("shared{}", s.fixture.volume_ids().len());
         if let Err(e) = volumes::create_volume(s, &label).await {
-            return Err(format!(
-                "CreateVolume of a test volume failed: {}",
-                describe(s, &e)
-            ));
+            return Err(NoVolume::CreateFailed(describe(s, &e)));
         }
     }
     s.fixture
         .volume_ids()
         .get(n)
         .cloned()
-        .ok_or_else(|| "the test volume disappeared from the fixture".to_string())
+        .ok_or(NoVolume::Disappeared)
 }

@@ -89,7 +89,7 @@ async fn one(s: &Session, inj: &Injector, scope: &str, status: &str) -> Outcome 
     } else {
         match shared_volume(s, 0).await {
             Ok(id) => id,
-            Err(why) => return Outcome::Skip(why),
+            Err(why) => return Outcome::Skip(why.to_string()),
         }
     };
     let reason = format!("Conformance{status}");
@@ -131,10 +131,10 @@ async fn one(s: &Session, inj: &Injector, scope: &str, status: &str) -> Outcome 
 }
 
 /// Polls `check` until it is `Ok` or the time is up; the error is the last check's.
-async fn wait<F, Fut>(s: &Session, timeout: Duration, mut check: F) -> Result<(), String>
+async fn wait<F, Fut, E>(s: &Session, timeout: Duration, mut check: F) -> Result<(), E>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
+    Fut: std::future::Future<Output = Result<(), E>>,
 {
     let _ = s;
     let deadline = tokio::time::Instant::now() + timeout;
@@ -147,6 +147,20 @@ where
     }
 }
 
+/// Why an injected condition is not (or still) where it should be; the text ends a finding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unseen {
+    /// The RPC does not report the injected condition.
+    #[error("{0} does not report it")]
+    Missing(&'static str),
+    /// The RPC still reports the cleared condition.
+    #[error("{0} still reports it")]
+    Still(&'static str),
+    /// An RPC failed; its status, described and redacted.
+    #[error("{0}")]
+    Rpc(String),
+}
+
 /// Whether the condition is visible (`want`) or gone (`!want`) on every RPC of the scope.
 async fn seen(
     s: &Session,
@@ -155,14 +169,15 @@ async fn seen(
     number: i32,
     reason: &str,
     want: bool,
-) -> Result<(), String> {
-    let verdict = |rpc: &str, has: bool| -> Result<(), String> {
+) -> Result<(), Unseen> {
+    let verdict = |rpc: &'static str, has: bool| -> Result<(), Unseen> {
         match (has, want) {
             (true, true) | (false, false) => Ok(()),
-            (false, true) => Err(format!("{rpc} does not report it")),
-            (true, false) => Err(format!("{rpc} still reports it")),
+            (false, true) => Err(Unseen::Missing(rpc)),
+            (true, false) => Err(Unseen::Still(rpc)),
         }
     };
+    let failed = |e: &tonic::Status| Unseen::Rpc(super::describe(s, e));
     let matches = |vh: &volhealth_csi::v1::VolumeHealth| {
         vh.volume_id == target
             && vh
@@ -173,17 +188,14 @@ async fn seen(
     match scope {
         "controller" => {
             if s.caps.get {
-                let vh = s.get(target).await.map_err(|e| super::describe(s, &e))?;
+                let vh = s.get(target).await.map_err(|e| failed(&e))?;
                 verdict("ControllerGetVolumeHealth", matches(&vh))?;
             }
             if s.caps.list {
                 let mut token = String::new();
                 let mut has = false;
                 for _ in 0..super::MAX_PAGES {
-                    let page = s
-                        .list_page(0, &token)
-                        .await
-                        .map_err(|e| super::describe(s, &e))?;
+                    let page = s.list_page(0, &token).await.map_err(|e| failed(&e))?;
                     has |= page.entries.iter().any(matches);
                     if page.next_token.is_empty() || page.next_token == token {
                         break;
@@ -195,14 +207,11 @@ async fn seen(
             Ok(())
         }
         "node" => {
-            let vh = s
-                .node_get(target, "", "")
-                .await
-                .map_err(|e| super::describe(s, &e))?;
+            let vh = s.node_get(target, "", "").await.map_err(|e| failed(&e))?;
             verdict("NodeGetVolumeHealth", matches(&vh))
         }
         _ => {
-            let b = s.storage().await.map_err(|e| super::describe(s, &e))?;
+            let b = s.storage().await.map_err(|e| failed(&e))?;
             verdict(
                 "NodeGetStorageHealth",
                 b.iter().any(|e| e.status == number && e.reason == reason),

@@ -2,10 +2,11 @@
 //! plugin per node, the monitor and one agent per node, each a real process of this binary, and
 //! PVs, PVCs and pods whose volumes are really created, staged and published through the driver.
 
-use crate::up::layout::{self, Layout, Tokens};
+use crate::failure::Context as _;
+use crate::failure::{Failure, Result, bail, ensure};
+use crate::up::layout::{self, Layout, Tokens, millis};
 use crate::up::workload::{self, Sample};
 use crate::up::{Component, Processes};
-use anyhow::Context as _;
 use futures::StreamExt as _;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -74,10 +75,6 @@ pub struct Cluster {
     _lock: layout::DirLock,
 }
 
-fn millis(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
 /// Setup progress: one line redrawn in place on a terminal; elsewhere (a log file, a pipe)
 /// only the start and the end, each on its own line, so the output has no carriage returns.
 fn progress(what: &str, done: usize, total: usize) {
@@ -93,12 +90,12 @@ fn progress(what: &str, done: usize, total: usize) {
 }
 
 impl Cluster {
-    fn spawn(&mut self, name: &str, args: Vec<String>) -> anyhow::Result<()> {
+    fn spawn(&mut self, name: &str, args: Vec<String>) -> Result<()> {
         self.components.start(name, &self.layout.log(name), &args)
     }
 
     /// Starts the monitor with [`Cluster::monitor_args`] and learns where its metrics are.
-    async fn spawn_monitor(&mut self) -> anyhow::Result<()> {
+    async fn spawn_monitor(&mut self) -> Result<()> {
         let mut c = Component::start("monitor", &self.layout.log("monitor"), &self.monitor_args)?;
         let bound = c.bound_http(Duration::from_secs(30)).await;
         self.components.push(c);
@@ -122,7 +119,7 @@ impl Cluster {
     }
 
     /// Stops the monitor and starts it again with the same flags; returns once it serves metrics.
-    pub async fn restart_monitor(&mut self) -> anyhow::Result<()> {
+    pub async fn restart_monitor(&mut self) -> Result<()> {
         if let Some(mut c) = self.components.remove("monitor") {
             c.stop().await;
         }
@@ -146,16 +143,16 @@ async fn wait_ready<T>(
     what: &str,
     cluster: &mut Cluster,
     mut ready: impl AsyncFnMut() -> Option<T>,
-) -> anyhow::Result<T> {
+) -> Result<T> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Some(v) = ready().await {
             return Ok(v);
         }
         if let Some(why) = cluster.exited() {
-            anyhow::bail!("{what} did not start: {why}");
+            bail!("{what} did not start: {why}");
         }
-        anyhow::ensure!(
+        ensure!(
             Instant::now() < deadline,
             "{what} was not ready after {READY_TIMEOUT:?}"
         );
@@ -163,21 +160,9 @@ async fn wait_ready<T>(
     }
 }
 
-/// The samples of the bench: `pvcs` claims spread round-robin over the nodes.
-pub fn samples(nodes: &[String], pvcs: usize) -> Vec<Sample> {
-    (1..=pvcs)
-        .map(|n| Sample {
-            claim: format!("data-{n}"),
-            volume: format!("pv-data-{n}"),
-            pod: format!("web-{n}"),
-            node: nodes[(n - 1) % nodes.len()].clone(),
-        })
-        .collect()
-}
-
 /// Starts everything but the monitor and agents, and creates the objects; then starts the
 /// monitor and agents. `Cluster::stop` must be called on every path after this returns.
-pub async fn start(plan: &Plan) -> anyhow::Result<Cluster> {
+pub async fn start(plan: &Plan) -> Result<Cluster> {
     let layout = Layout::new(&plan.dir)?;
     let lock = layout::prepare(&layout)?;
     let tokens = Tokens::load_or_create(&layout, &plan.nodes)?;
@@ -210,7 +195,7 @@ async fn fill(
     tokens: &Tokens,
     kubeconfig: &std::path::Path,
     dir: &impl Fn(PathBuf) -> String,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let layout = cluster.layout.clone();
     println!(
         "  starting the API server, the driver and {} node plugin(s)",
@@ -308,7 +293,7 @@ async fn fill(
     let driver = volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string();
     workload::register_cluster(&client, &driver, &plan.nodes).await?;
 
-    let samples = samples(&plan.nodes, plan.pvcs);
+    let samples = workload::spread(&plan.nodes, plan.pvcs);
     let total = samples.len();
     let what = "creating volumes, PVs, PVCs and pods (staged and published)";
     progress(what, 0, total);
@@ -327,7 +312,7 @@ async fn fill(
                 kubelet_root: &layout.kubelet_root(&s.node),
             };
             let (volume_id, _) = workload::provision_sample(&client, plugins, &s).await?;
-            anyhow::Ok(Volume {
+            Ok::<_, Failure>(Volume {
                 sample: s,
                 volume_id,
             })
@@ -368,19 +353,7 @@ async fn fill(
     for node in &plan.nodes {
         cluster.spawn(
             &format!("agent-{node}"),
-            vec![
-                "agent".into(),
-                "--node-name".into(),
-                node.clone(),
-                "--kubeconfig".into(),
-                dir(layout.node_kubeconfig(node)),
-                "--kubelet-root-dir".into(),
-                dir(layout.kubelet_root(node)),
-                "--interval".into(),
-                millis(plan.agent_interval),
-                "--http-endpoint".into(),
-                "127.0.0.1:0".into(),
-            ],
+            layout.agent_args(node, plan.agent_interval, "127.0.0.1:0".into()),
         )?;
     }
     let url = cluster.monitor_metrics.clone();
@@ -390,7 +363,7 @@ async fn fill(
     .await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     if let Some(why) = cluster.exited() {
-        anyhow::bail!("{why}");
+        bail!("{why}");
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Watches the PVCs, pods and CSINodes and records, with the time it was seen, every change of
 //! whether an object carries a health condition: what the lags and curves are computed from.
 
+use crate::failure::{Result, ensure};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
@@ -9,6 +10,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use volhealth_kube_access::watch::WatchKind;
 
 /// Which status a condition is written to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -102,7 +104,7 @@ fn csinode_unhealthy(n: &CSINode) -> bool {
 
 impl Observer {
     /// Starts the three watches; returns once each has listed what exists.
-    pub async fn start(client: &kube::Client, namespace: &str) -> anyhow::Result<Observer> {
+    pub async fn start(client: &kube::Client, namespace: &str) -> Result<Observer> {
         let me = Observer::default();
         me.spawn(
             Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace),
@@ -121,7 +123,7 @@ impl Observer {
         );
         let deadline = Instant::now() + Duration::from_secs(120);
         while !me.synced() {
-            anyhow::ensure!(
+            ensure!(
                 Instant::now() < deadline,
                 "the bench's watches did not list the objects within 120 s"
             );
@@ -141,16 +143,7 @@ impl Observer {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn spawn<K>(&self, api: Api<K>, kind: Kind, unhealthy: fn(&K) -> bool)
-    where
-        K: kube::Resource
-            + Clone
-            + std::fmt::Debug
-            + serde::de::DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
-    {
+    fn spawn<K: WatchKind>(&self, api: Api<K>, kind: Kind, unhealthy: fn(&K) -> bool) {
         let state = self.state.clone();
         let task = tokio::spawn(async move {
             // With backoff: a watch whose server went away must not spin.

@@ -5,8 +5,9 @@ use super::cluster::{Cluster, Volume};
 use super::observe::{Kind, Observer};
 use super::probe::{self, ProcStat};
 use super::report::{Burst, Group, Lag, Report, Resources, Restart, Steady};
+use crate::failure::Context as _;
+use crate::failure::{Result, bail};
 use crate::up::workload::NAMESPACE;
-use anyhow::Context as _;
 use std::time::{Duration, Instant};
 use volhealth_driver::condition::{Condition, StorageCondition};
 use volhealth_driver::injection::{self, NodeStorageInjection, Side, VolumeInjection};
@@ -49,13 +50,13 @@ struct Counters {
     at_cycle_end: bool,
 }
 
-async fn monitor_metrics(cluster: &Cluster) -> anyhow::Result<String> {
+async fn monitor_metrics(cluster: &Cluster) -> Result<String> {
     probe::http_get(&cluster.monitor_metrics)
         .await
         .context("reading the monitor's metrics")
 }
 
-async fn counters(cluster: &Cluster) -> anyhow::Result<Counters> {
+async fn counters(cluster: &Cluster) -> Result<Counters> {
     let monitor = monitor_metrics(cluster).await?;
     read_counters(cluster, monitor, false).await
 }
@@ -67,7 +68,7 @@ const CYCLE_END_POLL: Duration = Duration::from_millis(10);
 /// holds whole cycles: the calls of a cycle spread over nine tenths of the interval, and the
 /// next starts only when it is due. Waits at most three intervals (a cycle that overran), then
 /// reads them whenever it is.
-async fn counters_at_cycle_end(cluster: &Cluster, k: &Knobs) -> anyhow::Result<Counters> {
+async fn counters_at_cycle_end(cluster: &Cluster, k: &Knobs) -> Result<Counters> {
     let mut monitor = monitor_metrics(cluster).await?;
     let (ended, _, _) = probe::cycles(&monitor);
     let deadline = Instant::now() + k.interval * 3;
@@ -82,11 +83,7 @@ async fn counters_at_cycle_end(cluster: &Cluster, k: &Knobs) -> anyhow::Result<C
 }
 
 /// The other counters, read after the monitor's `monitor`.
-async fn read_counters(
-    cluster: &Cluster,
-    monitor: String,
-    at_cycle_end: bool,
-) -> anyhow::Result<Counters> {
+async fn read_counters(cluster: &Cluster, monitor: String, at_cycle_end: bool) -> Result<Counters> {
     let at = Instant::now();
     let monitor_cpu = cluster
         .pid("monitor")
@@ -128,7 +125,7 @@ fn events(text: &str) -> f64 {
 const GET: &str = "ControllerGetVolumeHealth";
 const LIST: &str = "ControllerListVolumeHealth";
 
-async fn steady(cluster: &Cluster, k: &Knobs, what: &str) -> anyhow::Result<Steady> {
+async fn steady(cluster: &Cluster, k: &Knobs, what: &str) -> Result<Steady> {
     println!("  steady state, {what}: {:.1} s", k.window.as_secs_f64());
     let a = counters_at_cycle_end(cluster, k).await?;
     tokio::time::sleep(k.window).await;
@@ -180,7 +177,7 @@ fn state(cluster: &Cluster) -> StateDir {
     StateDir::new(cluster.layout.driver_state())
 }
 
-fn inject_volumes(cluster: &Cluster, vols: &[&Volume], side: Side) -> anyhow::Result<()> {
+fn inject_volumes(cluster: &Cluster, vols: &[&Volume], side: Side) -> Result<()> {
     let status = injection::parse_volume_status("Inaccessible")?;
     injection::update(&state(cluster), |i| {
         for v in vols {
@@ -198,7 +195,7 @@ fn inject_volumes(cluster: &Cluster, vols: &[&Volume], side: Side) -> anyhow::Re
     .context("injecting volume conditions")
 }
 
-fn clear_volumes(cluster: &Cluster, vols: &[&Volume]) -> anyhow::Result<()> {
+fn clear_volumes(cluster: &Cluster, vols: &[&Volume]) -> Result<()> {
     let ids: std::collections::HashSet<&str> = vols.iter().map(|v| v.volume_id.as_str()).collect();
     injection::update(&state(cluster), |i| {
         i.volumes
@@ -207,7 +204,7 @@ fn clear_volumes(cluster: &Cluster, vols: &[&Volume]) -> anyhow::Result<()> {
     .context("clearing volume conditions")
 }
 
-fn inject_storage(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
+fn inject_storage(cluster: &Cluster, node: &str) -> Result<()> {
     let status = injection::parse_storage_status("StorageUnreachable")?;
     injection::update(&state(cluster), |i| {
         i.add_node_storage(NodeStorageInjection {
@@ -224,7 +221,7 @@ fn inject_storage(cluster: &Cluster, node: &str) -> anyhow::Result<()> {
     .context("injecting a storage condition")
 }
 
-fn clear_storage(cluster: &Cluster) -> anyhow::Result<()> {
+fn clear_storage(cluster: &Cluster) -> Result<()> {
     injection::update(&state(cluster), |i| i.node_storage.clear())
         .context("clearing storage conditions")
 }
@@ -242,7 +239,7 @@ fn lag_of(obs: &Observer, kind: Kind, injected: &[(String, Instant)]) -> Lag {
 
 /// Injects `samples` controller and node-volume conditions, staggered so they fall at every
 /// phase of the cycles, then measures how long each took to reach status.
-async fn volume_lags(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Result<(Lag, Lag)> {
+async fn volume_lags(cluster: &Cluster, obs: &Observer, k: &Knobs) -> Result<(Lag, Lag)> {
     let n = cluster.volumes.len();
     let s = k.samples.min(n);
     println!("  detection lag: {s} controller and {s} node-volume conditions");
@@ -282,7 +279,7 @@ async fn volume_lags(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Re
 }
 
 /// Storage conditions node by node, in rounds until `samples` were seen.
-async fn storage_lag(cluster: &Cluster, obs: &Observer, k: &Knobs) -> anyhow::Result<Lag> {
+async fn storage_lag(cluster: &Cluster, obs: &Observer, k: &Knobs) -> Result<Lag> {
     let nodes: Vec<String> = {
         let mut n: Vec<String> = cluster
             .volumes
@@ -333,8 +330,8 @@ async fn burst(
     k: &Knobs,
     count: usize,
     unhealthy: bool,
-    change: impl FnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<Burst> {
+    change: impl FnOnce() -> Result<()>,
+) -> Result<Burst> {
     let before = counters(cluster).await?;
     change()?;
     let t0 = Instant::now();
@@ -391,7 +388,7 @@ fn snapshot(cluster: &Cluster) -> Resources {
 }
 
 /// Runs every measurement on a started cluster.
-pub async fn measure(cluster: &mut Cluster, k: Knobs) -> anyhow::Result<Report> {
+pub async fn measure(cluster: &mut Cluster, k: Knobs) -> Result<Report> {
     let mut report = Report {
         setup_s: k.started.elapsed().as_secs_f64(),
         ..Report::default()
@@ -446,7 +443,7 @@ pub async fn measure(cluster: &mut Cluster, k: Knobs) -> anyhow::Result<Report> 
     })
     .await?;
     if let Some(why) = cluster.exited() {
-        anyhow::bail!("a component stopped during the bench: {why}");
+        bail!("a component stopped during the bench: {why}");
     }
     Ok(report)
 }

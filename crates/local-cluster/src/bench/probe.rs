@@ -2,11 +2,12 @@
 //! bench's client, the others over plain HTTP), and
 //! resident memory and CPU time from `/proc`.
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, ensure};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The body of `GET url` (plain `http://HOST:PORT/PATH`, loopback servers only).
-pub async fn http_get(url: &str) -> anyhow::Result<String> {
+pub async fn http_get(url: &str) -> Result<String> {
     let rest = url
         .strip_prefix("http://")
         .with_context(|| format!("{url} is not a plain http:// URL"))?;
@@ -32,12 +33,12 @@ pub async fn http_get(url: &str) -> anyhow::Result<String> {
         .split_once("\r\n\r\n")
         .with_context(|| format!("GET {url}: no HTTP header"))?;
     let status = head.split_whitespace().nth(1).unwrap_or("");
-    anyhow::ensure!(status == "200", "GET {url} answered {status}");
+    ensure!(status == "200", "GET {url} answered {status}");
     Ok(body.to_string())
 }
 
 /// The API server's `/metrics` page, read over its TLS connection with the bench's credentials.
-pub async fn api_metrics(client: &kube::Client) -> anyhow::Result<String> {
+pub async fn api_metrics(client: &kube::Client) -> Result<String> {
     let req = http::Request::get("/metrics")
         .body(Vec::new())
         .context("building GET /metrics")?;

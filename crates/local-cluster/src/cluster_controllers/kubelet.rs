@@ -6,8 +6,9 @@
 use super::backoff::Retries;
 use super::schedule::claims_of;
 use super::{Config, NodePlugin, Snapshot};
+use crate::failure::Context as _;
+use crate::failure::{Result, chain};
 use crate::up::workload::{self, Sample};
-use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -88,7 +89,7 @@ async fn start_pod(
     plugin: &NodePlugin,
     pod: &Pod,
     volumes: &[PodVolume],
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -156,7 +157,10 @@ pub async fn mount(
                 }
                 Err(e) => {
                     let delay = retries.failed(&key, now);
-                    tracing::warn!("starting pod {what} on {node}: {e:#}; retrying in {delay:?}");
+                    tracing::warn!(
+                        "starting pod {what} on {node}: {}; retrying in {delay:?}",
+                        chain(&e)
+                    );
                 }
             }
         }
@@ -238,7 +242,7 @@ async fn unmount_node(
             Err(e) => {
                 needed.insert(handle);
                 let delay = retries.failed(&key, now);
-                tracing::warn!("{e:#}; retrying in {delay:?}");
+                tracing::warn!("{}; retrying in {delay:?}", chain(&e));
             }
         }
     }
@@ -259,7 +263,7 @@ async fn unmount_node(
             }
             Err(e) => {
                 let delay = retries.failed(&key, now);
-                tracing::warn!("{e:#}; retrying in {delay:?}");
+                tracing::warn!("{}; retrying in {delay:?}", chain(&e));
             }
         }
     }

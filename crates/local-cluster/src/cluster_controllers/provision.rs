@@ -4,8 +4,9 @@
 
 use super::backoff::Retries;
 use super::{Config, Snapshot};
+use crate::failure::Context as _;
+use crate::failure::{Result, chain};
 use crate::up::workload;
-use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -140,7 +141,7 @@ async fn provision_one(
     cfg: &Config,
     pvc: &PersistentVolumeClaim,
     class: &StorageClass,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     let (storage, modes, block) = requested(pvc);
     let bytes = quantity_bytes(&storage)
         .with_context(|| format!("the requested storage {storage:?} is not a quantity"))?;
@@ -197,8 +198,9 @@ pub async fn provision(
             Err(e) => {
                 let delay = retries.failed(&key, now);
                 let message = format!(
-                    "failed to provision volume with StorageClass {:?}: {e:#}",
-                    class.metadata.name.as_deref().unwrap_or("")
+                    "failed to provision volume with StorageClass {:?}: {}",
+                    class.metadata.name.as_deref().unwrap_or(""),
+                    chain(&e)
                 );
                 tracing::warn!("claim {what}: {message}; retrying in {delay:?}");
                 warn(client, pvc, "ProvisioningFailed", &message).await;
@@ -235,7 +237,7 @@ async fn bind_pair(
     client: &kube::Client,
     pv: &PersistentVolume,
     pvc: &PersistentVolumeClaim,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let pv_name = pv.metadata.name.clone().unwrap_or_default();
     let ns = pvc.metadata.namespace.clone().unwrap_or_default();
     let claim = pvc.metadata.name.clone().unwrap_or_default();
@@ -292,7 +294,7 @@ pub async fn bind(client: &kube::Client, snap: &Snapshot) {
         }
         match bind_pair(client, pv, pvc).await {
             Ok(()) => tracing::info!("bound {pv_name} and its claim"),
-            Err(e) => tracing::warn!("{e:#}"),
+            Err(e) => tracing::warn!("{}", chain(&e)),
         }
     }
 }
@@ -380,7 +382,7 @@ pub async fn reclaim(
             }
             Err(e) => {
                 let delay = retries.failed(&key, now);
-                tracing::warn!("reclaiming {name}: {e:#}; retrying in {delay:?}");
+                tracing::warn!("reclaiming {name}: {}; retrying in {delay:?}", chain(&e));
             }
         }
     }

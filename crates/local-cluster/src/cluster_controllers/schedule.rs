@@ -3,7 +3,8 @@
 //! the one running the fewest pods; it is bound there with the `pods/binding` subresource.
 
 use super::{Config, Snapshot};
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, chain};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -19,6 +20,18 @@ pub fn claims_of(pod: &Pod) -> Vec<String> {
         .collect()
 }
 
+/// Why a pod cannot be placed: no node with the driver's node plugin matches its selector.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "0/{nodes} nodes are available: none with the driver's node plugin matches nodeSelector {selector:?}"
+)]
+pub struct NoNode {
+    /// How many nodes the cluster has.
+    pub nodes: usize,
+    /// The pod's `nodeSelector`.
+    pub selector: BTreeMap<String, String>,
+}
+
 /// Why a pod cannot be placed yet, or the node it goes to. `nodes` are the cluster's Node
 /// objects, `plugins` the nodes with the driver's node plugin, `load` the pods per node.
 pub fn pick_node(
@@ -26,7 +39,7 @@ pub fn pick_node(
     nodes: &[Node],
     plugins: &[&str],
     load: &BTreeMap<String, usize>,
-) -> Result<String, String> {
+) -> Result<String, NoNode> {
     let selector = pod
         .spec
         .as_ref()
@@ -43,12 +56,13 @@ pub fn pick_node(
         .filter(|n| plugins.contains(n))
         .collect();
     candidates.sort_by_key(|n| (load.get(*n).copied().unwrap_or(0), n.to_string()));
-    candidates.first().map(|n| n.to_string()).ok_or_else(|| {
-        format!(
-            "0/{} nodes are available: none with the driver's node plugin matches nodeSelector {selector:?}",
-            nodes.len()
-        )
-    })
+    candidates
+        .first()
+        .map(|n| n.to_string())
+        .ok_or_else(|| NoNode {
+            nodes: nodes.len(),
+            selector: selector.clone(),
+        })
 }
 
 /// Whether every claim of `pod` exists and is Bound.
@@ -63,7 +77,7 @@ fn claims_bound(pod: &Pod, snap: &Snapshot) -> bool {
     })
 }
 
-async fn bind_pod(client: &kube::Client, pod: &Pod, node: &str) -> anyhow::Result<()> {
+async fn bind_pod(client: &kube::Client, pod: &Pod, node: &str) -> Result<()> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -126,7 +140,7 @@ pub async fn schedule(client: &kube::Client, cfg: &Config, snap: &Snapshot) {
                     tracing::info!("scheduled pod {what} to {node}");
                     *load.entry(node).or_default() += 1;
                 }
-                Err(e) => tracing::warn!("{e:#}"),
+                Err(e) => tracing::warn!("{}", chain(&e)),
             },
             Err(why) => tracing::debug!("pod {what} not scheduled: {why}"),
         }
@@ -173,7 +187,7 @@ mod tests {
             Ok("c".into())
         );
         let err = pick_node(&p, &nodes, &["a", "b"], &load).unwrap_err();
-        assert!(err.contains("0/3 nodes"), "{err}");
+        assert!(err.to_string().contains("0/3 nodes"), "{err}");
     }
 
     #[test]

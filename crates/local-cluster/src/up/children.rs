@@ -1,7 +1,8 @@
 //! The components `up` runs, each a child process of this same binary with its output in its own
 //! log file: a crash stays in one component and its log, and shutdown order is explicit.
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ impl Component {
     /// group, so a terminal's Ctrl-C reaches only `up`, which then stops everything in order.
     /// The agent and the monitor run from their single-component binaries when those sit beside
     /// this one (as `cargo build` and the image put them), so they are what gets run and measured.
-    pub fn start(name: &str, log: &Path, args: &[String]) -> anyhow::Result<Component> {
+    pub fn start(name: &str, log: &Path, args: &[String]) -> Result<Component> {
         let own = own_executable()?;
         let (exe, args) = match args.split_first() {
             Some((sub, rest)) => match single_binary(&own, sub) {
@@ -71,7 +72,7 @@ impl Component {
 
     /// The address its metrics endpoint bound, read from what it logged since it started;
     /// fails when it exits first or says nothing within `wait`.
-    pub async fn bound_http(&mut self, wait: Duration) -> anyhow::Result<std::net::SocketAddr> {
+    pub async fn bound_http(&mut self, wait: Duration) -> Result<std::net::SocketAddr> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let text = std::fs::read(&self.log).unwrap_or_default();
@@ -82,10 +83,10 @@ impl Component {
                 return Ok(addr);
             }
             if let Some(why) = self.exited() {
-                anyhow::bail!("{why}");
+                bail!("{why}");
             }
             if tokio::time::Instant::now() >= deadline {
-                anyhow::bail!(
+                bail!(
                     "{} did not report the address of its metrics endpoint within {wait:?}; last lines of {}:\n{}",
                     self.name,
                     self.log.display(),
@@ -138,7 +139,7 @@ pub struct Processes {
 
 impl Processes {
     /// Starts `volhealth ARGS...` as `name` (see [`Component::start`]).
-    pub fn start(&mut self, name: &str, log: &Path, args: &[String]) -> anyhow::Result<()> {
+    pub fn start(&mut self, name: &str, log: &Path, args: &[String]) -> Result<()> {
         self.started.push(Component::start(name, log, args)?);
         Ok(())
     }
@@ -211,7 +212,7 @@ fn single_binary(own: &Path, subcommand: &str) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-fn own_executable() -> anyhow::Result<PathBuf> {
+fn own_executable() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("finding the volhealth executable")?;
     if exe.exists() {
         return Ok(exe);
@@ -219,7 +220,7 @@ fn own_executable() -> anyhow::Result<PathBuf> {
     let text = exe.display().to_string();
     match text.strip_suffix(" (deleted)") {
         Some(path) if Path::new(path).exists() => Ok(PathBuf::from(path)),
-        _ => anyhow::bail!("the volhealth executable {text} no longer exists"),
+        _ => bail!("the volhealth executable {text} no longer exists"),
     }
 }
 

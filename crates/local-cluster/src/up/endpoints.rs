@@ -6,7 +6,8 @@
 //! anything on the machine in between, and then the component failed with "Address already in
 //! use".
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::Path;
@@ -39,7 +40,7 @@ pub fn default_base(listen: &str) -> u16 {
 impl MetricsPorts {
     /// Assigns ports from `base` (0: free ports) to the monitor, the agents of `nodes` and the
     /// `extra` components after them (`remediate`), and refuses a port that is taken, naming it.
-    pub fn plan_with(base: u16, nodes: &[String], extra: &[&str]) -> anyhow::Result<MetricsPorts> {
+    pub fn plan_with(base: u16, nodes: &[String], extra: &[&str]) -> Result<MetricsPorts> {
         let names = std::iter::once("monitor".to_string())
             .chain(nodes.iter().map(|n| format!("agent-{n}")))
             .chain(extra.iter().map(|e| e.to_string()));
@@ -62,7 +63,7 @@ impl MetricsPorts {
     }
 
     /// The `--http-endpoint` value of a component (port 0 when it picks a free one).
-    pub fn http_endpoint(&self, component: &str) -> anyhow::Result<String> {
+    pub fn http_endpoint(&self, component: &str) -> Result<String> {
         self.entries
             .iter()
             .find(|(n, _)| n == component)
@@ -72,7 +73,7 @@ impl MetricsPorts {
 
     /// Learns the address of every started component that was told to bind port 0, from the
     /// line its endpoint server logs; fails when one exits or stays silent for too long.
-    pub async fn learn_bound(&mut self, components: &mut [Component]) -> anyhow::Result<()> {
+    pub async fn learn_bound(&mut self, components: &mut [Component]) -> Result<()> {
         for (name, addr) in self.entries.iter_mut().filter(|(_, a)| a.port() == 0) {
             if let Some(c) = components.iter_mut().find(|c| c.name == *name) {
                 *addr = c.bound_http(BIND_WAIT).await?;
@@ -95,7 +96,7 @@ impl MetricsPorts {
     }
 
     /// Writes [`MetricsPorts::urls`] as JSON to `<root>/endpoints.json`.
-    pub fn write(&self, root: &Path, server: &str) -> anyhow::Result<()> {
+    pub fn write(&self, root: &Path, server: &str) -> Result<()> {
         let path = root.join(FILE);
         let mut text =
             serde_json::to_string_pretty(&self.urls(server)).context("encoding the endpoints")?;
@@ -105,11 +106,11 @@ impl MetricsPorts {
 }
 
 /// Refuses a planned port that something already listens on, naming the component.
-fn check_free(port: u16, name: &str, base: u16, offset: usize) -> anyhow::Result<()> {
+fn check_free(port: u16, name: &str, base: u16, offset: usize) -> Result<()> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     match TcpListener::bind(addr) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => bail!(
             "port {port} (the metrics endpoint of {name}, --metrics-port {base} + {offset}) is already in use; pick another base with --metrics-port PORT, or 0 for free ports"
         ),
         Err(e) => Err(e).with_context(|| format!("cannot listen on {addr} for {name}")),

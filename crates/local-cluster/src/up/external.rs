@@ -5,18 +5,19 @@
 //! node plugin from the plugin-registration socket that node-driver-registrar serves; `up`
 //! serves that socket itself for each node, pointing at the node plugin.
 
+use crate::failure::{Result, ensure};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use volhealth_csi::registration::registration_server::RegistrationServer;
 use volhealth_driver::registration::{self, RegistrationService};
 
 /// Parses the `--node-endpoint NODE=ENDPOINT` flags; a node named twice is an error.
-pub fn node_endpoints(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+pub fn node_endpoints(flags: &[String]) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for f in flags {
         let (node, endpoint) = f
@@ -25,7 +26,7 @@ pub fn node_endpoints(flags: &[String]) -> anyhow::Result<BTreeMap<String, Strin
             .with_context(|| format!("--node-endpoint {f:?}: expected NODE=ENDPOINT"))?;
         volhealth_csi::endpoint::parse(endpoint)
             .with_context(|| format!("--node-endpoint {f:?}"))?;
-        anyhow::ensure!(
+        ensure!(
             out.insert(node.to_string(), endpoint.to_string()).is_none(),
             "--node-endpoint names node {node} twice"
         );
@@ -34,7 +35,7 @@ pub fn node_endpoints(flags: &[String]) -> anyhow::Result<BTreeMap<String, Strin
 }
 
 /// The driver's name, from GetPluginInfo at `endpoint`.
-pub async fn driver_name(endpoint: &str, timeout: Duration) -> anyhow::Result<String> {
+pub async fn driver_name(endpoint: &str, timeout: Duration) -> Result<String> {
     let channel = volhealth_csi::client::connect(endpoint, timeout)
         .await
         .with_context(|| format!("connecting to the driver at --driver-endpoint {endpoint}"))?;
@@ -43,7 +44,7 @@ pub async fn driver_name(endpoint: &str, timeout: Duration) -> anyhow::Result<St
         .await
         .with_context(|| format!("GetPluginInfo at --driver-endpoint {endpoint}"))?
         .into_inner();
-    anyhow::ensure!(
+    ensure!(
         !info.name.is_empty(),
         "the driver at {endpoint} answered GetPluginInfo without a name"
     );
@@ -64,7 +65,7 @@ impl Registrations {
         registration_dir: PathBuf,
         driver: &str,
         node_endpoint: &str,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         let csi_socket = volhealth_csi::endpoint::parse(node_endpoint)?;
         let socket = registration::socket_path(&registration_dir, driver);
         let endpoint = format!("unix://{}", socket.display());

@@ -3,10 +3,11 @@
 //! RBAC and child processes.
 
 use super::{Progress, Running, grant_rbac, until_ready};
+use crate::failure::Context as _;
+use crate::failure::Result;
 use crate::up::endpoints::MetricsPorts;
 use crate::up::layout::Layout;
 use crate::up::rbac;
-use anyhow::Context as _;
 use std::path::PathBuf;
 
 /// The optional components `up` starts, and their settings.
@@ -41,7 +42,7 @@ impl Extras {
         layout: &Layout,
         metrics: &MetricsPorts,
         running: &mut Running,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         if self.with_extender {
             self.start_extender(client, layout, running).await?;
         }
@@ -57,7 +58,7 @@ impl Extras {
         client: &kube::Client,
         layout: &Layout,
         running: &mut Running,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         grant_rbac(client, "the scheduler extender", rbac::EXTENDER_RBAC).await?;
         let p = Progress;
         p.step("starting the scheduler extender");
@@ -87,7 +88,7 @@ impl Extras {
         layout: &Layout,
         metrics: &MetricsPorts,
         running: &mut Running,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         grant_rbac(client, "the remediation controller", rbac::REMEDIATE_RBAC).await?;
         let p = Progress;
         let policy = match &self.remediation_policy {

@@ -5,7 +5,8 @@
 //! service accounts authenticate with tokens. Every kubeconfig trusts the server's CA.
 
 use super::layout::{Layout, Tokens};
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::Result;
 use volhealth_apiserver::kubeconfig::{self, Kubeconfig};
 use volhealth_apiserver::tls;
 
@@ -16,7 +17,7 @@ pub const ADMIN_GROUP: &str = "system:masters";
 
 /// Writes the admin's, the monitor's and every node's kubeconfig for `server`, issuing client
 /// certificates from the CA in the API server's data directory.
-pub fn write_kubeconfigs(layout: &Layout, server: &str, tokens: &Tokens) -> anyhow::Result<()> {
+pub fn write_kubeconfigs(layout: &Layout, server: &str, tokens: &Tokens) -> Result<()> {
     let data = layout.apiserver_data();
     let issue = |user: &str, groups: &[&str]| {
         tls::issue_client_cert(&data, user, groups)

@@ -15,7 +15,8 @@
 //! <sockets>/controller.sock, <sockets>/<node>.sock   CSI endpoints (<dir>/run unless that path is too long)
 //! ```
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail, ensure, invalid};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -32,9 +33,14 @@ pub struct Layout {
     sockets: PathBuf,
 }
 
+/// A duration as a flag value: whole milliseconds, at least 1.
+pub fn millis(d: std::time::Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
 impl Layout {
     /// The layout of `dir` (made absolute; nothing is created).
-    pub fn new(dir: &Path) -> anyhow::Result<Layout> {
+    pub fn new(dir: &Path) -> Result<Layout> {
         let root = if dir.is_absolute() {
             dir.to_path_buf()
         } else {
@@ -152,6 +158,28 @@ impl Layout {
     pub fn kubelet_root(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("kubelet")
     }
+    /// The command line of `node`'s agent (after the binary): its node name, kubeconfig and
+    /// kubelet root dir here, its probe `interval`, and its metrics on `http_endpoint`.
+    pub fn agent_args(
+        &self,
+        node: &str,
+        interval: std::time::Duration,
+        http_endpoint: String,
+    ) -> Vec<String> {
+        vec![
+            "agent".into(),
+            "--node-name".into(),
+            node.to_string(),
+            "--kubeconfig".into(),
+            self.node_kubeconfig(node).display().to_string(),
+            "--kubelet-root-dir".into(),
+            self.kubelet_root(node).display().to_string(),
+            "--interval".into(),
+            millis(interval),
+            "--http-endpoint".into(),
+            http_endpoint,
+        ]
+    }
     /// A node's plugin registration dir.
     pub fn registration_dir(&self, node: &str) -> PathBuf {
         self.kubelet_root(node).join("plugins_registry")
@@ -220,7 +248,7 @@ pub const RECORD_VERSION: u32 = 1;
 
 impl RunRecord {
     /// Reads `<dir>/up.json` (`None` when there is none).
-    pub fn load(layout: &Layout) -> anyhow::Result<Option<RunRecord>> {
+    pub fn load(layout: &Layout) -> Result<Option<RunRecord>> {
         let path = layout.record();
         match std::fs::read(&path) {
             Ok(bytes) => {
@@ -230,7 +258,7 @@ impl RunRecord {
                         path.display()
                     )
                 })?;
-                anyhow::ensure!(
+                ensure!(
                     rec.version == RECORD_VERSION,
                     "{} was written by a different volhealth version (layout {}, this one uses {}); use a fresh --dir",
                     path.display(),
@@ -245,7 +273,7 @@ impl RunRecord {
     }
 
     /// Writes `<dir>/up.json` atomically.
-    pub fn store(&self, layout: &Layout) -> anyhow::Result<()> {
+    pub fn store(&self, layout: &Layout) -> Result<()> {
         let path = layout.record();
         let tmp = path.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(self).context("encoding the run record")?;
@@ -261,10 +289,10 @@ pub struct DirLock {
 
 /// Creates the dir (checking it is usable) and takes its lock; a second `up` on the same dir
 /// gets a clear error instead of fighting the first over ports and sockets.
-pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
+pub fn prepare(layout: &Layout) -> Result<DirLock> {
     let root = layout.root();
     if let Ok(meta) = std::fs::metadata(root) {
-        anyhow::ensure!(
+        ensure!(
             meta.is_dir(),
             "--dir {} exists and is not a directory",
             root.display()
@@ -287,12 +315,12 @@ pub fn prepare(layout: &Layout) -> anyhow::Result<DirLock> {
         .with_context(|| format!("opening {} (is --dir writable?)", path.display()))?;
     let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
         if errno == nix::errno::Errno::EWOULDBLOCK {
-            anyhow::anyhow!(
+            invalid!(
                 "another `volhealth up` is already running with --dir {}; stop it first (Ctrl-C) or use another --dir",
                 root.display()
             )
         } else {
-            anyhow::anyhow!("locking {}: {errno}", path.display())
+            invalid!("locking {}: {errno}", path.display())
         }
     })?;
     Ok(DirLock { _lock: lock })
@@ -332,7 +360,7 @@ pub struct Tokens {
 
 impl Tokens {
     /// Loads `<dir>/tokens.csv`, keeping existing tokens and adding any missing node.
-    pub fn load_or_create(layout: &Layout, nodes: &[String]) -> anyhow::Result<Tokens> {
+    pub fn load_or_create(layout: &Layout, nodes: &[String]) -> Result<Tokens> {
         let path = layout.tokens();
         let existing = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -343,7 +371,7 @@ impl Tokens {
         for line in existing.lines().filter(|l| !l.trim().is_empty()) {
             let mut fields = line.splitn(3, ',');
             let (Some(token), Some(user)) = (fields.next(), fields.next()) else {
-                anyhow::bail!(
+                bail!(
                     "{} has a malformed line; delete the file to start over",
                     path.display()
                 );
@@ -386,7 +414,7 @@ impl Tokens {
 }
 
 /// Writes a file only the owner can read (tokens and kubeconfigs carry credentials).
-pub fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -4,7 +4,8 @@
 //! volume's filesystem remounted read-only or a publish path unmounted by hand then shows on its
 //! pod. The mounts are `up`'s to undo: they are unmounted when it stops.
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, ensure, invalid};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -17,8 +18,8 @@ pub const NODE_ARGS: &[&str] = &["--health-capabilities", "list,get"];
 
 /// Refuses, with what is missing, a machine where the node plugins cannot mount: not root, no
 /// mkfs.ext4, or no loop device to be had. `scratch` holds a small file for the loop check.
-pub fn check_machine(scratch: &Path) -> anyhow::Result<()> {
-    anyhow::ensure!(
+pub fn check_machine(scratch: &Path) -> Result<()> {
+    ensure!(
         nix::unistd::geteuid().is_root(),
         "--node-faults needs root: the node plugins loop-mount an ext4 image per volume and \
          bind-mount it into the pod's directory, as a real driver does (run `up` as root, or \
@@ -29,7 +30,7 @@ pub fn check_machine(scratch: &Path) -> anyhow::Result<()> {
             .arg(probe)
             .output()
             .is_ok_and(|o| o.status.success());
-        anyhow::ensure!(
+        ensure!(
             ok,
             "--node-faults needs {tool} (e2fsprogs and util-linux), which is not available here"
         );
@@ -58,7 +59,7 @@ pub fn check_machine(scratch: &Path) -> anyhow::Result<()> {
     };
     let _ = std::fs::remove_file(&image);
     result.map_err(|why| {
-        anyhow::anyhow!(
+        invalid!(
             "--node-faults needs loop devices, and none could be attached here ({why}); \
              load the loop module (modprobe loop) or, in a container, give it /dev/loop*"
         )

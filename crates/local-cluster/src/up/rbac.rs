@@ -4,7 +4,8 @@
 //! `--authorization-mode Node,RBAC`: the agents are nodes (the Node authorizer scopes them), the
 //! admin is in `system:masters`, and the monitor may do what that file grants and nothing more.
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, Patch, PatchParams};
@@ -29,7 +30,7 @@ pub const AUTHORIZATION_MODE: &str = "Node,RBAC";
 
 const FIELD_MANAGER: &str = "volhealth-up";
 
-async fn apply<K>(api: Api<K>, doc: serde_json::Value, name: &str, kind: &str) -> anyhow::Result<()>
+async fn apply<K>(api: Api<K>, doc: serde_json::Value, name: &str, kind: &str) -> Result<()>
 where
     K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
@@ -41,7 +42,7 @@ where
 }
 
 /// Applies every object of `yaml` (ServiceAccounts, Roles, ClusterRoles and their bindings).
-pub async fn apply_all(client: &kube::Client, yaml: &str) -> anyhow::Result<usize> {
+pub async fn apply_all(client: &kube::Client, yaml: &str) -> Result<usize> {
     let mut applied = 0;
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(yaml).context("reading the shipped RBAC")?;
@@ -77,7 +78,7 @@ pub async fn apply_all(client: &kube::Client, yaml: &str) -> anyhow::Result<usiz
             "ClusterRoleBinding" => {
                 apply(Api::<ClusterRoleBinding>::all(c), value, &name, &kind).await?
             }
-            other => anyhow::bail!("the shipped RBAC holds a {other}, which up does not apply"),
+            other => bail!("the shipped RBAC holds a {other}, which up does not apply"),
         }
         applied += 1;
     }

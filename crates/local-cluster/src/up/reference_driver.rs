@@ -3,6 +3,7 @@
 use super::UpConfig;
 use super::layout::Layout;
 use super::{Progress, Running, node_faults, until_ready};
+use crate::failure::Result;
 use std::time::Duration;
 
 /// Starts the reference driver's controller plugin and one node plugin per node; returns the
@@ -12,7 +13,7 @@ pub(super) async fn start_reference_driver(
     nodes: &[String],
     cfg: &UpConfig,
     running: &mut Running,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     let health_api: &[&str] = if cfg.legacy_driver {
         &["--health-api", "legacy"]
     } else {

@@ -1,7 +1,8 @@
 //! How commands address a running `up` the way users think of it: by `--dir`, by PVC and by node.
 
 use super::layout::{Layout, RunRecord};
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Result, bail, ensure};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::time::Duration;
 /// The reference driver's state dir of the `up` in `dir`, checking that `dir` is one and that
 /// it runs the reference driver (an `up --driver-endpoint` runs yours, which `inject` cannot
 /// reach: injecting there would change nothing and must not say it did).
-pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn state_dir(dir: &Path) -> Result<PathBuf> {
     let layout = Layout::new(dir)?;
     let record = RunRecord::load(&layout)?.with_context(|| {
         format!(
@@ -20,7 +21,7 @@ pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
         )
     })?;
     if let Some(endpoint) = &record.driver_endpoint {
-        anyhow::bail!(
+        bail!(
             "the `volhealth up` in {} runs your driver {} at {endpoint} (--driver-endpoint), not the reference driver; `inject` changes only the reference driver's state, so it would change nothing here. Make the fault in your driver's own way, or run `up` without --driver-endpoint",
             dir.display(),
             record.driver
@@ -30,11 +31,11 @@ pub fn state_dir(dir: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Checks that `node` is one of the `up`'s nodes.
-pub fn check_node(dir: &Path, node: &str) -> anyhow::Result<()> {
+pub fn check_node(dir: &Path, node: &str) -> Result<()> {
     let layout = Layout::new(dir)?;
     let record = RunRecord::load(&layout)?
         .with_context(|| format!("{} holds no `volhealth up` state", dir.display()))?;
-    anyhow::ensure!(
+    ensure!(
         record.nodes.iter().any(|n| n == node),
         "{node} is not a node of this cluster; its nodes are {}",
         record.nodes.join(", ")
@@ -43,9 +44,9 @@ pub fn check_node(dir: &Path, node: &str) -> anyhow::Result<()> {
 }
 
 /// Splits `NAMESPACE/NAME` (a bare `NAME` means namespace `default`).
-pub fn split_claim(target: &str) -> anyhow::Result<(String, String)> {
+pub fn split_claim(target: &str) -> Result<(String, String)> {
     let (ns, name) = target.split_once('/').unwrap_or(("default", target));
-    anyhow::ensure!(
+    ensure!(
         !ns.is_empty() && !name.is_empty() && !name.contains('/'),
         "expected NAMESPACE/NAME, got {target:?}"
     );
@@ -54,11 +55,11 @@ pub fn split_claim(target: &str) -> anyhow::Result<(String, String)> {
 
 /// The CSI volume handle behind a PVC: PVC → spec.volumeName → PV → spec.csi.volumeHandle,
 /// read through `<dir>/kubeconfig`.
-pub async fn volume_handle(dir: &Path, target: &str) -> anyhow::Result<String> {
+pub async fn volume_handle(dir: &Path, target: &str) -> Result<String> {
     let (ns, name) = split_claim(target)?;
     let layout = Layout::new(dir)?;
     let kubeconfig = layout.kubeconfig();
-    anyhow::ensure!(
+    ensure!(
         kubeconfig.exists(),
         "{} does not exist; is `volhealth up --dir {}` running?",
         kubeconfig.display(),

@@ -2,12 +2,13 @@
 //! cluster controllers, the monitor, the agents and the optional components, each with its
 //! progress line.
 
-use super::layout::{self, Layout, RunRecord};
+use super::layout::{self, Layout, RunRecord, millis};
 use super::{
-    Progress, READY_TIMEOUT, Running, UpConfig, endpoints, external, grant_rbac, identities,
-    millis, rbac, reference_driver, until_ready, workload,
+    Progress, READY_TIMEOUT, Running, UpConfig, endpoints, external, grant_rbac, identities, rbac,
+    reference_driver, until_ready, workload,
 };
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::{Failure, Result, bail};
 use futures::{StreamExt as _, TryStreamExt as _};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -50,7 +51,7 @@ fn dir(p: PathBuf) -> String {
 
 /// Starts everything, step by step, and records what runs; `running` holds whatever started
 /// even when a step fails.
-pub(super) async fn start(plan: &Plan<'_>, running: &mut Running) -> anyhow::Result<RunRecord> {
+pub(super) async fn start(plan: &Plan<'_>, running: &mut Running) -> Result<RunRecord> {
     let driver = match &plan.cfg.driver_endpoint {
         Some(endpoint) => external::driver_name(endpoint, READY_TIMEOUT).await?,
         None => volhealth_driver::config::DEFAULT_DRIVER_NAME.to_string(),
@@ -82,7 +83,7 @@ async fn start_apiserver(
     plan: &Plan<'_>,
     tokens: &layout::Tokens,
     running: &mut Running,
-) -> anyhow::Result<(String, kube::Client)> {
+) -> Result<(String, kube::Client)> {
     let (cfg, layout) = (plan.cfg, plan.layout);
     let p = Progress;
     p.step("starting the API server");
@@ -133,11 +134,7 @@ async fn start_apiserver(
 
 /// Starts the reference driver, or registers the outside one on every node; returns the
 /// controller plugin's endpoint.
-async fn start_driver(
-    plan: &Plan<'_>,
-    driver: &str,
-    running: &mut Running,
-) -> anyhow::Result<String> {
+async fn start_driver(plan: &Plan<'_>, driver: &str, running: &mut Running) -> Result<String> {
     let Some(endpoint) = &plan.cfg.driver_endpoint else {
         return reference_driver::start_reference_driver(
             plan.layout,
@@ -161,11 +158,7 @@ async fn start_driver(
 }
 
 /// Creates the Node, CSINode, CSIDriver and StorageClass objects.
-async fn register_cluster(
-    client: &kube::Client,
-    driver: &str,
-    nodes: &[String],
-) -> anyhow::Result<()> {
+async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[String]) -> Result<()> {
     let p = Progress;
     p.step("registering nodes, CSINodes, the CSIDriver and a StorageClass");
     workload::register_cluster(client, driver, nodes).await?;
@@ -180,7 +173,7 @@ async fn create_samples(
     client: &kube::Client,
     driver: &str,
     controller: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let p = Progress;
     let samples = workload::samples(plan.nodes, plan.cfg.pvcs_per_node);
     let n = samples.len();
@@ -199,7 +192,7 @@ async fn create_samples(
             kubelet_root: &plan.layout.kubelet_root(&s.node),
         };
         let (_, created) = workload::provision_sample(client, plugins, s).await?;
-        anyhow::Ok(created)
+        Ok::<_, Failure>(created)
     }))
     .buffer_unordered(SAMPLES_AT_ONCE)
     .try_collect::<Vec<bool>>()
@@ -221,7 +214,7 @@ fn start_cluster_controllers(
     driver: &str,
     controller: &str,
     running: &mut Running,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let layout = plan.layout;
     let p = Progress;
     p.step("starting the provisioner, PV controller, scheduler and kubelet volume role");
@@ -248,7 +241,7 @@ fn start_cluster_controllers(
 }
 
 /// Starts the monitor against the controller plugin.
-fn start_monitor(plan: &Plan<'_>, controller: &str, running: &mut Running) -> anyhow::Result<()> {
+fn start_monitor(plan: &Plan<'_>, controller: &str, running: &mut Running) -> Result<()> {
     let p = Progress;
     p.step("starting the monitor");
     running.start(
@@ -276,27 +269,16 @@ async fn start_agents_and_extras(
     plan: &Plan<'_>,
     client: &kube::Client,
     running: &mut Running,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let (layout, nodes) = (plan.layout, plan.nodes);
     let p = Progress;
     p.step(&format!("starting {} node agent(s)", nodes.len()));
     for node in nodes {
+        let endpoint = plan.metrics.http_endpoint(&format!("agent-{node}"))?;
         running.start(
             &format!("agent-{node}"),
             layout,
-            vec![
-                "agent".into(),
-                "--node-name".into(),
-                node.clone(),
-                "--kubeconfig".into(),
-                dir(layout.node_kubeconfig(node)),
-                "--kubelet-root-dir".into(),
-                dir(layout.kubelet_root(node)),
-                "--interval".into(),
-                millis(plan.cfg.agent_interval),
-                "--http-endpoint".into(),
-                plan.metrics.http_endpoint(&format!("agent-{node}"))?,
-            ],
+            layout.agent_args(node, plan.cfg.agent_interval, endpoint),
         )?;
     }
     plan.cfg
@@ -306,7 +288,7 @@ async fn start_agents_and_extras(
     // A component that cannot start (bad flag, refused credentials) usually exits at once.
     tokio::time::sleep(Duration::from_millis(300)).await;
     if let Some(why) = running.exited() {
-        anyhow::bail!("{why}");
+        bail!("{why}");
     }
     p.done("ok");
     Ok(())

@@ -3,7 +3,8 @@
 //! node, with the kubelet directories that say so. Every step is idempotent so a second `up`
 //! resumes instead of duplicating.
 
-use anyhow::Context as _;
+use crate::failure::Context as _;
+use crate::failure::Result;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -38,7 +39,12 @@ pub struct Sample {
 
 /// The samples for `nodes`: `per_node` per node, spread round-robin.
 pub fn samples(nodes: &[String], per_node: u16) -> Vec<Sample> {
-    (1..=nodes.len() * usize::from(per_node))
+    spread(nodes, nodes.len() * usize::from(per_node))
+}
+
+/// `count` samples (`data-1`, `pv-data-1`, `web-1`, …) spread round-robin over `nodes`.
+pub fn spread(nodes: &[String], count: usize) -> Vec<Sample> {
+    (1..=count)
         .map(|n| Sample {
             claim: format!("data-{n}"),
             volume: format!("pv-data-{n}"),
@@ -48,15 +54,12 @@ pub fn samples(nodes: &[String], per_node: u16) -> Vec<Sample> {
         .collect()
 }
 
-fn typed<T: serde::de::DeserializeOwned>(
-    value: serde_json::Value,
-    what: &str,
-) -> anyhow::Result<T> {
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value, what: &str) -> Result<T> {
     serde_json::from_value(value).with_context(|| format!("building the {what} object"))
 }
 
 /// Creates `obj`, or returns the stored one when it already exists; `true` when it was created.
-async fn ensure<K>(api: &Api<K>, obj: K, what: &str) -> anyhow::Result<(K, bool)>
+async fn ensure<K>(api: &Api<K>, obj: K, what: &str) -> Result<(K, bool)>
 where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -86,7 +89,7 @@ async fn patch_status<K>(
     name: &str,
     status: serde_json::Value,
     what: &str,
-) -> anyhow::Result<()>
+) -> Result<()>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -101,11 +104,7 @@ where
 }
 
 /// Registers the nodes, their CSINodes, the CSIDriver and the StorageClass.
-pub async fn register_cluster(
-    client: &kube::Client,
-    driver: &str,
-    nodes: &[String],
-) -> anyhow::Result<()> {
+pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[String]) -> Result<()> {
     let node_api: Api<Node> = Api::all(client.clone());
     let csinode_api: Api<CSINode> = Api::all(client.clone());
     for node in nodes {
@@ -187,7 +186,7 @@ pub fn capability(access_modes: &[String], block: bool) -> v1::VolumeCapability 
 
 async fn controller_client(
     controller: &str,
-) -> anyhow::Result<v1::controller_client::ControllerClient<tonic::transport::Channel>> {
+) -> Result<v1::controller_client::ControllerClient<tonic::transport::Channel>> {
     let channel = volhealth_csi::client::connect(controller, CSI_TIMEOUT)
         .await
         .with_context(|| format!("connecting to the controller plugin at {controller}"))?;
@@ -195,7 +194,7 @@ async fn controller_client(
 }
 
 /// Creates the volume through the controller's CreateVolume (idempotent by name); returns its id.
-pub async fn create_volume(controller: &str, name: &str) -> anyhow::Result<String> {
+pub async fn create_volume(controller: &str, name: &str) -> Result<String> {
     create_volume_with(controller, name, VOLUME_BYTES, mount_capability()).await
 }
 
@@ -205,7 +204,7 @@ pub async fn create_volume_with(
     name: &str,
     bytes: i64,
     cap: v1::VolumeCapability,
-) -> anyhow::Result<String> {
+) -> Result<String> {
     let mut client = controller_client(controller).await?;
     let mut req = tonic::Request::new(v1::CreateVolumeRequest {
         name: name.to_string(),
@@ -229,7 +228,7 @@ pub async fn create_volume_with(
 }
 
 /// DeleteVolume (a volume already gone counts as deleted, as the CSI spec says).
-pub async fn delete_volume(controller: &str, volume_id: &str) -> anyhow::Result<()> {
+pub async fn delete_volume(controller: &str, volume_id: &str) -> Result<()> {
     let mut client = controller_client(controller).await?;
     let mut req = tonic::Request::new(v1::DeleteVolumeRequest {
         volume_id: volume_id.to_string(),
@@ -246,7 +245,7 @@ pub async fn delete_volume(controller: &str, volume_id: &str) -> anyhow::Result<
 async fn node_client(
     node_endpoint: &str,
     node: &str,
-) -> anyhow::Result<v1::node_client::NodeClient<tonic::transport::Channel>> {
+) -> Result<v1::node_client::NodeClient<tonic::transport::Channel>> {
     let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
         .await
         .with_context(|| format!("connecting to the node plugin of {node} at {node_endpoint}"))?;
@@ -259,7 +258,7 @@ pub async fn unpublish(
     node: &str,
     pod_dir: &Path,
     volume_id: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
     let target = pod_dir.join("mount");
     let mut req = tonic::Request::new(v1::NodeUnpublishVolumeRequest {
@@ -280,7 +279,7 @@ pub async fn unstage(
     node: &str,
     stage_dir: &Path,
     volume_id: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
     let mut req = tonic::Request::new(v1::NodeUnstageVolumeRequest {
         volume_id: volume_id.to_string(),
@@ -294,7 +293,7 @@ pub async fn unstage(
     remove_dir(stage_dir)
 }
 
-fn remove_dir(dir: &Path) -> anyhow::Result<()> {
+fn remove_dir(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -308,7 +307,7 @@ pub async fn ensure_objects(
     driver: &str,
     sample: &Sample,
     volume_id: &str,
-) -> anyhow::Result<Ensured> {
+) -> Result<Ensured> {
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), NAMESPACE);
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
@@ -417,7 +416,7 @@ pub async fn provision_sample(
     client: &kube::Client,
     plugins: Plugins<'_>,
     sample: &Sample,
-) -> anyhow::Result<(String, bool)> {
+) -> Result<(String, bool)> {
     let volume_id = create_volume(plugins.controller, &sample.volume).await?;
     let ensured = ensure_objects(client, plugins.driver, sample, &volume_id).await?;
     stage_and_publish(
@@ -441,7 +440,7 @@ pub async fn stage_and_publish(
     sample: &Sample,
     volume_id: &str,
     pod_uid: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
         .await
         .with_context(|| {

@@ -1,4 +1,4 @@
-//! The Events' rules, queue and recorder, against a fake sink.
+//! Which transitions raise which Events (the recorder's own tests are in `volhealth-kube-access`).
 
 use super::upstream::transition_events_with;
 use super::*;
@@ -59,11 +59,6 @@ fn only_transitions_raise_events() {
     assert_eq!(e.reason, REASON_STORAGE_DEGRADED);
 }
 
-fn recorder() -> EventRecorder {
-    let mut r = prometheus_client::registry::Registry::default();
-    EventRecorder::new(Arc::new(WriterMetrics::new(&mut r)))
-}
-
 #[test]
 fn the_docs_list_exactly_the_reasons_the_writers_emit() {
     let doc = include_str!("../../../../docs/kubectl.md");
@@ -81,59 +76,6 @@ fn the_docs_list_exactly_the_reasons_the_writers_emit() {
     let mut emitted = ALL_REASONS.to_vec();
     emitted.sort_unstable();
     assert_eq!(documented, emitted);
-}
-
-fn ev(name: &str, reason: &'static str) -> HealthEvent {
-    HealthEvent {
-        object: pvc(name),
-        event_type: EventType::Warning,
-        reason,
-        message: format!("about {name}"),
-    }
-}
-
-#[test]
-fn repeats_coalesce_and_many_similar_are_summarised() {
-    let r = recorder();
-    r.record(ev("a", REASON_VOLUME_DEGRADED));
-    r.record(HealthEvent {
-        message: "newer".into(),
-        ..ev("a", REASON_VOLUME_DEGRADED)
-    });
-    assert_eq!(r.len(), 1);
-    match r.pop() {
-        Some(Outgoing::One(e, 2)) => assert_eq!(e.message, "newer"),
-        other => panic!("{other:?}"),
-    }
-    for i in 0..25 {
-        r.record(ev(&format!("v{i:02}"), REASON_VOLUME_DEGRADED));
-    }
-    r.record(ev("other", REASON_VOLUME_RECOVERED));
-    match r.pop() {
-        Some(Outgoing::Summary(e, 25)) => {
-            assert_eq!(e.object.name, "v00");
-            assert!(e.message.contains("25 similar"), "{}", e.message);
-            assert!(e.message.contains("and 15 more"), "{}", e.message);
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(r.pop(), Some(Outgoing::One(e, 1)) if e.object.name == "other"));
-    assert_eq!(r.pop(), None);
-}
-
-#[test]
-fn the_queue_is_bounded() {
-    let r = recorder();
-    for i in 0..(MAX_PENDING_EVENTS + 5) {
-        r.record(HealthEvent {
-            object: ObjectRef {
-                namespace: Some(format!("ns{i}")),
-                ..pvc("a")
-            },
-            ..ev("a", REASON_VOLUME_DEGRADED)
-        });
-    }
-    assert_eq!(r.len(), MAX_PENDING_EVENTS);
 }
 
 #[test]

@@ -106,16 +106,7 @@ pub fn subject_access_review(
     body: Value,
 ) -> Result<Value, ApiError> {
     let spec = body.get("spec").cloned().unwrap_or(Value::Null);
-    let groups: Vec<String> = spec
-        .get("groups")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let groups = crate::wire::strings(spec.get("groups")).unwrap_or_default();
     let subject = User {
         name: str_at(&spec, "user").to_string(),
         uid: str_at(&spec, "uid").to_string(),

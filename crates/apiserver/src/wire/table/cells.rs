@@ -223,15 +223,7 @@ pub fn cells(p: Printer, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().map(|t| s(t, "/audience")).collect())
                 .unwrap_or_default();
-            let modes: Vec<String> = o
-                .pointer("/spec/volumeLifecycleModes")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
+            let modes = crate::wire::strings(o.pointer("/spec/volumeLifecycleModes"))
                 .unwrap_or_else(|| vec!["Persistent".into()]);
             vec![
                 name,

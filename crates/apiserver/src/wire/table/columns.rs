@@ -28,6 +28,14 @@ pub fn columns(p: Printer) -> Vec<Value> {
         0,
         "Volume health conditions reported under KEP-1432 (status/reason).",
     );
+    // Claims and volumes share these two.
+    let access_modes = col("Access Modes", "string", 0, "Access modes of the volume.");
+    let volume_mode = col(
+        "VolumeMode",
+        "string",
+        1,
+        "Whether the volume is a filesystem or a raw block device.",
+    );
     match p {
         Printer::Namespace => vec![
             name,
@@ -103,7 +111,7 @@ pub fn columns(p: Printer) -> Vec<Value> {
             col("Status", "string", 0, "Phase of the claim."),
             col("Volume", "string", 0, "The name of the bound volume."),
             col("Capacity", "string", 0, "Actual capacity of the volume."),
-            col("Access Modes", "string", 0, "Access modes of the volume."),
+            access_modes.clone(),
             col(
                 "StorageClass",
                 "string",
@@ -118,17 +126,12 @@ pub fn columns(p: Printer) -> Vec<Value> {
             ),
             health,
             age,
-            col(
-                "VolumeMode",
-                "string",
-                1,
-                "Whether the volume is a filesystem or a raw block device.",
-            ),
+            volume_mode.clone(),
         ],
         Printer::Pv => vec![
             name,
             col("Capacity", "string", 0, "Capacity of the volume."),
-            col("Access Modes", "string", 0, "Access modes of the volume."),
+            access_modes,
             col(
                 "Reclaim Policy",
                 "string",
@@ -146,12 +149,7 @@ pub fn columns(p: Printer) -> Vec<Value> {
             ),
             col("Reason", "string", 0, "Reason for the phase."),
             age,
-            col(
-                "VolumeMode",
-                "string",
-                1,
-                "Whether the volume is a filesystem or a raw block device.",
-            ),
+            volume_mode,
         ],
         Printer::Event | Printer::EventV1 => vec![
             col(

@@ -2,6 +2,7 @@
 //! writes.
 
 use super::prelude::{Bool, Int, IntOrString, Quantity, Str, Time, inline, m, many, map, msg, one};
+use super::{F, Msg};
 
 msg! { POD "Pod"
     one(1, "metadata", m(&super::meta::OBJECT_META)), one(2, "spec", m(&POD_SPEC)),
@@ -32,7 +33,9 @@ msg! { POD_SPEC "PodSpec"
     one(40, "resources", m(&RESOURCE_REQUIREMENTS)),
 }
 
-msg! { CONTAINER "Container"
+/// The fields of a Container, which an EphemeralContainerCommon has too, with the same numbers.
+#[rustfmt::skip]
+const CONTAINER_FIELDS: &[F] = &[
     one(1, "name", Str), one(2, "image", Str), many(3, "command", Str), many(4, "args", Str),
     one(5, "workingDir", Str), many(6, "ports", m(&CONTAINER_PORT)), many(7, "env", m(&ENV_VAR)),
     one(8, "resources", m(&RESOURCE_REQUIREMENTS)), many(9, "volumeMounts", m(&VOLUME_MOUNT)),
@@ -43,7 +46,12 @@ msg! { CONTAINER "Container"
     many(19, "envFrom", m(&ENV_FROM_SOURCE)), one(20, "terminationMessagePolicy", Str),
     many(21, "volumeDevices", m(&VOLUME_DEVICE)), one(22, "startupProbe", m(&PROBE)),
     many(23, "resizePolicy", m(&CONTAINER_RESIZE_POLICY)), one(24, "restartPolicy", Str),
-}
+];
+
+pub(super) static CONTAINER: Msg = Msg {
+    name: "Container",
+    fields: CONTAINER_FIELDS,
+};
 
 msg! { CONTAINER_PORT "ContainerPort"
     one(1, "name", Str), one(2, "hostPort", Int), one(3, "containerPort", Int),
@@ -186,18 +194,10 @@ msg! { EPHEMERAL_CONTAINER "EphemeralContainer"
     inline(1, &EPHEMERAL_CONTAINER_COMMON), one(2, "targetContainerName", Str),
 }
 
-msg! { EPHEMERAL_CONTAINER_COMMON "EphemeralContainerCommon"
-    one(1, "name", Str), one(2, "image", Str), many(3, "command", Str), many(4, "args", Str),
-    one(5, "workingDir", Str), many(6, "ports", m(&CONTAINER_PORT)), many(7, "env", m(&ENV_VAR)),
-    one(8, "resources", m(&RESOURCE_REQUIREMENTS)), many(9, "volumeMounts", m(&VOLUME_MOUNT)),
-    one(10, "livenessProbe", m(&PROBE)), one(11, "readinessProbe", m(&PROBE)),
-    one(12, "lifecycle", m(&LIFECYCLE)), one(13, "terminationMessagePath", Str),
-    one(14, "imagePullPolicy", Str), one(15, "securityContext", m(&SECURITY_CONTEXT)),
-    one(16, "stdin", Bool), one(17, "stdinOnce", Bool), one(18, "tty", Bool),
-    many(19, "envFrom", m(&ENV_FROM_SOURCE)), one(20, "terminationMessagePolicy", Str),
-    many(21, "volumeDevices", m(&VOLUME_DEVICE)), one(22, "startupProbe", m(&PROBE)),
-    many(23, "resizePolicy", m(&CONTAINER_RESIZE_POLICY)), one(24, "restartPolicy", Str),
-}
+pub(super) static EPHEMERAL_CONTAINER_COMMON: Msg = Msg {
+    name: "EphemeralContainerCommon",
+    fields: CONTAINER_FIELDS,
+};
 
 msg! { POD_SECURITY_CONTEXT "PodSecurityContext"
     one(1, "seLinuxOptions", m(&SE_LINUX_OPTIONS)), one(2, "runAsUser", Int),
