@@ -5,6 +5,14 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// The `metadata.resourceVersion` of an object, as a number.
+pub fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("resourceVersion")
+}
+
 /// A client for one server, optionally with a bearer token.
 #[derive(Clone)]
 pub struct Api {
