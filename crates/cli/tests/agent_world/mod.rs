@@ -2,7 +2,7 @@
 //! registered through the kubelet's plugin registration directory, and helpers that play the kubelet.
 #![allow(dead_code)]
 
-use crate::support::{ApiServer, Proc, start_apiserver, wait_for_async};
+use crate::support::{ApiServer, Proc, served_url, start_apiserver, volhealth, wait_for_async};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, PostParams};
@@ -10,6 +10,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use volhealth_csi::v1;
+pub use volhealth_testkit::client_for;
 
 pub const DRIVER: &str = "hostpath.volhealth.io";
 pub const NODE: &str = "node-a";
@@ -27,14 +28,6 @@ pub struct World {
     pub state: PathBuf,
     pub endpoint: String,
     pub driver: Proc,
-}
-
-pub async fn client_for(kubeconfig: &Path) -> kube::Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("read kubeconfig");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("kube config");
-    kube::Client::try_from(cfg).expect("kube client")
 }
 
 /// A kubeconfig holding `token`; the user entry has a neutral name so only the server knows whose token it is.
@@ -103,23 +96,7 @@ impl World {
     }
 
     pub async fn create_volume(&self, name: &str) -> String {
-        let mut c = v1::controller_client::ControllerClient::new(
-            volhealth_csi::client::connect(&self.endpoint, Duration::from_secs(20))
-                .await
-                .expect("connect to the driver"),
-        );
-        let req = v1::CreateVolumeRequest {
-            name: name.into(),
-            volume_capabilities: vec![capability()],
-            ..Default::default()
-        };
-        c.create_volume(req)
-            .await
-            .expect("CreateVolume")
-            .into_inner()
-            .volume
-            .expect("volume")
-            .volume_id
+        volhealth_testkit::create_volume(&self.endpoint, name, None).await
     }
 
     /// PV (CSI) + bound PVC + pod on `node` using it as volume `data`; returns the pod UID.
@@ -190,7 +167,7 @@ impl World {
             .node_stage_volume(v1::NodeStageVolumeRequest {
                 volume_id: handle.into(),
                 staging_target_path: staging.display().to_string(),
-                volume_capability: Some(capability()),
+                volume_capability: Some(volhealth_testkit::mount_capability()),
                 ..Default::default()
             })
             .await
@@ -206,7 +183,7 @@ impl World {
             volume_id: handle.into(),
             staging_target_path: staging.display().to_string(),
             target_path: target.display().to_string(),
-            volume_capability: Some(capability()),
+            volume_capability: Some(volhealth_testkit::mount_capability()),
             ..Default::default()
         })
         .await
@@ -253,41 +230,22 @@ impl World {
             "127.0.0.1:0",
         ];
         args.extend_from_slice(extra);
-        let mut agent = Proc::start(name, self.dir.path(), &args);
-        let log = self.dir.path().join(format!("{name}.log"));
-        let url = crate::support::wait_for(WAIT, "the agent's HTTP endpoint", || {
-            let text = std::fs::read_to_string(&log).ok()?;
-            if !text.contains("http://127.0.0.1:") && !agent.is_running() {
-                panic!("agent {name} exited before serving HTTP:\n{text}");
-            }
-            let at = text.find("http://127.0.0.1:")?;
-            let addr: String = text[at..]
-                .chars()
-                .take_while(|c| !c.is_whitespace())
-                .collect();
-            Some(format!("{addr}/metrics"))
-        });
-        assert!(agent.is_running(), "agent exited; see {}", log.display());
+        let mut agent = volhealth(name, self.dir.path(), &args);
+        let url = format!("{}/metrics", served_url(&mut agent, WAIT));
+        assert!(
+            agent.is_running(),
+            "agent exited; see {}",
+            agent.log.display()
+        );
         (agent, url)
     }
 
     pub async fn pod_conditions(&self, pod: &str) -> Vec<(String, String, String)> {
-        let p = Api::<Pod>::namespaced(self.admin.clone(), "default")
-            .get(pod)
-            .await
-            .expect("get pod");
-        p.status
-            .and_then(|s| s.volume_health)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|e| {
-                let name = e.name.clone();
-                e.health_conditions
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(move |c| (name.clone(), c.status, c.reason))
-            })
-            .collect()
+        volhealth_testkit::pod_volume_conditions(
+            &Api::<Pod>::namespaced(self.admin.clone(), "default"),
+            pod,
+        )
+        .await
     }
 
     /// (type, reason, reportingComponent) of the Events about `kind`/`name`, as kubectl finds them.
@@ -332,7 +290,7 @@ pub async fn metric(url: &str, parts: &[&str]) -> f64 {
 /// The reference driver serving `endpoint`, registered through `<root>/plugins_registry`.
 pub fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: &Path) -> Proc {
     let reg = root.join("plugins_registry");
-    Proc::start(
+    volhealth(
         name,
         dir,
         &[
@@ -361,15 +319,6 @@ pub fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: 
             "0",
         ],
     )
-}
-
-pub fn capability() -> v1::VolumeCapability {
-    v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(Default::default())),
-        access_mode: Some(v1::volume_capability::AccessMode {
-            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 /// Samples of `apiserver_request_total` for PATCH of `resource`/`subresource`.
