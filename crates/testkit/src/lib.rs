@@ -13,6 +13,7 @@ mod claims;
 mod http;
 pub mod kernel_faults;
 mod kube_client;
+mod kubelet_node;
 mod node_world;
 mod process;
 mod service;
@@ -31,6 +32,10 @@ pub use claims::{
 };
 pub use http::{b64, http_get, http_get_ok, parse_response};
 pub use kube_client::client_for;
+pub use kubelet_node::{
+    KUBELET_DRIVER, KUBELET_NODE, KubeletNode, NODE_TOKENS, api_patches, metric, storage_probes,
+    token_kubeconfig, wait_cycles,
+};
 pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
 pub use process::{
     Proc, free_addr, free_port, have_tool, promtool_check_metrics, python, run_grpcio_script,
