@@ -6,14 +6,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 use std::time::Duration;
-use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
+use volhealth_agent::KubeletRoot;
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
-use volhealth_testkit::{NodeWorld, Service, bind_claim, create, stage_and_publish, wait_for};
+use volhealth_testkit::{
+    NodeWorld, Service, bind_claim, create, pod_volume_conditions, run_agent, stage_and_publish,
+    storage_conditions, wait_for,
+};
 use volhealth_writer::events::{REASON_STORAGE_DEGRADED, REASON_VOLUME_DEGRADED};
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -23,33 +25,7 @@ const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
 const WAIT: Duration = Duration::from_secs(40);
 
 async fn pod_conditions(pods: &Api<Pod>, pod: &str) -> Vec<(String, String, String)> {
-    let p = pods.get(pod).await.expect("get the pod");
-    p.status
-        .and_then(|s| s.volume_health)
-        .unwrap_or_default()
-        .into_iter()
-        .flat_map(|e| {
-            let name = e.name.clone();
-            e.health_conditions
-                .unwrap_or_default()
-                .into_iter()
-                .map(move |c| (name.clone(), c.status, c.reason))
-        })
-        .collect()
-}
-
-async fn storage_conditions(csinodes: &Api<CSINode>) -> Vec<(String, String)> {
-    let Ok(c) = csinodes.get(NODE).await else {
-        return Vec::new();
-    };
-    c.status
-        .and_then(|s| s.storage_health)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.name == DRIVER)
-        .flat_map(|e| e.health_conditions.unwrap_or_default())
-        .map(|c| (c.status, c.reason))
-        .collect()
+    pod_volume_conditions(pods, pod).await
 }
 
 async fn has_event(client: &kube::Client, ns: Option<&str>, name: &str, reason: &str) -> bool {
@@ -68,21 +44,8 @@ async fn has_event(client: &kube::Client, ns: Option<&str>, name: &str, reason: 
 
 /// The agent for the world's node, as that node, probing every second.
 fn start_agent(w: &NodeWorld) -> Service {
-    let mut config = AgentConfig::new(NODE);
-    config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
-    config.kubelet_root_dir = w.root.clone();
-    config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: w.driver.endpoint.clone(),
-    }];
-    config.interval = Duration::from_secs(1);
-    config.timeout = Duration::from_secs(5);
-    config.http_endpoint = None;
-    Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    })
+    let config = w.agent_config("nodetok", None);
+    run_agent("agent", config)
 }
 
 /// Another pod `name` on the node with one volume `data` of a new claim, staged and published as
@@ -129,13 +92,12 @@ async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
     })
     .await;
 
-    let csinodes: Api<CSINode> = Api::all(admin.clone());
     driver.inject_storage(NODE, storage_status::STORAGE_UNREACHABLE, "Partition");
     let want = vec![("StorageUnreachable".to_string(), "Partition".to_string())];
     wait_for(
         WAIT,
         "the storage fault on the CSINode's status",
-        || async { (storage_conditions(&csinodes).await == want).then_some(()) },
+        || async { (storage_conditions(&admin, NODE, DRIVER).await == want).then_some(()) },
     )
     .await;
     wait_for(WAIT, "a Warning Event on the CSINode", || async {
@@ -153,7 +115,7 @@ async fn volume_and_storage_faults_reach_pod_and_csinode_and_clear() {
     driver.clear_storage();
     wait_for(WAIT, "both faults to clear", || async {
         (pod_conditions(&pods, "web").await.is_empty()
-            && storage_conditions(&csinodes).await.is_empty())
+            && storage_conditions(&admin, NODE, DRIVER).await.is_empty())
         .then_some(())
     })
     .await;

@@ -15,13 +15,13 @@ use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::Api;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use volhealth_agent::{AgentConfig, KubeletRoot, NodeFaultMode, StaticDriver};
+use volhealth_agent::{KubeletRoot, NodeFaultMode};
 use volhealth_driver::HealthCapabilities;
 use volhealth_testkit::kernel_faults::fault_fs::{Mode, Mounted};
 use volhealth_testkit::kernel_faults::{
     attach_and_mount, bind, can_run, inject_kmsg, is_mounted, make_ext4_image, run,
 };
-use volhealth_testkit::{NodeWorld, Service, wait_for};
+use volhealth_testkit::{NodeWorld, Service, run_agent, storage_conditions, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -134,27 +134,14 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
 /// The agent for the world's driver with node fault detection in `mode`, cycling every second,
 /// reading `mountinfo` when given (else the host's).
 fn start_agent(w: &NodeWorld, mode: NodeFaultMode, mountinfo: Option<PathBuf>) -> Service {
-    let mut config = AgentConfig::new(NODE);
-    config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
-    config.kubelet_root_dir = w.root.clone();
-    config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: w.driver.endpoint.clone(),
-    }];
-    config.interval = Duration::from_secs(1);
-    config.timeout = Duration::from_secs(5);
-    config.http_endpoint = None;
+    let mut config = w.agent_config("nodetok", None);
     config.node_faults = mode;
     config.probe_timeout = Duration::from_secs(2);
     config.io_error_window = Duration::from_secs(3);
     if let Some(table) = mountinfo {
         config.mountinfo = vec![table];
     }
-    Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    })
+    run_agent("agent", config)
 }
 
 /// A world whose driver advertises no health capability at all, as most drivers today: only
@@ -180,18 +167,7 @@ async fn publish_path(w: &NodeWorld) -> PathBuf {
 
 /// (status, reason) of the storage conditions the node's CSINode holds for the driver.
 async fn storage_reasons(w: &NodeWorld) -> Vec<(String, String)> {
-    let Ok(csinode) = Api::<CSINode>::all(w.admin.clone()).get(NODE).await else {
-        return Vec::new();
-    };
-    csinode
-        .status
-        .and_then(|s| s.storage_health)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| e.name == DRIVER)
-        .flat_map(|e| e.health_conditions.unwrap_or_default())
-        .map(|c| (c.status, c.reason))
-        .collect()
+    storage_conditions(&w.admin, NODE, DRIVER).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

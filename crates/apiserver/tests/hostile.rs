@@ -12,10 +12,7 @@ const TOKENS: &str =
 
 fn start_with_tokens() -> (tempfile::TempDir, support::ApiServer, Api) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).expect("write tokens");
-    let server =
-        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let server = support::start_apiserver_with_tokens(dir.path(), TOKENS, &[]);
     let api = Api::new(&server.url);
     (dir, server, api)
 }

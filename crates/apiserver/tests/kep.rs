@@ -34,7 +34,7 @@ async fn gate_off_drops_new_fields_unless_the_old_object_had_them() {
         r.json["status"]["healthStatus"]["healthConditions"][0]["reason"],
         "Slow"
     );
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
 
     // Same data, gate off.
     let server =
@@ -203,14 +203,11 @@ async fn validation_answers_422_with_field_paths() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_tokens_are_scoped_to_their_node() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(
-        &tokens,
+    let server = support::start_apiserver_with_tokens(
+        dir.path(),
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nmonitor-token,system:serviceaccount:kube-system:monitor,3\n",
-    )
-    .unwrap();
-    let server =
-        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+        &[],
+    );
     let kc = std::fs::read_to_string(&server.kubeconfig).unwrap();
     assert!(
         kc.contains("admin-token"),

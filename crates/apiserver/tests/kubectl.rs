@@ -9,53 +9,9 @@ mod support;
 use apiserver_http::*;
 use serde_json::json;
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn new(server: &support::ApiServer, dir: &Path) -> Kubectl {
-        Kubectl {
-            kubeconfig: server.kubeconfig.clone(),
-            cache: dir.join("kubectl-cache"),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("kubectl");
-        c.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args);
-        c.env_remove("KUBECONFIG");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run kubectl")
-    }
-
-    /// Runs and requires success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
+use support::kubectl::Kubectl;
 
 fn have_kubectl() -> bool {
     support::have_tool("kubectl", &["version", "--client"])
@@ -312,20 +268,11 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(
-        &tokens,
-        "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\n",
-    )
-    .unwrap();
     // kubectl sends no token over plain HTTP: it is the anonymous administrator.
-    let server = support::start_apiserver(
+    let server = support::start_apiserver_with_tokens(
         dir.path(),
-        &[
-            "--token-auth-file",
-            tokens.to_str().unwrap(),
-            "--anonymous-admin",
-        ],
+        "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\n",
+        &["--anonymous-admin"],
     );
     let k = Kubectl::new(&server, dir.path());
     let admin = Api::new(&server.url).with_token("admin-token");

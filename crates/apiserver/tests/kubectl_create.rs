@@ -10,26 +10,11 @@ mod support;
 use apiserver_http::*;
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use support::kubectl::Kubectl;
 
 fn kubectl(server: &support::ApiServer, dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .arg("--cache-dir")
-        .arg(dir.join("kubectl-cache"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    Kubectl::new(server, dir).ok(args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

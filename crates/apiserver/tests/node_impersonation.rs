@@ -23,8 +23,7 @@ const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 
 /// Starts the server with `mode` (None: the server's default chain).
 fn start(dir: &Path, mode: Option<&str>) -> support::ApiServer {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
+    let tokens = support::write_token_file(dir, TOKENS);
     let mut config =
         support::config_from_flags(dir, &["--token-auth-file", tokens.to_str().unwrap()]);
     config.authorization = match mode {

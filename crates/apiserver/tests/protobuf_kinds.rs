@@ -468,10 +468,7 @@ fn hostile_protobuf_bodies_are_400_and_store_nothing() {
     use proptest::prelude::*;
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = volhealth_testkit::runtime();
     let api = Api::new(&server.url);
     let paths = [
         ("v1", "Pod", PODS),

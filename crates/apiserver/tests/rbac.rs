@@ -20,17 +20,7 @@ satok,system:serviceaccount:default:monitor,5,\"system:serviceaccounts,system:se
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
 fn start(dir: &std::path::Path) -> support::ApiServer {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    support::start_apiserver(
-        dir,
-        &[
-            "--token-auth-file",
-            tokens.to_str().unwrap(),
-            "--authorization-mode",
-            "Node,RBAC",
-        ],
-    )
+    support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
 }
 
 fn role(name: &str, rules: Value) -> Value {

@@ -8,51 +8,9 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use support::kubectl::Kubectl;
 
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run kubectl")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs and requires failure; returns stdout and stderr together.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!out.status.success(), "kubectl {args:?} succeeded: {text}");
-        text
-    }
-}
+use std::path::Path;
 
 /// A typical CSI sidecar RBAC file: a ServiceAccount, a ClusterRole and its binding, a Role
 /// and a RoleBinding with a user and the service account.
@@ -119,26 +77,12 @@ fn setup(dir: &Path) -> Option<(support::ApiServer, Kubectl)> {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return None;
     }
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(
-        &tokens,
-        "admintok,admin,1,\"system:masters\"\nalicetok,alice,2\n",
-    )
-    .unwrap();
-    let server = support::start_apiserver(
+    let server = support::start_apiserver_with_tokens(
         dir,
-        &[
-            "--token-auth-file",
-            tokens.to_str().unwrap(),
-            "--anonymous-admin",
-            "--authorization-mode",
-            "Node,RBAC",
-        ],
+        "admintok,admin,1,\"system:masters\"\nalicetok,alice,2\n",
+        &["--anonymous-admin", "--authorization-mode", "Node,RBAC"],
     );
-    let k = Kubectl {
-        kubeconfig: server.kubeconfig.clone(),
-        cache: dir.join("kubectl-cache"),
-    };
+    let k = Kubectl::new(&server, dir);
     Some((server, k))
 }
 

@@ -136,10 +136,7 @@ async fn stored(api: &Api) -> Vec<Value> {
 fn refused_inputs_get_a_status_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = volhealth_testkit::runtime();
     let api = Api::new(&server.url);
     rt.block_on(async {
         assert_eq!(api.post(PVCS, &pvc("data")).await.code, 201);
@@ -307,10 +304,11 @@ async fn kube_apiserver_refusals_name_the_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_authorization_header_is_401_with_a_status() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "admintok,admin,1,\"system:masters\"\n").unwrap();
-    let server =
-        support::start_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
+    let server = support::start_apiserver_with_tokens(
+        dir.path(),
+        "admintok,admin,1,\"system:masters\"\n",
+        &[],
+    );
     for header in [
         "Bearer  admintok x",
         "Bearer admintok x",

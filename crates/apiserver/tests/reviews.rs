@@ -28,17 +28,7 @@ const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
 fn start(dir: &Path) -> support::ApiServer {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    support::start_apiserver(
-        dir,
-        &[
-            "--token-auth-file",
-            tokens.to_str().unwrap(),
-            "--authorization-mode",
-            "Node,RBAC",
-        ],
-    )
+    support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
 }
 
 /// Grants alice list/get on pods in `default`.

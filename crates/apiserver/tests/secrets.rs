@@ -8,7 +8,6 @@ mod apiserver_http;
 mod support;
 
 use apiserver_http::{Api, MERGE, STRATEGIC};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api as KubeApi, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -16,6 +15,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use volhealth_testkit::b64;
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 const PODS: &str = "/api/v1/namespaces/default/pods";
@@ -23,14 +23,6 @@ const PASSWORD: &str = "pw-Zq8vN3kTx1";
 const USER: &str = "user-Lm4Rb7Yc2";
 const TOKEN: &str = "tok-Hs6Wd9Pf5";
 const BAD_BASE64: &str = "raw!Jx3Kq0Vn";
-
-fn b64(s: &str) -> String {
-    serde_json::to_value(ByteString(s.as_bytes().to_vec()))
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_string()
-}
 
 /// Everything logged in this test binary, from every target at debug level: what
 /// `RUST_LOG=debug` would make the server write.

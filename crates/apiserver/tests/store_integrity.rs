@@ -7,7 +7,7 @@ mod apiserver_http;
 mod support;
 
 use apiserver_http::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 use volhealth_apiserver::ServerConfig;
@@ -49,13 +49,6 @@ async fn an_empty_database_file_is_refused_but_a_missing_one_is_new() {
     assert_eq!(Api::new(&server.url).get(PVCS).await.code, 200);
 }
 
-fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("resourceVersion")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -73,7 +66,7 @@ async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
             .await;
         last = rv(&p.json);
     }
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
     let file = dir.path().join("data").join("apiserver.sqlite");
     {
         let db = rusqlite::Connection::open(&file).unwrap();
@@ -129,7 +122,7 @@ async fn a_write_ahead_log_that_sqlite_ignores_is_reported_and_kept() {
         Api::new(&server.url).post(PVCS, &pvc("kept")).await.code,
         201
     );
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
     let wal = dir.path().join("data").join("apiserver.sqlite-wal");
     let garbage = vec![0x5a; 8192];
     std::fs::write(&wal, &garbage).unwrap();

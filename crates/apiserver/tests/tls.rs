@@ -311,7 +311,7 @@ async fn certificates_are_kept_and_the_serving_one_follows_the_names() {
     for key in ["ca.key", "apiserver.key"] {
         assert_eq!(mode(&pki.join(key)), 0o600, "{key}");
     }
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
 
     let server = start(dir.path(), &[]);
     assert_eq!(
@@ -320,7 +320,7 @@ async fn certificates_are_kept_and_the_serving_one_follows_the_names() {
     );
     let refused = handshake(&addr(&server), "volhealth.example", rustls_client(&ca, &[])).await;
     assert!(refused.is_err(), "a name the certificate does not cover");
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
 
     let server = start(
         dir.path(),

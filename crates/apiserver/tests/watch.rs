@@ -9,13 +9,6 @@ use apiserver_http::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("resourceVersion")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_version_gets_one_error_event_with_410() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use support::{Proc, bin, wait_for};
+use support::{Proc, bin, volhealth, volhealth_with_env, wait_for};
 
 /// Cases that must PASS against the reference driver (everything it supports).
 const MUST_PASS: &[&str] = &[
@@ -76,7 +76,7 @@ fn start_driver_with_env(
         "100",
     ];
     args.extend_from_slice(extra);
-    let driver = Proc::start_with_env("driver", dir, &args, env);
+    let driver = volhealth_with_env("driver", dir, &args, env);
     wait_for(Duration::from_secs(30), "the driver's socket", || {
         std::os::unix::net::UnixStream::connect(&socket)
             .ok()
@@ -228,7 +228,7 @@ fn ctrl_c_stops_the_run_and_cleans_up_what_it_created() {
         "f() {{ if [ \"$1\" = set ]; then touch '{}'; sleep 60; fi; }}; f",
         marker.display()
     );
-    let mut run = Proc::start(
+    let mut run = volhealth(
         "conformance",
         dir.path(),
         &[

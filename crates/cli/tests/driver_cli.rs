@@ -6,7 +6,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::{Proc, bin};
+use support::{Proc, bin, volhealth};
 use tonic::Code;
 use tonic::transport::Channel;
 use volhealth_csi::v1;
@@ -43,7 +43,7 @@ impl Setup {
             "node-a",
         ];
         args.extend_from_slice(extra);
-        Proc::start("driver", self.dir.path(), &args)
+        volhealth("driver", self.dir.path(), &args)
     }
 
     async fn controller(&self) -> ControllerClient<Channel> {

@@ -8,7 +8,7 @@ mod support;
 
 use e2e_cluster::Cluster;
 use std::time::Duration;
-use support::{Proc, bin, wait_for};
+use support::{bin, volhealth, wait_for};
 
 #[test]
 fn up_runs_the_monitor_and_agents_against_an_outside_driver() {
@@ -17,7 +17,7 @@ fn up_runs_the_monitor_and_agents_against_an_outside_driver() {
     let endpoint = format!("unix://{}", socket.display());
     let state = ext.path().join("state");
     let state_s = state.display().to_string();
-    let _driver = Proc::start(
+    let _driver = volhealth(
         "ext-driver",
         ext.path(),
         &[

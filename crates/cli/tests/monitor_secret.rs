@@ -10,23 +10,15 @@
 mod monitor_world;
 mod support;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use monitor_world::{NS, WAIT, World};
 use serde_json::json;
+use volhealth_testkit::b64;
 
 const KEY: &str = "apikey";
 const RIGHT: &str = "right-Vb7Qm2Xs9";
 const WRONG: &str = "wrong-Tk4Jp8Ln3";
-
-fn b64(s: &str) -> String {
-    serde_json::to_value(ByteString(s.as_bytes().to_vec()))
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_string()
-}
 
 async fn put_secret(world: &World, name: &str, value: &str) {
     let secrets = Api::<Secret>::namespaced(world.admin.clone(), NS);
@@ -185,28 +177,8 @@ async fn missing_health_secret_is_a_clear_error_and_clears_nothing() {
     world.bound_claim("stale").await;
     seed_condition(&world, "stale", "Degraded", "OldNews").await;
 
-    let kc = world.api.kubeconfig.to_str().unwrap().to_string();
-    let args = [
-        "monitor",
-        "--csi-address",
-        &world.endpoint,
-        "--kubeconfig",
-        &kc,
-        "--monitor-interval",
-        "1s",
-        "--timeout",
-        "5s",
-        "--http-endpoint",
-        "127.0.0.1:0",
-        "--health-secret",
-        "default/absent",
-    ];
-    let mut monitor = support::Proc::start_with_env(
-        "monitor-missing",
-        world.dir.path(),
-        &args,
-        &[("RUST_LOG", "info,volhealth_monitor=debug")],
-    );
+    let mut monitor =
+        world.spawn_monitor("monitor-missing", &["--health-secret", "default/absent"]);
     let log_path = world.dir.path().join("monitor-missing.log");
     // Without its Secret the monitor must not probe at all: it stops with an error naming it.
     let code = support::wait_for(WAIT, "the monitor to stop without its secret", || {

@@ -7,7 +7,7 @@ mod support;
 
 use assert_cmd::Command;
 use std::time::Duration;
-use support::{Proc, free_port, http_get, wait_for};
+use support::{free_port, http_get, wait_for};
 
 fn volhealth() -> Command {
     Command::cargo_bin("volhealth").expect("the volhealth binary")
@@ -102,7 +102,7 @@ fn metrics_address_and_path_move_the_metrics_page() {
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut agent = Proc::start(
+    let mut agent = support::volhealth(
         "agent",
         dir.path(),
         &[

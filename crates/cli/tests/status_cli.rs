@@ -418,7 +418,7 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
     // Back on the same port with the same data: said once more, then nothing.
     let data = tmp.path().join("data").to_string_lossy().to_string();
     let listen = format!("127.0.0.1:{port}");
-    let _again = support::Proc::start(
+    let _again = support::volhealth(
         "apiserver-again",
         tmp.path(),
         &[

@@ -11,8 +11,6 @@ use std::time::Duration;
 use support::RunningProxy;
 use volhealth_csi::v1;
 use volhealth_driver::HealthCapabilities;
-use volhealth_driver::condition::volume_status;
-use volhealth_driver::injection::Side;
 use volhealth_testkit::{Driver, stage_and_publish_via, wait_for};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -73,13 +71,7 @@ async fn health_from_a_legacy_driver_through_the_proxy() {
     )
     .await;
 
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
-    );
-    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    driver.inject_both_sides(&volume);
     let controller = v1::controller_client::ControllerClient::new(channel.clone());
     let expected = vec![(
         v1::VolumeHealthErrorType::Degraded as i32,

@@ -5,12 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim};
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use std::time::Duration;
 use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{ApiServer, Driver, Service, bind_claim, client_for, wait_for};
+use volhealth_testkit::{
+    ApiServer, Claims, Driver, Service, bind_claim, client_for, run_monitor, wait_for,
+};
 use volhealth_writer::events::{REASON_VOLUME_DEGRADED, REASON_VOLUME_RECOVERED};
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -20,23 +22,23 @@ const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
     monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n";
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The claims in `default`, as the client of `api` sees them.
+fn claims<K: Clone>(api: &Api<K>) -> Claims {
+    Claims {
+        admin: kube::Client::from(api.clone()),
+        driver: DRIVER.to_string(),
+        endpoint: String::new(),
+        namespace: "default".to_string(),
+        timeout: WAIT,
+    }
+}
+
 async fn conditions(pvcs: &Api<PersistentVolumeClaim>, claim: &str) -> Vec<(String, String)> {
-    let pvc = pvcs.get(claim).await.expect("get the claim");
-    pvc.status
-        .and_then(|s| s.health_status)
-        .and_then(|h| h.health_conditions)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| (c.status, c.reason))
-        .collect()
+    claims(pvcs).conditions(claim).await
 }
 
 async fn event_reasons(events: &Api<Event>, claim: &str) -> Vec<String> {
-    let list = events
-        .list(&ListParams::default().fields(&format!("involvedObject.name={claim}")))
-        .await
-        .expect("list events");
-    list.items.into_iter().filter_map(|e| e.reason).collect()
+    claims(events).event_reasons(claim).await
 }
 
 /// The API server, the driver, claim `claim-a` bound to PV `pv-a` of a real volume, and the
@@ -125,11 +127,7 @@ async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
         http_endpoint: Some(address),
         ..MonitorConfig::default()
     };
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let monitor = run_monitor("monitor", config);
     World {
         _dir: dir,
         api,

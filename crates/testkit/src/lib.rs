@@ -1,4 +1,5 @@
-//! In-process worlds for the libraries' own tests. The embedded API server and the reference
+//! The one home of the tests' support: in-process worlds for the libraries' own tests, and the
+//! child processes, waits and probes of the end-to-end tests. The embedded API server and the reference
 //! driver run in this process, each on its own thread and runtime (as they would run in their
 //! own processes), and are stopped through their shutdown futures; tests talk to them over real
 //! HTTP and a real unix socket. What the kubelet and a provisioner would do to a volume is played
@@ -7,17 +8,45 @@
 //! Test support: failures panic with what was being done, as tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod apiserver;
+mod claims;
+mod http;
 pub mod kernel_faults;
+mod kube_client;
+mod kubelet_node;
 mod node_world;
+mod process;
 mod service;
+mod wait;
 mod world;
+mod writers;
 
-pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
-pub use service::Service;
-pub use world::{
-    ApiServer, Driver, Outage, bind_claim, client_for, create, stage_and_publish,
-    stage_and_publish_via, wait_for,
+pub use apiserver::{
+    ApiServer, Outage, TESTS_AUTHORIZATION_MODE, config_from_flags, start_apiserver,
+    start_apiserver_with_tokens, start_tls_apiserver, start_with_config, token_flags,
+    write_token_file,
 };
+pub use claims::{
+    Claims, MetricsPage, claim_status_patches, http_text, metric_sum, pod_volume_conditions,
+    storage_conditions,
+};
+pub use http::{b64, http_get, http_get_ok, parse_response};
+pub use kube_client::client_for;
+pub use kubelet_node::{
+    KUBELET_DRIVER, KUBELET_NODE, KubeletNode, NODE_TOKENS, api_patches, metric, storage_probes,
+    token_kubeconfig, wait_cycles,
+};
+pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
+pub use process::{
+    Proc, free_addr, free_port, have_tool, promtool_check_metrics, python, run_grpcio_script,
+};
+pub use service::Service;
+pub use wait::{block_on, runtime, wait_for, wait_for_blocking};
+pub use world::{
+    Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
+    stage_and_publish_via,
+};
+pub use writers::{agent_config, monitor_config, run_agent, run_monitor};
 
 /// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]

@@ -2,11 +2,17 @@
 //! the reference driver, the Node, and a pod `web` on it whose claim `claim-web` is bound to the
 //! PV `pv-web` of a real volume, staged and published the way the kubelet does.
 
-use crate::world::{ApiServer, Driver, bind_claim, client_for, create, stage_and_publish};
+use crate::apiserver::ApiServer;
+use crate::kube_client::client_for;
+use crate::world::{Driver, bind_claim, create, stage_and_publish};
+use crate::writers::{agent_config, monitor_config};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use serde_json::json;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use volhealth_agent::AgentConfig;
+use volhealth_monitor::MonitorConfig;
 
 /// A token file for [`NodeWorld::start`]: the admin (`admintok`), the monitor's service account
 /// (`monitortok`) and the node identity of `node-a` (`nodetok`).
@@ -33,6 +39,8 @@ pub struct NodeWorld {
     pub volume: String,
     /// The kubelet root directory.
     pub root: PathBuf,
+    /// The node's name.
+    pub node: String,
 }
 
 impl NodeWorld {
@@ -46,6 +54,17 @@ impl NodeWorld {
         layout: KubeletLayout,
     ) -> NodeWorld {
         NodeWorld::start_configured(driver_name, node, tokens, modes, layout, |_| {}).await
+    }
+
+    /// [`NodeWorld::start_configured`] with [`TOKENS`], `Node,AlwaysAllow` and the kubelet's own
+    /// layout (`volhealth_agent::KubeletRoot::volume_dirs`): the world most tests want.
+    pub async fn with_driver(
+        driver_name: &str,
+        node: &str,
+        configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
+    ) -> NodeWorld {
+        let layout = volhealth_agent::KubeletRoot::volume_dirs;
+        NodeWorld::start_configured(driver_name, node, TOKENS, None, layout, configure).await
     }
 
     /// [`NodeWorld::start`] with the driver's configuration changed by `configure`.
@@ -95,6 +114,31 @@ impl NodeWorld {
             driver,
             volume,
             root,
+            node: node.to_string(),
         }
+    }
+
+    /// The monitor of the world's driver as its service account (`monitortok`), serving its
+    /// metrics on `http_endpoint` when given.
+    pub fn monitor_config(&self, http_endpoint: Option<SocketAddr>) -> MonitorConfig {
+        monitor_config(
+            &self.driver.endpoint,
+            self.api
+                .token_kubeconfig(self.dir.path(), "monitor", "monitortok"),
+            http_endpoint,
+        )
+    }
+
+    /// The agent of the world's node for its driver, as the user of token `token` (`nodetok`,
+    /// the node's identity, in [`TOKENS`]), serving its metrics on `http_endpoint` when given.
+    pub fn agent_config(&self, token: &str, http_endpoint: Option<SocketAddr>) -> AgentConfig {
+        agent_config(
+            &self.node,
+            self.api.token_kubeconfig(self.dir.path(), token, token),
+            &self.root,
+            &self.driver.name,
+            &self.driver.endpoint,
+            http_endpoint,
+        )
     }
 }

@@ -1,11 +1,12 @@
-//! The parts of a test world: the API server, the reference driver, and the objects and kubelet
+//! The parts of a test world: the reference driver, and the objects and kubelet
 //! directories that say a volume is bound, staged and published.
 
 use crate::service::Service;
+use crate::wait::wait_for;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use volhealth_csi::v1;
 use volhealth_driver::condition::{Condition, StorageCondition};
@@ -14,153 +15,8 @@ use volhealth_driver::state::StateDir;
 
 /// Deadline of each CSI call a test makes.
 const CSI_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a starting server may take to answer.
+/// How long a starting driver may take to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The authorizer chain of [`ApiServer::start`]: the server's own default is `Node,RBAC`, which
-/// would refuse the tests' admin-less clients.
-const ALLOW_ALL_BUT_NODES: &str = "Node,AlwaysAllow";
-
-/// The embedded API server on `127.0.0.1:0`, data in `<dir>/data`, kubeconfig at
-/// `<dir>/kubeconfig`.
-pub struct ApiServer {
-    /// The admin kubeconfig it wrote (with the token file's first token, when tokens are on).
-    pub kubeconfig: PathBuf,
-    /// Where it listens, e.g. `http://127.0.0.1:40123`.
-    pub url: String,
-    dir: PathBuf,
-    tokens: Option<String>,
-    modes: Option<String>,
-    addr: std::net::SocketAddr,
-    service: Service,
-}
-
-impl ApiServer {
-    /// Starts the server with `--authorization-mode Node,AlwaysAllow` (nodes scoped, everyone
-    /// else allowed); `tokens` is the text of a kube-apiserver token file (its first line is the
-    /// admin), or `None` for a server that lets every request through.
-    pub async fn start(dir: &Path, tokens: Option<&str>) -> ApiServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        Self::start_on(dir, tokens, Some(ALLOW_ALL_BUT_NODES), listener).await
-    }
-
-    /// Like [`ApiServer::start`], with `--authorization-mode` set to `modes` (`Node,RBAC`).
-    pub async fn start_with_modes(dir: &Path, tokens: Option<&str>, modes: &str) -> ApiServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-        Self::start_on(dir, tokens, Some(modes), listener).await
-    }
-
-    /// Stops the server, to be started again on the same address over the same data with
-    /// [`Outage::start_again`], as after a restart of its process; clients keep their
-    /// configuration.
-    pub fn stop_for_outage(self) -> Outage {
-        let outage = Outage {
-            dir: self.dir.clone(),
-            tokens: self.tokens.clone(),
-            modes: self.modes.clone(),
-            addr: self.addr,
-        };
-        self.stop().expect("the API server stops cleanly");
-        outage
-    }
-
-    async fn start_on(
-        dir: &Path,
-        tokens: Option<&str>,
-        modes: Option<&str>,
-        listener: std::net::TcpListener,
-    ) -> ApiServer {
-        let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
-        // HTTPS with the CA and serving certificate made in the data dir, as
-        // `volhealth apiserver` serves by default; the kubeconfig carries the CA.
-        config.tls = Some(volhealth_apiserver::TlsConfig::default());
-        if let Some(modes) = modes {
-            config.authorization = volhealth_apiserver::authz::Authorizer::parse(modes)
-                .unwrap_or_else(|e| panic!("--authorization-mode {modes}: {e}"));
-        }
-        let kubeconfig = dir.join("kubeconfig");
-        config.write_kubeconfig = Some(kubeconfig.clone());
-        if let Some(text) = tokens {
-            let parsed = volhealth_apiserver::authz::Tokens::parse(text)
-                .unwrap_or_else(|(line, why)| panic!("token file line {line}: {why}"));
-            config.tokens = Some(parsed);
-        }
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        let addr = listener.local_addr().expect("the local address");
-        let url = format!("https://{addr}");
-        let service = Service::start("apiserver", move |shutdown| async move {
-            let listener = tokio::net::TcpListener::from_std(listener)
-                .map_err(|e| format!("adopting the listener: {e}"))?;
-            volhealth_apiserver::serve(listener, config, shutdown)
-                .await
-                .map_err(|e| e.to_string())
-        });
-        let server = ApiServer {
-            kubeconfig,
-            url,
-            dir: dir.to_path_buf(),
-            tokens: tokens.map(str::to_string),
-            modes: modes.map(str::to_string),
-            addr,
-            service,
-        };
-        wait_for(START_TIMEOUT, "the API server's kubeconfig", || async {
-            server.kubeconfig.exists().then_some(())
-        })
-        .await;
-        let client = client_for(&server.kubeconfig).await;
-        wait_for(START_TIMEOUT, "the API server to answer", || async {
-            client.apiserver_version().await.ok()
-        })
-        .await;
-        server
-    }
-
-    /// A kubeconfig for `token` (a user of the token file), written into `dir`: the server's
-    /// own kubeconfig (address and CA) with that token as its user.
-    pub fn token_kubeconfig(&self, dir: &Path, name: &str, token: &str) -> PathBuf {
-        let path = dir.join(format!("kubeconfig-{name}"));
-        let text = std::fs::read_to_string(&self.kubeconfig).expect("reading the kubeconfig");
-        let mut kc: serde_json::Value = serde_saphyr::from_str(&text).expect("a kubeconfig");
-        kc["users"][0]["user"] = serde_json::json!({ "token": token });
-        std::fs::write(
-            &path,
-            serde_saphyr::to_string(&kc).expect("a kubeconfig's YAML"),
-        )
-        .expect("writing a kubeconfig");
-        path
-    }
-
-    /// Stops the server through its shutdown future.
-    pub fn stop(self) -> Result<(), String> {
-        self.service.stop()
-    }
-}
-
-/// A stopped API server, to be started again on its address over its data.
-pub struct Outage {
-    dir: PathBuf,
-    tokens: Option<String>,
-    modes: Option<String>,
-    addr: std::net::SocketAddr,
-}
-
-impl Outage {
-    /// Ends the outage. The port was released moments ago; std sets SO_REUSEADDR, so binding it
-    /// again succeeds while old connections linger in TIME_WAIT.
-    pub async fn start_again(self) -> ApiServer {
-        let listener =
-            std::net::TcpListener::bind(self.addr).expect("binding the same address again");
-        ApiServer::start_on(
-            &self.dir,
-            self.tokens.as_deref(),
-            self.modes.as_deref(),
-            listener,
-        )
-        .await
-    }
-}
 
 /// The reference driver serving Identity, Controller and Node on `<dir>/csi.sock`, with its
 /// state in `<dir>/driver-state`.
@@ -221,30 +77,9 @@ impl Driver {
         driver
     }
 
-    /// Creates a volume through CreateVolume; returns its id.
+    /// Creates a volume of 1 MiB through CreateVolume; returns its id.
     pub async fn create_volume(&self, name: &str) -> String {
-        let channel = volhealth_csi::client::connect(&self.endpoint, CSI_TIMEOUT)
-            .await
-            .expect("connecting to the driver");
-        let mut client = v1::controller_client::ControllerClient::new(channel);
-        let mut req = tonic::Request::new(v1::CreateVolumeRequest {
-            name: name.to_string(),
-            capacity_range: Some(v1::CapacityRange {
-                required_bytes: 1 << 20,
-                limit_bytes: 0,
-            }),
-            volume_capabilities: vec![mount_capability()],
-            ..Default::default()
-        });
-        req.set_timeout(CSI_TIMEOUT);
-        let resp = client
-            .create_volume(req)
-            .await
-            .unwrap_or_else(|e| panic!("CreateVolume {name}: {e}"))
-            .into_inner();
-        resp.volume
-            .unwrap_or_else(|| panic!("CreateVolume {name} answered without a volume"))
-            .volume_id
+        create_volume(&self.endpoint, name, Some(1 << 20)).await
     }
 
     /// Makes one side of the driver report `status` (a CSI number) with `reason` for a volume.
@@ -276,6 +111,23 @@ impl Driver {
             })
         })
         .expect("writing an injection");
+    }
+
+    /// The faults most tests start from, one on each side of a volume: the controller reports
+    /// Degraded (`SlowDisk`), the node Inaccessible (`PathGone`).
+    pub fn inject_both_sides(&self, volume_id: &str) {
+        self.inject_volume(
+            volume_id,
+            Side::Controller,
+            volhealth_driver::condition::volume_status::DEGRADED,
+            "SlowDisk",
+        );
+        self.inject_volume(
+            volume_id,
+            Side::Node,
+            volhealth_driver::condition::volume_status::INACCESSIBLE,
+            "PathGone",
+        );
     }
 
     /// Makes every call of `method` fail with gRPC `code` (a number) until [`Driver::clear_faults`].
@@ -335,7 +187,8 @@ impl Driver {
     }
 }
 
-fn mount_capability() -> v1::VolumeCapability {
+/// A single-node-writer mount capability, as the kubelet asks for a filesystem volume.
+pub fn mount_capability() -> v1::VolumeCapability {
     v1::VolumeCapability {
         access_type: Some(v1::volume_capability::AccessType::Mount(Default::default())),
         access_mode: Some(v1::volume_capability::AccessMode {
@@ -344,13 +197,31 @@ fn mount_capability() -> v1::VolumeCapability {
     }
 }
 
-/// A client from a kubeconfig file.
-pub async fn client_for(kubeconfig: &Path) -> kube::Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("reading the kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+/// Creates a volume through CreateVolume of the driver at `endpoint` (asking for
+/// `required_bytes` when given) with a mount capability; returns its id.
+pub async fn create_volume(endpoint: &str, name: &str, required_bytes: Option<i64>) -> String {
+    let channel = volhealth_csi::client::connect(endpoint, CSI_TIMEOUT)
         .await
-        .expect("using the kubeconfig");
-    kube::Client::try_from(config).expect("building a client")
+        .expect("connecting to the driver");
+    let mut client = v1::controller_client::ControllerClient::new(channel);
+    let mut req = tonic::Request::new(v1::CreateVolumeRequest {
+        name: name.to_string(),
+        capacity_range: required_bytes.map(|required_bytes| v1::CapacityRange {
+            required_bytes,
+            limit_bytes: 0,
+        }),
+        volume_capabilities: vec![mount_capability()],
+        ..Default::default()
+    });
+    req.set_timeout(CSI_TIMEOUT);
+    let resp = client
+        .create_volume(req)
+        .await
+        .unwrap_or_else(|e| panic!("CreateVolume {name}: {e}"))
+        .into_inner();
+    resp.volume
+        .unwrap_or_else(|| panic!("CreateVolume {name} answered without a volume"))
+        .volume_id
 }
 
 /// Creates an object from its JSON.
@@ -485,22 +356,4 @@ pub async fn stage_and_publish_via(
         .node_publish_volume(publish)
         .await
         .expect("NodePublishVolume");
-}
-
-/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`.
-pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }

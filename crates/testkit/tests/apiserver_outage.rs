@@ -6,11 +6,9 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
-use volhealth_driver::condition::volume_status;
-use volhealth_driver::injection::Side;
-use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, TOKENS, client_for, wait_for};
+use volhealth_testkit::{
+    NodeWorld, agent_config, client_for, monitor_config, run_agent, run_monitor, wait_for,
+};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -38,7 +36,7 @@ async fn pod_conditions(admin: &kube::Client) -> Option<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_writers_resume_after_an_api_server_restart_and_lose_nothing() {
-    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |_| {}).await;
     let NodeWorld {
         dir,
         api,
@@ -46,45 +44,27 @@ async fn both_writers_resume_after_an_api_server_restart_and_lose_nothing() {
         driver,
         volume,
         root,
+        ..
     } = w;
 
     let (monitor_http, agent_http) = (free_addr(), free_addr());
-    let monitor_config = MonitorConfig {
-        csi_address: driver.endpoint.clone(),
-        kubeconfig: Some(api.token_kubeconfig(dir.path(), "monitor", "monitortok")),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: Some(monitor_http),
-        ..MonitorConfig::default()
-    };
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(monitor_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
-    let mut agent_config = AgentConfig::new(NODE);
-    agent_config.kubeconfig = Some(api.token_kubeconfig(dir.path(), "node", "nodetok"));
-    agent_config.kubelet_root_dir = root;
-    agent_config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: driver.endpoint.clone(),
-    }];
-    agent_config.interval = Duration::from_secs(1);
-    agent_config.timeout = Duration::from_secs(5);
-    agent_config.http_endpoint = Some(agent_http);
-    let agent = Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(agent_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
-
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
+    let monitor_config = monitor_config(
+        &driver.endpoint,
+        api.token_kubeconfig(dir.path(), "monitor", "monitortok"),
+        Some(monitor_http),
     );
-    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    let monitor = run_monitor("monitor", monitor_config);
+    let agent_config = agent_config(
+        NODE,
+        api.token_kubeconfig(dir.path(), "node", "nodetok"),
+        &root,
+        DRIVER,
+        &driver.endpoint,
+        Some(agent_http),
+    );
+    let agent = run_agent("agent", agent_config);
+
+    driver.inject_both_sides(&volume);
     wait_for(
         WAIT,
         "both faults on status, both writers ready",

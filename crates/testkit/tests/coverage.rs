@@ -18,10 +18,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use support::{free_addr, more_cycles};
-use volhealth_agent::{AgentConfig, KubeletRoot, NodeFaultMode, StaticDriver};
+use volhealth_agent::NodeFaultMode;
 use volhealth_driver::HealthCapabilities;
-use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, TOKENS, create, wait_for};
+use volhealth_testkit::{NodeWorld, Service, create, run_agent, run_monitor, wait_for};
 use volhealth_writer::coverage;
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -31,38 +30,11 @@ const WAIT: Duration = Duration::from_secs(40);
 /// The monitor and the agent, in-process, every second, against the world's driver.
 fn start_writers(w: &NodeWorld, node_faults: NodeFaultMode) -> (Service, Service, [SocketAddr; 2]) {
     let (monitor_http, agent_http) = (free_addr(), free_addr());
-    let monitor_config = MonitorConfig {
-        csi_address: w.driver.endpoint.clone(),
-        kubeconfig: Some(
-            w.api
-                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
-        ),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: Some(monitor_http),
-        ..MonitorConfig::default()
-    };
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(monitor_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
-    let mut agent_config = AgentConfig::new(NODE);
-    agent_config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
-    agent_config.kubelet_root_dir = w.root.clone();
-    agent_config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: w.driver.endpoint.clone(),
-    }];
-    agent_config.interval = Duration::from_secs(1);
-    agent_config.timeout = Duration::from_secs(5);
-    agent_config.http_endpoint = Some(agent_http);
+    let monitor_config = w.monitor_config(Some(monitor_http));
+    let monitor = run_monitor("monitor", monitor_config);
+    let mut agent_config = w.agent_config("nodetok", Some(agent_http));
     agent_config.node_faults = node_faults;
-    let agent = Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(agent_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let agent = run_agent("agent", agent_config);
     (monitor, agent, [monitor_http, agent_http])
 }
 
@@ -158,7 +130,7 @@ async fn stop(w: NodeWorld, monitor: Service, agent: Service) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_with_the_health_rpcs_is_watched_by_them_on_both_sides() {
-    let w = NodeWorld::start(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs).await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |_| {}).await;
     register_csidriver(&w).await;
     let (monitor, agent, writers) = start_writers(&w, NodeFaultMode::Auto);
     let (mode, rv) = wait_published(&w, "health-rpcs", "health-rpcs").await;
@@ -188,12 +160,11 @@ async fn a_driver_with_the_health_rpcs_is_watched_by_them_on_both_sides() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_only_driver_is_watched_through_the_bridge_on_both_sides() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE;
-            c.legacy_condition = true;
-        })
-        .await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |c| {
+        c.health = HealthCapabilities::NONE;
+        c.legacy_condition = true;
+    })
+    .await;
     register_csidriver(&w).await;
     let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Auto);
     wait_published(&w, "legacy-volume-condition", "legacy-volume-condition").await;
@@ -218,11 +189,10 @@ async fn a_legacy_only_driver_is_watched_through_the_bridge_on_both_sides() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_nothing_watches_is_never_shown_as_healthy() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE;
-        })
-        .await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |c| {
+        c.health = HealthCapabilities::NONE;
+    })
+    .await;
     register_csidriver(&w).await;
     let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Off);
     let (mode, _) = wait_published(&w, "none", "none").await;
@@ -251,11 +221,10 @@ async fn a_volume_nothing_watches_is_never_shown_as_healthy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_csidriver_the_controller_side_is_unknown_and_the_monitor_carries_on() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE;
-        })
-        .await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |c| {
+        c.health = HealthCapabilities::NONE;
+    })
+    .await;
     let (monitor, agent, writers) = start_writers(&w, NodeFaultMode::Off);
     let csinodes = Api::<CSINode>::all(w.admin.clone());
     wait_for(WAIT, "the agent to publish", || async {

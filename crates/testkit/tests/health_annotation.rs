@@ -10,10 +10,9 @@ mod support;
 
 use std::time::Duration;
 use support::{free_addr, more_cycles};
-use volhealth_agent::KubeletRoot;
 use volhealth_driver::HealthCapabilities;
 use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, TOKENS, wait_for};
+use volhealth_testkit::{NodeWorld, run_monitor, wait_for};
 
 const DRIVER: &str = "csi.vsphere.example.com";
 const NODE: &str = "node-a";
@@ -39,29 +38,13 @@ async fn annotate(claims: &Api<PersistentVolumeClaim>, value: Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_storage_systems_annotation_is_the_claims_health() {
-    let w =
-        NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
-            c.health = HealthCapabilities::NONE
-        })
-        .await;
+    let w = NodeWorld::with_driver(DRIVER, NODE, |c| c.health = HealthCapabilities::NONE).await;
     let monitor_http = free_addr();
     let config = MonitorConfig {
-        csi_address: w.driver.endpoint.clone(),
-        kubeconfig: Some(
-            w.api
-                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
-        ),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: Some(monitor_http),
         health_annotation: true,
-        ..MonitorConfig::default()
+        ..w.monitor_config(Some(monitor_http))
     };
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let monitor = run_monitor("monitor", config);
     let claims = Api::<PersistentVolumeClaim>::namespaced(w.admin.clone(), "default");
     let down = vec![("Inaccessible".to_string(), "VolumeInaccessible".to_string())];
 

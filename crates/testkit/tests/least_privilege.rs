@@ -19,11 +19,13 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
+use volhealth_agent::KubeletRoot;
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
-use volhealth_testkit::{NodeWorld, Service, create, wait_for};
+use volhealth_testkit::{
+    NodeWorld, agent_config, create, monitor_config, run_agent, run_monitor, wait_for,
+};
 use volhealth_writer::coverage;
 
 const DRIVER: &str = "hostpath.volhealth.io";
@@ -266,14 +268,6 @@ impl World {
             let _ = leases.delete(&name, &DeleteParams::default()).await;
         }
         let config = MonitorConfig {
-            csi_address: self.driver.endpoint.clone(),
-            kubeconfig: Some(
-                self.api
-                    .token_kubeconfig(self.dir.path(), "monitor", "monitortok"),
-            ),
-            monitor_interval: Duration::from_secs(1),
-            timeout: Duration::from_secs(5),
-            http_endpoint: None,
             leader_election: Some(LeaderElection {
                 namespace: Some("kube-system".into()),
                 lease_duration: Duration::from_secs(3),
@@ -282,15 +276,16 @@ impl World {
                 identity: Some(format!("monitor-{n}")),
                 labels: Default::default(),
             }),
-            ..MonitorConfig::default()
+            ..monitor_config(
+                &self.driver.endpoint,
+                self.api
+                    .token_kubeconfig(self.dir.path(), "monitor", "monitortok"),
+                None,
+            )
         };
         let base = refusals(&self.admin).await;
         let started = tokio::time::Instant::now();
-        let monitor = Service::start("monitor", move |shutdown| async move {
-            volhealth_monitor::run(config, shutdown)
-                .await
-                .map_err(|e| e.to_string())
-        });
+        let monitor = run_monitor("monitor", config);
         let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.admin.clone(), "default");
         let outcome = wait_for(patience, "the monitor to work or be refused", || async {
             // A writer refused at start may stop with an error: the refusal is what counts.
@@ -368,25 +363,17 @@ impl World {
             )
             .await;
         }
-        let mut config = AgentConfig::new(NODE);
-        config.kubeconfig = Some(
+        let config = agent_config(
+            NODE,
             self.api
                 .token_kubeconfig(self.dir.path(), "agent", "agenttok"),
+            &self.root,
+            DRIVER,
+            &self.driver.endpoint,
+            None,
         );
-        config.kubelet_root_dir = self.root.clone();
-        config.drivers = vec![StaticDriver {
-            name: DRIVER.to_string(),
-            endpoint: self.driver.endpoint.clone(),
-        }];
-        config.interval = Duration::from_secs(1);
-        config.timeout = Duration::from_secs(5);
-        config.http_endpoint = None;
         let base = refusals(&self.admin).await;
-        let agent = Service::start("agent", move |shutdown| async move {
-            volhealth_agent::run(config, shutdown)
-                .await
-                .map_err(|e| e.to_string())
-        });
+        let agent = run_agent("agent", config);
         let pods: Api<Pod> = Api::namespaced(self.admin.clone(), "default");
         let csinodes: Api<CSINode> = Api::all(self.admin.clone());
         let outcome = wait_for(patience, "the agent to work or be refused", || async {

@@ -12,13 +12,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use support::{Seen, claim, free_addr, more_cycles, pod};
-use volhealth_agent::{AgentConfig, KubeletRoot, StaticDriver};
 use volhealth_driver::HealthCapabilities;
 use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_legacy_bridge::Rules;
-use volhealth_monitor::MonitorConfig;
-use volhealth_testkit::{NodeWorld, Service, TOKENS, wait_for};
+use volhealth_testkit::{
+    NodeWorld, Service, agent_config, monitor_config, run_agent, run_monitor, wait_for,
+};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -47,45 +47,30 @@ fn start_writers(
     legacy: volhealth_legacy_bridge::Settings,
 ) -> (Service, Service, [SocketAddr; 2]) {
     let (monitor_http, agent_http) = (free_addr(), free_addr());
-    let mut monitor_config = MonitorConfig {
-        csi_address: endpoint.to_string(),
-        kubeconfig: Some(
-            w.api
-                .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
-        ),
-        monitor_interval: Duration::from_secs(1),
-        timeout: Duration::from_secs(5),
-        http_endpoint: Some(monitor_http),
-        ..MonitorConfig::default()
-    };
+    let mut monitor_config = monitor_config(
+        endpoint,
+        w.api
+            .token_kubeconfig(w.dir.path(), "monitor", "monitortok"),
+        Some(monitor_http),
+    );
     monitor_config.legacy = legacy.clone();
-    let monitor = Service::start("monitor", move |shutdown| async move {
-        volhealth_monitor::run(monitor_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
-    let mut agent_config = AgentConfig::new(NODE);
-    agent_config.kubeconfig = Some(w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"));
-    agent_config.kubelet_root_dir = w.root.clone();
-    agent_config.drivers = vec![StaticDriver {
-        name: DRIVER.to_string(),
-        endpoint: endpoint.to_string(),
-    }];
-    agent_config.interval = Duration::from_secs(1);
-    agent_config.timeout = Duration::from_secs(5);
-    agent_config.http_endpoint = Some(agent_http);
+    let monitor = run_monitor("monitor", monitor_config);
+    let mut agent_config = agent_config(
+        NODE,
+        w.api.token_kubeconfig(w.dir.path(), "node", "nodetok"),
+        &w.root,
+        DRIVER,
+        endpoint,
+        Some(agent_http),
+    );
     agent_config.legacy = legacy;
-    let agent = Service::start("agent", move |shutdown| async move {
-        volhealth_agent::run(agent_config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    });
+    let agent = run_agent("agent", agent_config);
     (monitor, agent, [monitor_http, agent_http])
 }
 
 /// A world whose driver speaks only the legacy VOLUME_CONDITION shape.
 async fn legacy_world() -> NodeWorld {
-    NodeWorld::start_configured(DRIVER, NODE, TOKENS, None, KubeletRoot::volume_dirs, |c| {
+    NodeWorld::with_driver(DRIVER, NODE, |c| {
         c.health = HealthCapabilities::NONE;
         c.legacy_condition = true;
     })
@@ -113,13 +98,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
     } = w;
 
     // A user's rule maps the controller's message; the node's falls to the default mapping.
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
-    );
-    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    driver.inject_both_sides(&volume);
     wait_both(
         &admin,
         "both legacy conditions on status",
@@ -226,13 +205,7 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
         ..
     } = w;
 
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
-    );
-    driver.inject_volume(&volume, Side::Node, volume_status::INACCESSIBLE, "PathGone");
+    driver.inject_both_sides(&volume);
     wait_both(
         &admin,
         "both legacy conditions on status through the proxy",

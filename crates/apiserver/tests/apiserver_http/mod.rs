@@ -5,6 +5,35 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// The `metadata.resourceVersion` of an object, as a number.
+pub fn rv(v: &Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("resourceVersion")
+}
+
+impl Answer {
+    /// The answer of `resp`: None when its body cannot be read.
+    async fn read(resp: reqwest::Response) -> Option<Answer> {
+        let code = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let text = resp.text().await.ok()?;
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Some(Answer {
+            code,
+            content_type,
+            text,
+            json,
+        })
+    }
+}
+
 /// A client for one server, optionally with a bearer token.
 #[derive(Clone)]
 pub struct Api {
@@ -65,21 +94,7 @@ impl Api {
             rb = rb.bearer_auth(t);
         }
         let resp = rb.body(body).send().await.ok()?;
-        let code = resp.status().as_u16();
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let text = resp.text().await.ok()?;
-        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Some(Answer {
-            code,
-            content_type,
-            text,
-            json,
-        })
+        Answer::read(resp).await
     }
 
     /// Sends a request with a raw body.
@@ -110,21 +125,7 @@ impl Api {
             .send()
             .await
             .unwrap_or_else(|e| panic!("request {path}: {e}"));
-        let code = resp.status().as_u16();
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let text = resp.text().await.expect("body");
-        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Answer {
-            code,
-            content_type,
-            text,
-            json,
-        }
+        Answer::read(resp).await.expect("body")
     }
 
     /// GET.

@@ -80,6 +80,14 @@ pub fn start(test: &str, dir: &Path, tls: bool, nofile: Option<u64>) -> Child {
     }
 }
 
+impl Child {
+    /// Kills the child with SIGKILL (as `kill -9` does: nothing of it runs any more) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
 /// In the child (when [`DIR_ENV`] is set): serves until stdin closes, and returns true.
 /// Elsewhere returns false at once.
 pub fn serve_if_child() -> bool {
@@ -94,7 +102,7 @@ pub fn serve_if_child() -> bool {
     };
     println!("{SERVING}{}", server.url);
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
-    server.stop();
+    drop(server); // stops it, and waits until it has let go of its data
     true
 }
 

@@ -114,7 +114,14 @@ impl Cluster {
         let log = self.up_log();
         // The log is appended to across runs: only what this run writes counts.
         let before = std::fs::read_to_string(&log).map(|t| t.len()).unwrap_or(0);
-        let mut proc = Proc::start_in("up", self.tmp.path(), self.checkout.as_deref(), &args, &[]);
+        let mut proc = Proc::start(
+            &bin(),
+            "up",
+            self.tmp.path(),
+            self.checkout.as_deref(),
+            &args,
+            &[],
+        );
         wait_for(
             Duration::from_secs(120),
             "volhealth up to be running",

@@ -3,8 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A directory under `base` whose path is at least 200 bytes long, as a deep checkout or
 /// `--dir` has: sockets under it cannot be addressed by their path alone.
@@ -21,161 +20,44 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_volhealth"))
 }
 
-/// A child process that is killed (and reaped) when dropped, so a failing test leaves nothing behind.
-pub struct Proc {
-    /// What this process is, for failure messages.
-    pub name: String,
-    /// The running child.
-    pub child: Child,
-    /// Where its output goes.
-    pub log: PathBuf,
+// The one process, wait, HTTP and tool-probe helper of every crate's tests.
+#[allow(unused_imports)]
+pub use volhealth_testkit::{
+    Proc, block_on, free_port, have_tool, http_get, http_get_ok, promtool_check_metrics,
+    wait_for as wait_for_async, wait_for_blocking as wait_for,
+};
+
+/// Starts `volhealth ARGS...` with stdout and stderr appended to `<log_dir>/<name>.log`.
+pub fn volhealth(name: &str, log_dir: &Path, args: &[&str]) -> Proc {
+    Proc::start(&bin(), name, log_dir, None, args, &[])
 }
 
-impl Proc {
-    /// Starts `volhealth ARGS...` with stdout and stderr appended to `<log_dir>/<name>.log`.
-    pub fn start(name: &str, log_dir: &Path, args: &[&str]) -> Proc {
-        Self::start_with_env(name, log_dir, args, &[])
-    }
-
-    /// Like [`Proc::start`], with extra environment variables.
-    pub fn start_with_env(name: &str, log_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
-        Self::start_in(name, log_dir, None, args, env)
-    }
-
-    /// Like [`Proc::start_with_env`], in the working directory `cwd` when one is given.
-    pub fn start_in(
-        name: &str,
-        log_dir: &Path,
-        cwd: Option<&Path>,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Proc {
-        std::fs::create_dir_all(log_dir).expect("create log dir");
-        let log_path = log_dir.join(format!("{name}.log"));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .expect("open log");
-        let mut cmd = Command::new(bin());
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("clone log"))
-            .stderr(log);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        if let Some(cwd) = cwd {
-            cmd.current_dir(cwd);
-        }
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("start {name}: {e}"));
-        Proc {
-            name: name.to_string(),
-            child,
-            log: log_path,
-        }
-    }
-
-    /// Sends SIGKILL and waits for the process to end.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// True while the process has not exited.
-    pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
+/// Like [`volhealth`], with extra environment variables.
+pub fn volhealth_with_env(name: &str, log_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Proc {
+    Proc::start(&bin(), name, log_dir, None, args, env)
 }
 
-/// Lines of a component's log that a failing test prints.
-const LOG_TAIL_LINES: usize = 60;
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-        // A test that fails mid-way removes its directory with the logs in it; print what each
-        // component said last, so a failure on a CI machine can be read without rerunning it.
-        if std::thread::panicking() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
-            eprintln!(
-                "--- last {} lines of {} ({}) ---\n{}\n--- end of {} ---",
-                tail.len(),
-                self.name,
-                self.log.display(),
-                tail.join("\n"),
-                self.name
+/// Waits until `proc` logs the address it serves HTTP on (`http://127.0.0.1:PORT`) and returns
+/// it; panics if the process exits before.
+pub fn served_url(proc: &mut Proc, timeout: Duration) -> String {
+    let what = format!("{}'s HTTP endpoint", proc.name);
+    wait_for(timeout, &what, || {
+        let text = proc.log_text();
+        if let Some(at) = text.find("http://127.0.0.1:") {
+            return Some(
+                text[at..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace())
+                    .collect(),
             );
         }
-    }
-}
-
-/// Polls `check` until it returns `Some`, or panics with `what` after `timeout`.
-pub fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        if Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
-}
-
-/// Async version of [`wait_for`].
-pub async fn wait_for_async<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Runs `f` to completion on a runtime of its own, for a test without one that calls async code.
-pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
-}
-
-/// Whether an outside tool is present. When it is missing the test should return early after
-/// this prints why; under `VOLHEALTH_REQUIRE_TOOLS=1` a missing tool fails the test instead.
-pub fn have_tool(tool: &str, probe: &[&str]) -> bool {
-    let ok = Command::new(tool)
-        .args(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        if std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!(
-                "{tool} is required (VOLHEALTH_REQUIRE_TOOLS=1) but `{tool} {}` failed",
-                probe.join(" ")
-            );
-        }
-        eprintln!(
-            "SKIPPED: {tool} is not available (`{tool} {}` failed)",
-            probe.join(" ")
+        assert!(
+            proc.is_running(),
+            "{} exited before serving HTTP:\n{text}",
+            proc.name
         );
-    }
-    ok
+        None
+    })
 }
 
 /// An embedded API server started as a child process on a free loopback port.
@@ -213,7 +95,7 @@ pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
         args.extend_from_slice(&["--authorization-mode", "Node,AlwaysAllow"]);
     }
     args.extend_from_slice(extra);
-    let mut proc = Proc::start("apiserver", dir, &args);
+    let mut proc = volhealth("apiserver", dir, &args);
     let url = wait_for(
         Duration::from_secs(30),
         "the API server's kubeconfig",
@@ -241,128 +123,6 @@ pub fn start_apiserver(dir: &Path, extra: &[&str]) -> ApiServer {
         kubeconfig,
         proc,
     }
-}
-
-/// A plain-HTTP GET on loopback that reports whether the answer was 200.
-pub fn http_get_ok(url: &str) -> bool {
-    use std::io::{Read, Write};
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let Ok(mut s) = std::net::TcpStream::connect(host) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .is_err()
-    {
-        return false;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200")
-}
-
-/// Runs `promtool check metrics` on a metrics page: `Err` holds promtool's complaints.
-/// Callers check [`have_tool`]`("promtool", &["--version"])` first.
-pub fn promtool_check_metrics(page: &str) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start promtool");
-    child
-        .stdin
-        .take()
-        .expect("promtool stdin")
-        .write_all(page.as_bytes())
-        .expect("feed promtool");
-    let out = child.wait_with_output().expect("promtool output");
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
-/// A plain-HTTP GET on loopback with an `Accept` header: (status, content type, body).
-pub fn http_get(url: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let mut s = std::net::TcpStream::connect(host).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let accept = accept
-        .map(|a| format!("Accept: {a}\r\n"))
-        .unwrap_or_default();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{accept}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let raw = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let content_type = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-type")
-                .then(|| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    let body = if chunked {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    Some((status, content_type, body))
-}
-
-/// The payload of a chunked HTTP/1.1 body.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
-}
-
-/// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// A value of the kubeconfig's cluster or user, base64-decoded when it is a `*-data` field.
@@ -480,16 +240,5 @@ pub fn kube_request_as(
         tcp.write_all(request.as_bytes()).ok()?;
         tcp.read_to_end(&mut raw).ok()?;
     }
-    let raw = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let content_type = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-type")
-                .then(|| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    Some((status, content_type, body.to_string()))
+    volhealth_testkit::parse_response(&String::from_utf8_lossy(&raw))
 }

@@ -1,28 +1,30 @@
-//! End-to-end tests of `volhealth apiserver` persistence, which need the server as a process of
-//! its own: nothing acknowledged is lost across `kill -9`, and watches resume after one. The
-//! rest of the API server's tests run it in-process, in `crates/apiserver/tests`.
+//! The API server's persistence across `kill -9`, which needs the server as a process of its
+//! own: it serves in a child process (this test binary again, running one ignored test), which
+//! the test kills with SIGKILL. Nothing acknowledged is lost, and watches resume after one.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-// The same raw HTTP helpers as the API server's own in-process tests.
-#[path = "../../apiserver/tests/apiserver_http/mod.rs"]
 mod apiserver_http;
 mod support;
 
 use apiserver_http::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
-fn rv(v: &Value) -> u64 {
-    v["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("resourceVersion")
+#[test]
+#[ignore = "the server of the durability tests, run by them in a child process"]
+fn durability_child_server() {
+    support::child::serve_if_child();
+}
+
+/// The server in a child process over `dir`, plain HTTP, as the tests' servers run.
+fn start_child(dir: &std::path::Path) -> support::child::Child {
+    support::child::start("durability_child_server", dir, false, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = support::start_apiserver(dir.path(), &[]);
+    let mut server = start_child(dir.path());
     let api = Api::new(&server.url);
     let mut writers = Vec::new();
     for w in 0..4 {
@@ -56,14 +58,14 @@ async fn kill_9_loses_no_acknowledged_write() {
         }
     })
     .await;
-    server.proc.kill();
+    server.kill();
     let mut acked = Vec::new();
     for w in writers {
         acked.extend(w.await.unwrap());
     }
     assert!(acked.len() >= 40);
 
-    let server = support::start_apiserver(dir.path(), &[]);
+    let server = start_child(dir.path());
     let api = Api::new(&server.url);
     for (name, at, reason) in &acked {
         let got = api.get(&format!("{PVCS}/{name}")).await;
@@ -86,7 +88,7 @@ async fn kill_9_loses_no_acknowledged_write() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_resumes_after_a_restart_from_a_retained_version() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = support::start_apiserver(dir.path(), &[]);
+    let mut server = start_child(dir.path());
     let api = Api::new(&server.url);
     let start = rv(&api.post(PVCS, &pvc("d")).await.json);
     let mut versions = Vec::new();
@@ -94,8 +96,8 @@ async fn watch_resumes_after_a_restart_from_a_retained_version() {
         let p = api.patch(&format!("{PVCS}/d/status"), MERGE, &json!({"status": {"healthStatus": {"healthConditions": conditions("Degraded", r)}}})).await;
         versions.push(rv(&p.json));
     }
-    server.proc.kill();
-    let server = support::start_apiserver(dir.path(), &[]);
+    server.kill();
+    let server = start_child(dir.path());
     let api = Api::new(&server.url);
     let p = api
         .patch(

@@ -1,12 +1,11 @@
-//! End to end: `volhealth monitor` against the embedded API server and the reference driver.
+//! The monitor against the embedded API server and the reference driver, all in this process.
 //! Each volume status surfaces on its claim and clears on recovery, in List and in Get mode;
 //! steady state and a restart write nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod monitor_world;
 mod support;
 
-use monitor_world::World;
+use support::World;
 
 const STATUSES: [(&str, &str); 3] = [
     ("Inaccessible", "PathGone"),
@@ -25,7 +24,7 @@ async fn each_status_appears_and_clears(caps: &str, probes_per_cycle: f64) {
     let healthy = world.bound_claim("claim-healthy").await;
     // Binding the claims patched their status too: count from here.
     let base = world.status_patches().await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     monitor.wait_probes(probes_per_cycle).await;
     assert_eq!(
         world.status_patches().await,
@@ -98,7 +97,7 @@ async fn monitor_get_mode_each_status_appears_and_clears() {
 async fn monitor_list_without_get_still_detects_and_clears() {
     let world = World::start("list").await;
     let vol = world.bound_claim("claim-a").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     world.inject_condition(&vol, "Degraded", "SlowDisk");
     world
         .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
@@ -121,14 +120,14 @@ async fn monitor_restart_writes_nothing_when_nothing_changed() {
     let world = World::start("list,get").await;
     let a = world.bound_claim("claim-a").await;
     let _b = world.bound_claim("claim-b").await;
-    let mut first = world.start_monitor("monitor-1", &[]).await;
+    let first = world.start_monitor("monitor-1").await;
     world.inject_condition(&a, "Inaccessible", "PathGone");
     world
         .wait_conditions("claim-a", &[("Inaccessible", "PathGone")])
         .await;
-    first.proc.kill();
+    first.stop();
     let written = world.status_patches().await;
-    let second = world.start_monitor("monitor-2", &[]).await;
+    let second = world.start_monitor("monitor-2").await;
     second.wait_probes(4.0).await;
     assert_eq!(
         world.status_patches().await,
@@ -154,7 +153,7 @@ async fn monitor_restart_writes_nothing_when_nothing_changed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_picks_up_claims_bound_after_start() {
     let world = World::start("get").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     // A new PV and claim, created while the monitor runs.
     let vol = world.bound_claim("late").await;
     world.inject_condition(&vol, "DataLoss", "BlocksLost");

@@ -1,0 +1,67 @@
+//! The real kubectl against a test's server, with the server's kubeconfig and a cache of its own
+//! (never the user's `KUBECONFIG`). Callers check `have_tool("kubectl", ...)` first.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// kubectl for one server.
+pub struct Kubectl {
+    /// The kubeconfig it uses.
+    pub kubeconfig: PathBuf,
+    /// Its `--cache-dir`.
+    pub cache: PathBuf,
+}
+
+impl Kubectl {
+    /// kubectl with `server`'s admin kubeconfig and its cache in `<dir>/kubectl-cache`.
+    pub fn new(server: &super::ApiServer, dir: &Path) -> Kubectl {
+        Kubectl {
+            kubeconfig: server.kubeconfig.clone(),
+            cache: dir.join("kubectl-cache"),
+        }
+    }
+
+    /// `kubectl ARGS...`, not started yet.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args);
+        c.env_remove("KUBECONFIG");
+        c
+    }
+
+    /// Runs `kubectl ARGS...` to its end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// Runs and requires success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs and requires failure; returns stdout and stderr together.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "kubectl {args:?} succeeded: {text}");
+        text
+    }
+}
