@@ -9,7 +9,7 @@
 use std::time::Duration;
 use volhealth_agent::AgentConfig;
 use volhealth_driver::injection::Side;
-use volhealth_local_cluster::inject::{Clear, InjectRequest, Injection};
+use volhealth_local_cluster::inject::{Clear, InjectRequest, Injection, VolumeCondition};
 use volhealth_testkit::wait_for as wait_for_async;
 use volhealth_testkit::{
     Driver, KUBELET_DRIVER as DRIVER, KUBELET_NODE as NODE, KubeletNode, Service, api_patches,
@@ -56,10 +56,12 @@ fn injection(args: &[&str]) -> Injection {
         },
         ["volume", id, ..] => Injection::Volume {
             volume_id: id.to_string(),
-            side: side(flag("--side")),
-            status: required("--status"),
-            reason: required("--reason"),
-            message: String::new(),
+            condition: VolumeCondition {
+                side: side(flag("--side")),
+                status: required("--status"),
+                reason: required("--reason"),
+                message: String::new(),
+            },
         },
         ["storage", ..] => Injection::Storage {
             node: None,
