@@ -27,14 +27,15 @@ pub struct InjectRequest {
 }
 
 /// What to inject or clear; also `volhealth inject`'s subcommands.
-#[derive(Debug, Clone, clap::Subcommand)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
 pub enum Injection {
     /// Add a volume health condition (a different status or reason adds another entry).
     Volume {
         /// The volume id.
         volume_id: String,
         /// The condition.
-        #[command(flatten)]
+        #[cfg_attr(feature = "clap", command(flatten))]
         condition: VolumeCondition,
     },
     /// Add a volume health condition to the volume behind a PVC (needs --dir).
@@ -42,41 +43,41 @@ pub enum Injection {
         /// The claim as NAMESPACE/NAME.
         claim: String,
         /// The condition.
-        #[command(flatten)]
+        #[cfg_attr(feature = "clap", command(flatten))]
         condition: VolumeCondition,
     },
     /// Add a storage backend condition reported by NodeGetStorageHealth.
     Storage {
         /// Only the node plugin of this node reports it (default: every node plugin).
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         node: Option<String>,
         /// StorageUnreachable, StorageDegraded, or a raw number sent as it is.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         status: String,
         /// CamelCase reason.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         reason: String,
         /// Human-readable message.
-        #[arg(long, default_value = "")]
+        #[cfg_attr(feature = "clap", arg(long, default_value = ""))]
         message: String,
         /// Access mode it applies to (ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod, or a CSI name).
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         access_mode: Option<String>,
         /// Volume mode it applies to: Filesystem or Block.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         volume_mode: Option<String>,
     },
     /// The `volhealth conformance --inject-cmd` contract: `set SCOPE TARGET STATUS REASON` or
     /// `clear SCOPE TARGET`, SCOPE being controller, node or storage (TARGET: volume id or node id).
     Conformance {
         /// Set or clear.
-        #[command(subcommand)]
+        #[cfg_attr(feature = "clap", command(subcommand))]
         action: ConformanceAction,
     },
     /// Remove injected conditions or faults.
     Clear {
         /// What to remove.
-        #[command(subcommand)]
+        #[cfg_attr(feature = "clap", command(subcommand))]
         what: Clear,
     },
     /// Make an RPC fail with a gRPC code at a rate, and/or answer after a delay.
@@ -84,51 +85,53 @@ pub enum Injection {
         /// gRPC method, e.g. ControllerListVolumeHealth, NodeGetVolumeHealth, Probe.
         method: String,
         /// gRPC code name (UNAVAILABLE) or number; OK only delays, OK without delay removes the fault.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         code: String,
         /// Probability in [0, 1] that a call fails.
-        #[arg(long, default_value_t = 1.0)]
+        #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0))]
         rate: f64,
         /// Delay before answering, e.g. 500ms, 2s, 1m.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         delay: Option<String>,
         /// The failure's message (default: `injected fault for METHOD`).
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         message: Option<String>,
     },
     /// Turn on paging inconsistencies of ControllerListVolumeHealth, or off with --off.
     ListChaos {
         /// Repeat an entry of the previous page at the start of the next.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         duplicates: bool,
         /// Leave a rotating fifth of the volumes out of each listing cycle.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         omissions: bool,
         /// Turn both off.
-        #[arg(long, conflicts_with_all = ["duplicates", "omissions"])]
+        #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["duplicates", "omissions"]))]
         off: bool,
     },
 }
 
 /// A volume health condition to add, as `inject volume` and `inject pvc` take it.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct VolumeCondition {
     /// Which side reports it.
-    #[arg(long, value_enum)]
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub side: Side,
     /// Inaccessible, DataLoss, Degraded, or a raw number sent as it is.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub status: String,
     /// CamelCase reason.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub reason: String,
     /// Human-readable message.
-    #[arg(long, default_value = "")]
+    #[cfg_attr(feature = "clap", arg(long, default_value = ""))]
     pub message: String,
 }
 
 /// One call of the `volhealth conformance --inject-cmd` contract.
-#[derive(Debug, Clone, clap::Subcommand)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
 pub enum ConformanceAction {
     /// Report STATUS with REASON on TARGET from now on.
     Set {
@@ -151,7 +154,8 @@ pub enum ConformanceAction {
 }
 
 /// Where a conformance injection is reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Scope {
     /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
     Controller,
@@ -162,14 +166,15 @@ pub enum Scope {
 }
 
 /// What to remove.
-#[derive(Debug, Clone, clap::Subcommand)]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
 pub enum Clear {
     /// One volume's conditions (one side, or both).
     Volume {
         /// The volume id.
         volume_id: String,
         /// Only this side.
-        #[arg(long, value_enum)]
+        #[cfg_attr(feature = "clap", arg(long, value_enum))]
         side: Option<Side>,
     },
     /// The conditions of the volume behind a PVC (needs --dir).
@@ -177,13 +182,13 @@ pub enum Clear {
         /// The claim as NAMESPACE/NAME.
         claim: String,
         /// Only this side.
-        #[arg(long, value_enum)]
+        #[cfg_attr(feature = "clap", arg(long, value_enum))]
         side: Option<Side>,
     },
     /// All storage conditions (with --node: only that node's own).
     Storage {
         /// Only the conditions injected for this node.
-        #[arg(long)]
+        #[cfg_attr(feature = "clap", arg(long))]
         node: Option<String>,
     },
     /// The fault of one method, or all faults.
