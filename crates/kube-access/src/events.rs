@@ -27,9 +27,9 @@ pub const AGGREGATE_AFTER: usize = 10;
 /// The object an Event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjectRef {
-    /// `v1` or `storage.k8s.io/v1`.
+    /// Its `apiVersion`: `v1`, `storage.k8s.io/v1`, ….
     pub api_version: &'static str,
-    /// `PersistentVolumeClaim`, `Pod` or `CSINode`.
+    /// Its kind: `PersistentVolumeClaim`, `Pod`, `CSINode`, `CSIDriver`, ….
     pub kind: &'static str,
     /// Its namespace; `None` for a cluster-scoped object.
     pub namespace: Option<String>,

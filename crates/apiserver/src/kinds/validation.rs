@@ -96,22 +96,15 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
                 .as_ref()
                 .and_then(|s| s.volume_health.as_deref())
                 .unwrap_or(&[]);
-            let mut seen = HashSet::new();
-            for (i, e) in entries.iter().enumerate() {
-                let path = format!("status.volumeHealth[{i}]");
-                entry_name(
-                    &e.name,
-                    volumes.contains(&e.name),
-                    &mut seen,
-                    &path,
-                    &mut causes,
-                );
-                volume_conditions(
-                    e.health_conditions.as_deref().unwrap_or(&[]),
-                    &format!("{path}.healthConditions"),
-                    &mut causes,
-                );
-            }
+            named_entries(
+                "status.volumeHealth",
+                entries,
+                |e| (&e.name, volumes.contains(&e.name)),
+                |e, path, causes| {
+                    volume_conditions(e.health_conditions.as_deref().unwrap_or(&[]), path, causes)
+                },
+                &mut causes,
+            );
         }
         Printer::CsiNode => {
             let node: storage::CSINode = decode(obj, def.kind)?;
@@ -122,22 +115,15 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
                 .as_ref()
                 .and_then(|s| s.storage_health.as_deref())
                 .unwrap_or(&[]);
-            let mut seen = HashSet::new();
-            for (i, e) in entries.iter().enumerate() {
-                let path = format!("status.storageHealth[{i}]");
-                entry_name(
-                    &e.name,
-                    drivers.contains(e.name.as_str()),
-                    &mut seen,
-                    &path,
-                    &mut causes,
-                );
-                storage_conditions(
-                    e.health_conditions.as_deref().unwrap_or(&[]),
-                    &format!("{path}.healthConditions"),
-                    &mut causes,
-                );
-            }
+            named_entries(
+                "status.storageHealth",
+                entries,
+                |e| (&e.name, drivers.contains(e.name.as_str())),
+                |e, path, causes| {
+                    storage_conditions(e.health_conditions.as_deref().unwrap_or(&[]), path, causes)
+                },
+                &mut causes,
+            );
         }
         Printer::Namespace => drop(decode::<core::Namespace>(obj, def.kind)?),
         Printer::Node => drop(decode::<core::Node>(obj, def.kind)?),
@@ -237,15 +223,8 @@ fn common(
             format!("{path}.status"),
             "Required value",
         ));
-    } else if !allowed.contains(&status) {
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!("{path}.status"),
-            format!(
-                "Unsupported value: \"{status}\": supported values: {}",
-                supported(allowed)
-            ),
-        ));
+    } else {
+        one_of(Some(status), allowed, &format!("{path}.status"), causes);
     }
     if reason.is_empty() {
         causes.push(Cause::new(
@@ -281,6 +260,39 @@ fn too_many(path: &str, n: usize, causes: &mut Vec<Cause>) {
 
 /// Checks the `name` of a keyed health list entry: required, naming something that exists
 /// (`known`), and unique in its list.
+/// `value`, when set, must be one of `allowed` (at `field`).
+fn one_of(value: Option<&str>, allowed: &[&str], field: &str, causes: &mut Vec<Cause>) {
+    if let Some(v) = value.filter(|v| !allowed.contains(v)) {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            field,
+            format!(
+                "Unsupported value: \"{v}\": supported values: {}",
+                supported(allowed)
+            ),
+        ));
+    }
+}
+
+/// The named entries of `field` (`status.volumeHealth`): each entry's name (from `name`, with
+/// whether the object knows it) is checked and must be unique, and `conditions` checks its
+/// conditions at `FIELD[i].healthConditions`.
+fn named_entries<E>(
+    field: &str,
+    entries: &[E],
+    name: impl Fn(&E) -> (&str, bool),
+    conditions: impl Fn(&E, &str, &mut Vec<Cause>),
+    causes: &mut Vec<Cause>,
+) {
+    let mut seen = HashSet::new();
+    for (i, e) in entries.iter().enumerate() {
+        let path = format!("{field}[{i}]");
+        let (entry, known) = name(e);
+        entry_name(entry, known, &mut seen, &path, causes);
+        conditions(e, &format!("{path}.healthConditions"), causes);
+    }
+}
+
 fn entry_name(
     name: &str,
     known: bool,
@@ -338,23 +350,39 @@ fn duplicate(path: String, status: &str, reason: &str) -> Cause {
     )
 }
 
-fn volume_conditions(list: &[core::VolumeHealthCondition], path: &str, causes: &mut Vec<Cause>) {
+/// A condition list at `path`: not too long, each condition's status (one of `statuses`),
+/// reason and message (from `fields`), then `extra` for what only its kind has, and no
+/// (status, reason) twice.
+fn conditions<C>(
+    list: &[C],
+    path: &str,
+    statuses: &[&str],
+    fields: impl for<'c> Fn(&'c C) -> (&'c str, &'c str, Option<&'c str>),
+    extra: impl Fn(&C, &str, &mut Vec<Cause>),
+    causes: &mut Vec<Cause>,
+) {
     too_many(path, list.len(), causes);
     let mut seen = HashSet::new();
     for (i, c) in list.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        common(
-            &p,
-            &c.status,
-            &c.reason,
-            c.message.as_deref(),
-            VOLUME_STATUSES,
-            causes,
-        );
-        if !seen.insert((c.status.as_str(), c.reason.as_str())) {
-            causes.push(duplicate(p, &c.status, &c.reason));
+        let (status, reason, message) = fields(c);
+        common(&p, status, reason, message, statuses, causes);
+        extra(c, &p, causes);
+        if !seen.insert((status, reason)) {
+            causes.push(duplicate(p, status, reason));
         }
     }
+}
+
+fn volume_conditions(list: &[core::VolumeHealthCondition], path: &str, causes: &mut Vec<Cause>) {
+    conditions(
+        list,
+        path,
+        VOLUME_STATUSES,
+        |c| (&c.status, &c.reason, c.message.as_deref()),
+        |_, _, _| {},
+        causes,
+    );
 }
 
 fn storage_conditions(
@@ -362,50 +390,18 @@ fn storage_conditions(
     path: &str,
     causes: &mut Vec<Cause>,
 ) {
-    too_many(path, list.len(), causes);
-    let mut seen = HashSet::new();
-    for (i, c) in list.iter().enumerate() {
-        let p = format!("{path}[{i}]");
-        common(
-            &p,
-            &c.status,
-            &c.reason,
-            c.message.as_deref(),
-            STORAGE_STATUSES,
-            causes,
-        );
-        if let Some(m) = c
-            .access_mode
-            .as_deref()
-            .filter(|m| !ACCESS_MODES.contains(m))
-        {
-            causes.push(Cause::new(
-                "FieldValueNotSupported",
-                format!("{p}.accessMode"),
-                format!(
-                    "Unsupported value: \"{m}\": supported values: {}",
-                    supported(ACCESS_MODES)
-                ),
-            ));
-        }
-        if let Some(m) = c
-            .volume_mode
-            .as_deref()
-            .filter(|m| !VOLUME_MODES.contains(m))
-        {
-            causes.push(Cause::new(
-                "FieldValueNotSupported",
-                format!("{p}.volumeMode"),
-                format!(
-                    "Unsupported value: \"{m}\": supported values: {}",
-                    supported(VOLUME_MODES)
-                ),
-            ));
-        }
-        if !seen.insert((c.status.as_str(), c.reason.as_str())) {
-            causes.push(duplicate(p, &c.status, &c.reason));
-        }
-    }
+    conditions(
+        list,
+        path,
+        STORAGE_STATUSES,
+        |c| (&c.status, &c.reason, c.message.as_deref()),
+        |c, p, causes| {
+            let (access, volume) = (c.access_mode.as_deref(), c.volume_mode.as_deref());
+            one_of(access, ACCESS_MODES, &format!("{p}.accessMode"), causes);
+            one_of(volume, VOLUME_MODES, &format!("{p}.volumeMode"), causes);
+        },
+        causes,
+    );
 }
 
 #[cfg(test)]
