@@ -40,9 +40,14 @@ pub struct SecretRef {
     pub name: String,
 }
 
+/// A `--health-secret` value that is not `NAMESPACE/NAME`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: expected NAMESPACE/NAME")]
+pub struct BadSecretRef(pub String);
+
 impl std::str::FromStr for SecretRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadSecretRef;
+    fn from_str(s: &str) -> Result<Self, BadSecretRef> {
         match s.split_once('/') {
             Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
                 Ok(SecretRef {
@@ -50,7 +55,7 @@ impl std::str::FromStr for SecretRef {
                     name: name.to_string(),
                 })
             }
-            _ => Err(format!("{s:?}: expected NAMESPACE/NAME")),
+            _ => Err(BadSecretRef(s.to_string())),
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::http::http_get_ok;
 use crate::kube_client::client_for;
-use crate::service::Service;
+use crate::service::{Failure, Service, ServiceError};
 use crate::wait::{wait_for, wait_for_blocking};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -182,7 +182,7 @@ impl ApiServer {
         let serving = config.clone();
         let service = Service::start("apiserver", move |shutdown| async move {
             let listener = tokio::net::TcpListener::from_std(listener)
-                .map_err(|e| format!("adopting the listener: {e}"))?;
+                .map_err(|e| Failure::from(format!("adopting the listener: {e}")))?;
             let (grace_tx, grace_rx) = tokio::sync::oneshot::channel::<()>();
             let shutdown = async move {
                 shutdown.await;
@@ -193,8 +193,8 @@ impl ApiServer {
                 tokio::time::sleep(STOP_GRACE).await;
             };
             tokio::select! {
-                r = volhealth_apiserver::serve(listener, serving, shutdown) => r.map_err(|e| e.to_string()),
-                _ = forced => Err(format!("the API server did not stop within {STOP_GRACE:?}")),
+                r = volhealth_apiserver::serve(listener, serving, shutdown) => r.map_err(Failure::from),
+                _ = forced => Err(Failure::from(format!("the API server did not stop within {STOP_GRACE:?}"))),
             }
         });
         let server = ApiServer {
@@ -240,7 +240,7 @@ impl ApiServer {
 
     /// Stops the server through its shutdown future and waits until it has let go of its data
     /// directory; `Err` when it failed or had to be stopped after the grace period.
-    pub fn stop(self) -> Result<(), String> {
+    pub fn stop(self) -> Result<(), ServiceError> {
         self.service.stop()
     }
 }

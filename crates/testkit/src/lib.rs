@@ -38,9 +38,10 @@ pub use kubelet_node::{
 };
 pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
 pub use process::{
-    Proc, free_addr, free_port, have_tool, promtool_check_metrics, python, run_grpcio_script,
+    Proc, PromtoolComplaints, free_addr, free_port, have_tool, promtool_check_metrics, python,
+    run_grpcio_script,
 };
-pub use service::Service;
+pub use service::{Failure, Service, ServiceError};
 pub use wait::{block_on, runtime, wait_for, wait_for_blocking};
 pub use world::{
     Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,

@@ -145,9 +145,14 @@ pub async fn run_grpcio_script(script: &str, args: &[&Path]) -> Option<std::proc
     Some(out)
 }
 
+/// What `promtool check metrics` said about a page it refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PromtoolComplaints(pub String);
+
 /// Runs `promtool check metrics` on a metrics page: `Err` holds promtool's complaints.
 /// Callers check [`have_tool`]`("promtool", &["--version"])` first.
-pub fn promtool_check_metrics(page: &str) -> Result<(), String> {
+pub fn promtool_check_metrics(page: &str) -> Result<(), PromtoolComplaints> {
     use std::io::Write;
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
@@ -166,11 +171,11 @@ pub fn promtool_check_metrics(page: &str) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
+        Err(PromtoolComplaints(format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        ))
+        )))
     }
 }
 

@@ -10,20 +10,48 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The future a service is given: it completes when the service is asked to stop.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// What a service's future may end with.
+pub type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a service ended badly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Its runtime could not be built.
+    #[error("building the runtime of {service}: {source}")]
+    Runtime {
+        /// The service.
+        service: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Its future ended with an error.
+    #[error("{service}: {source}")]
+    Failed {
+        /// The service.
+        service: String,
+        /// The error.
+        source: Failure,
+    },
+    /// Its thread panicked.
+    #[error("{0} panicked")]
+    Panicked(String),
+}
+
 /// A running service; dropping it stops it and waits for its thread.
 pub struct Service {
     name: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServiceError>>>,
 }
 
 impl Service {
     /// Runs `start(shutdown)` on a new thread with a two-worker runtime. `start` returns the
     /// service's future, which must end once `shutdown` completes.
-    pub fn start<F, Fut>(name: &str, start: F) -> Service
+    pub fn start<F, Fut, E>(name: &str, start: F) -> Service
     where
         F: FnOnce(Shutdown) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<(), String>>,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<Failure>,
     {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let label = name.to_string();
@@ -34,13 +62,19 @@ impl Service {
                     .worker_threads(2)
                     .enable_all()
                     .build()
-                    .map_err(|e| format!("building the runtime of {label}: {e}"))?;
+                    .map_err(|source| ServiceError::Runtime {
+                        service: label.clone(),
+                        source,
+                    })?;
                 let shutdown: Shutdown = Box::pin(async move {
                     let _ = stopped.await;
                 });
                 let result = rt.block_on(start(shutdown));
                 rt.shutdown_timeout(STOP_GRACE);
-                result
+                result.map_err(|e| ServiceError::Failed {
+                    service: label,
+                    source: e.into(),
+                })
             })
             .expect("spawning a service thread");
         Service {
@@ -52,7 +86,7 @@ impl Service {
 
     /// Asks the service to stop and returns what its future returned; panics if it does not
     /// stop within the grace period (a shutdown future that is not honoured is a bug).
-    pub fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<(), ServiceError> {
         self.shutdown()
     }
 
@@ -61,7 +95,7 @@ impl Service {
         self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
-    fn shutdown(&mut self) -> Result<(), String> {
+    fn shutdown(&mut self) -> Result<(), ServiceError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -77,7 +111,7 @@ impl Service {
         }
         thread
             .join()
-            .unwrap_or_else(|_| Err(format!("{} panicked", self.name)))
+            .unwrap_or_else(|_| Err(ServiceError::Panicked(self.name.clone())))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The parts of a test world: the reference driver, and the objects and kubelet
 //! directories that say a volume is bound, staged and published.
 
-use crate::service::Service;
+use crate::service::{Service, ServiceError};
 use crate::wait::wait_for;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -56,9 +56,7 @@ impl Driver {
         config.allow_mounts = false;
         configure(&mut config);
         let service = Service::start("driver", move |shutdown| async move {
-            volhealth_driver::run(config, shutdown)
-                .await
-                .map_err(|e| e.to_string())
+            volhealth_driver::run(config, shutdown).await
         });
         let driver = Driver {
             endpoint,
@@ -182,7 +180,7 @@ impl Driver {
     }
 
     /// Stops the driver through its shutdown future.
-    pub fn stop(self) -> Result<(), String> {
+    pub fn stop(self) -> Result<(), ServiceError> {
         self.service.stop()
     }
 }

@@ -57,17 +57,13 @@ pub fn agent_config(
 /// Runs the monitor with `config` until the service is stopped.
 pub fn run_monitor(name: &str, config: MonitorConfig) -> Service {
     Service::start(name, move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
+        volhealth_monitor::run(config, shutdown).await
     })
 }
 
 /// Runs the agent with `config` until the service is stopped.
 pub fn run_agent(name: &str, config: AgentConfig) -> Service {
     Service::start(name, move |shutdown| async move {
-        volhealth_agent::run(config, shutdown)
-            .await
-            .map_err(|e| e.to_string())
+        volhealth_agent::run(config, shutdown).await
     })
 }

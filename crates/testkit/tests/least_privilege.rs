@@ -24,7 +24,7 @@ use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
 use volhealth_testkit::{
-    NodeWorld, agent_config, create, monitor_config, run_agent, run_monitor, wait_for,
+    NodeWorld, ServiceError, agent_config, create, monitor_config, run_agent, run_monitor, wait_for,
 };
 use volhealth_writer::coverage;
 
@@ -232,9 +232,11 @@ async fn event_with(admin: &kube::Client, name: &str, text: &str) -> bool {
 
 /// The trial's outcome once the writer is stopped: a writer that stopped by itself because the
 /// server refused it counts as refused; stopping for any other reason fails the test.
-fn settle(stopped: Result<(), String>, outcome: Trial, who: &str) -> Trial {
+fn settle(stopped: Result<(), ServiceError>, outcome: Trial, who: &str) -> Trial {
     match (outcome, stopped) {
-        (Trial::Ended, Err(e)) if e.to_ascii_lowercase().contains("forbidden") => Trial::Refused,
+        (Trial::Ended, Err(e)) if e.to_string().to_ascii_lowercase().contains("forbidden") => {
+            Trial::Refused
+        }
         (Trial::Ended, r) => panic!("the {who} ended by itself: {r:?}"),
         (Trial::Worked, r) => {
             r.unwrap_or_else(|e| panic!("the {who} stops cleanly: {e}"));
