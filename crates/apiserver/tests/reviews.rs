@@ -15,7 +15,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
 alicetok,alice,2\n\
@@ -31,25 +31,41 @@ fn start(dir: &Path) -> support::ApiServer {
     support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
 }
 
+/// Creates `role` with `rules` (a Role in `default`, or a ClusterRole when `cluster`) and binds
+/// it to the User `user` as `binding`, both answered 201 Created.
+async fn grant(admin: &Api, cluster: bool, role: &str, rules: Value, binding: &str, user: &str) {
+    let (scope, kind) = if cluster {
+        ("", "Cluster")
+    } else {
+        ("/namespaces/default", "")
+    };
+    let objects = [
+        (
+            "roles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}Role"),
+                "metadata": {"name": role}, "rules": rules}),
+        ),
+        (
+            "rolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}RoleBinding"),
+                "metadata": {"name": binding},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": format!("{kind}Role"), "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+        ),
+    ];
+    let prefix = if cluster { "cluster" } else { "" };
+    for (plural, object) in objects {
+        let r = admin
+            .post(&format!("{RBAC}{scope}/{prefix}{plural}"), &object)
+            .await;
+        assert_eq!(r.code, 201, "{}", r.text);
+    }
+}
+
 /// Grants alice list/get on pods in `default`.
 async fn grant_alice_pods(admin: &Api) {
-    let r = admin
-        .post(
-            &format!("{RBAC}/namespaces/default/roles"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
-                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-    let r = admin
-        .post(
-            &format!("{RBAC}/namespaces/default/rolebindings"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "alice"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
+    let rules = json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]);
+    grant(admin, false, "pod-reader", rules, "alice", "alice").await;
 }
 
 fn access(verb: &str, resource: &str, ns: &str) -> Value {
@@ -155,6 +171,20 @@ fn whoami() -> Value {
     json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
 }
 
+/// bob GETs `path` with impersonation `headers`.
+async fn bob_gets(
+    server: &support::ApiServer,
+    headers: &[(&str, &str)],
+    path: &str,
+) -> (u16, Value) {
+    as_user(server, "bobtok", headers, "GET", path, None).await
+}
+
+/// bob asks who he is (a SelfSubjectReview) with impersonation `headers`.
+async fn bob_asks_who(server: &support::ApiServer, headers: &[(&str, &str)]) -> (u16, Value) {
+    as_user(server, "bobtok", headers, "POST", SSR, Some(&whoami())).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonation_needs_the_impersonate_verb() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,85 +193,37 @@ async fn impersonation_needs_the_impersonate_verb() {
     grant_alice_pods(&admin).await;
 
     // Refused without the verb, in kube-apiserver's words.
-    let (code, body) = as_user(
-        &server,
-        "bobtok",
-        &[("Impersonate-User", "alice")],
-        "GET",
-        PODS,
-        None,
-    )
-    .await;
+    let (code, body) = bob_gets(&server, &[("Impersonate-User", "alice")], PODS).await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
         "users \"alice\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
     );
-    let (code, _) = as_user(
-        &server,
-        "bobtok",
-        &[("Impersonate-Group", "devs")],
-        "GET",
-        PODS,
-        None,
-    )
-    .await;
+    let (code, _) = bob_gets(&server, &[("Impersonate-Group", "devs")], PODS).await;
     assert_eq!(code, 400, "groups without a user");
 
     // Grant bob impersonation of users and groups, and of service accounts in default only.
-    let r = admin
-        .post(
-            &format!("{RBAC}/clusterroles"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "impersonator"},
-                "rules": [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-    let r = admin
-        .post(
-            &format!("{RBAC}/clusterrolebindings"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "bob-impersonates"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonator"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-    let r = admin
-        .post(
-            &format!("{RBAC}/namespaces/default/roles"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "sa-impersonator"},
-                "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["monitor"]}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-    let r = admin
-        .post(
-            &format!("{RBAC}/namespaces/default/rolebindings"),
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "bob-sa"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "sa-impersonator"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
-        )
-        .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-
-    // As alice, bob gets alice's rights and only those.
-    let (code, body) = as_user(
-        &server,
-        "bobtok",
-        &[("Impersonate-User", "alice")],
-        "GET",
-        PODS,
-        None,
+    let users =
+        json!([{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]);
+    grant(
+        &admin,
+        true,
+        "impersonator",
+        users,
+        "bob-impersonates",
+        "bob",
     )
     .await;
+    let monitor = json!([{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"], "resourceNames": ["monitor"]}]);
+    grant(&admin, false, "sa-impersonator", monitor, "bob-sa", "bob").await;
+
+    // As alice, bob gets alice's rights and only those.
+    let (code, body) = bob_gets(&server, &[("Impersonate-User", "alice")], PODS).await;
     assert_eq!(code, 200, "{body}");
-    let (code, body) = as_user(
+    let (code, body) = bob_gets(
         &server,
-        "bobtok",
         &[("Impersonate-User", "alice")],
-        "GET",
         "/api/v1/namespaces/kube-system/pods",
-        None,
     )
     .await;
     assert_eq!(code, 403);
@@ -249,17 +231,13 @@ async fn impersonation_needs_the_impersonate_verb() {
         body["message"],
         "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\""
     );
-    let (code, body) = as_user(
+    let (code, body) = bob_asks_who(
         &server,
-        "bobtok",
         &[
             ("Impersonate-User", "alice"),
             ("Impersonate-Group", "devs"),
             ("Impersonate-Group", "ops"),
         ],
-        "POST",
-        SSR,
-        Some(&whoami()),
     )
     .await;
     assert_eq!(code, 201, "{body}");
@@ -268,13 +246,10 @@ async fn impersonation_needs_the_impersonate_verb() {
         json!({"username": "alice", "groups": ["devs", "ops", "system:authenticated"]})
     );
     // UIDs and extras need their own grants (authentication.k8s.io uids, userextras/KEY).
-    let (code, body) = as_user(
+    let (code, body) = bob_gets(
         &server,
-        "bobtok",
         &[("Impersonate-User", "alice"), ("Impersonate-Uid", "2")],
-        "GET",
         PODS,
-        None,
     )
     .await;
     assert_eq!(code, 403);
@@ -282,16 +257,13 @@ async fn impersonation_needs_the_impersonate_verb() {
         body["message"],
         "uids.authentication.k8s.io \"2\" is forbidden: User \"bob\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
     );
-    let (code, body) = as_user(
+    let (code, body) = bob_gets(
         &server,
-        "bobtok",
         &[
             ("Impersonate-User", "alice"),
             ("Impersonate-Extra-Scopes", "view"),
         ],
-        "GET",
         PODS,
-        None,
     )
     .await;
     assert_eq!(code, 403);
@@ -304,13 +276,9 @@ async fn impersonation_needs_the_impersonate_verb() {
     );
 
     // Service accounts: checked on serviceaccounts in their namespace, with their groups.
-    let (code, body) = as_user(
+    let (code, body) = bob_asks_who(
         &server,
-        "bobtok",
         &[("Impersonate-User", "system:serviceaccount:default:monitor")],
-        "POST",
-        SSR,
-        Some(&whoami()),
     )
     .await;
     assert_eq!(code, 201, "{body}");
@@ -322,16 +290,13 @@ async fn impersonation_needs_the_impersonate_verb() {
             "system:authenticated"
         ])
     );
-    let (code, body) = as_user(
+    let (code, body) = bob_gets(
         &server,
-        "bobtok",
         &[(
             "Impersonate-User",
             "system:serviceaccount:kube-system:monitor",
         )],
-        "GET",
         PODS,
-        None,
     )
     .await;
     assert_eq!(code, 403);
@@ -353,18 +318,27 @@ async fn impersonation_needs_the_impersonate_verb() {
     assert_eq!(body["status"]["allowed"], false);
 }
 
-async fn kube_client(server: &support::ApiServer, dir: &Path, token: &str) -> kube::Client {
+/// Writes a kubeconfig for `token` into `dir`; answers its path.
+fn write_kubeconfig(server: &support::ApiServer, dir: &Path, token: &str) -> PathBuf {
     let path = dir.join(format!("kubeconfig-{token}"));
     volhealth_apiserver::kubeconfig::write(
         &path,
         &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server.url, None, token),
     )
     .unwrap();
-    let kc = Kubeconfig::read_from(&path).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    path
+}
+
+/// kube-rs's configuration from a kubeconfig for `token`.
+async fn kube_config(server: &support::ApiServer, dir: &Path, token: &str) -> kube::Config {
+    let kc = Kubeconfig::read_from(write_kubeconfig(server, dir, token)).unwrap();
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
+        .unwrap()
+}
+
+async fn kube_client(server: &support::ApiServer, dir: &Path, token: &str) -> kube::Client {
+    kube::Client::try_from(kube_config(server, dir, token).await).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,12 +410,7 @@ async fn python_client_makes_access_reviews() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
     grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
-    let kubeconfig = dir.path().join("kubeconfig-alice");
-    volhealth_apiserver::kubeconfig::write(
-        &kubeconfig,
-        &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server.url, None, "alicetok"),
-    )
-    .unwrap();
+    let kubeconfig = write_kubeconfig(&server, dir.path(), "alicetok");
     let out = std::process::Command::new(&python)
         .arg("-c")
         .arg(PYTHON_SSAR)
@@ -462,24 +431,10 @@ async fn kube_rs_impersonates_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
     grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
-    let impersonating = |token: &'static str| {
-        let server_url = server.url.clone();
-        let dir = dir.path().to_path_buf();
-        async move {
-            let path = dir.join(format!("kubeconfig-as-alice-{token}"));
-            volhealth_apiserver::kubeconfig::write(
-                &path,
-                &volhealth_apiserver::kubeconfig::Kubeconfig::with_token(&server_url, None, token),
-            )
-            .unwrap();
-            let kc = Kubeconfig::read_from(&path).unwrap();
-            let mut config =
-                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                    .await
-                    .unwrap();
-            config.auth_info.impersonate = Some("alice".into());
-            kube::Client::try_from(config).unwrap()
-        }
+    let impersonating = async |token: &str| {
+        let mut config = kube_config(&server, dir.path(), token).await;
+        config.auth_info.impersonate = Some("alice".into());
+        kube::Client::try_from(config).unwrap()
     };
     // bob may not impersonate.
     let pods: kube::Api<Pod> = kube::Api::namespaced(impersonating("bobtok").await, "default");
