@@ -10,7 +10,6 @@ mod support;
 use apiserver_http::*;
 use serde_json::json;
 use std::path::Path;
-use std::process::Command;
 use support::kubectl::Kubectl;
 
 fn kubectl(server: &support::ApiServer, dir: &Path, args: &[&str]) -> String {
@@ -120,54 +119,32 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
     assert_eq!(crb["subjects"][0]["name"], "ops", "{crb}");
 
     // The normal path still runs: a second create is a conflict, and a bad name is refused.
-    let again = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .args(["create", "namespace", "team-a"])
-        .output()
-        .unwrap();
-    assert!(!again.status.success());
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("AlreadyExists"),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let bad = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .args(["create", "namespace", "Bad_Name"])
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    assert!(
-        String::from_utf8_lossy(&bad.stderr).contains("Invalid"),
-        "{}",
-        String::from_utf8_lossy(&bad.stderr)
-    );
+    for (args, refusal) in [
+        (["create", "namespace", "team-a"], "AlreadyExists"),
+        (["create", "namespace", "Bad_Name"], "Invalid"),
+    ] {
+        let out = Kubectl::new(&server, dir.path()).run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(refusal), "{stderr}");
+    }
 
     // `kubectl run` builds a typed Pod (kubectl 1.32 sends it as JSON; the server reads it in
     // either encoding).
-    let run = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .args([
-            "run",
-            "web",
-            "-n",
-            "team-a",
-            "--image=busybox:1.36",
-            "--restart=Never",
-            "--labels=app=web",
-            "--env=MODE=fast",
-            "--port=8080",
-            "--",
-            "sleep",
-            "3600",
-        ])
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{log}");
+    k(&[
+        "run",
+        "web",
+        "-n",
+        "team-a",
+        "--image=busybox:1.36",
+        "--restart=Never",
+        "--labels=app=web",
+        "--env=MODE=fast",
+        "--port=8080",
+        "--",
+        "sleep",
+        "3600",
+    ]);
     let pod = api.get("/api/v1/namespaces/team-a/pods/web").await.json;
     let c = &pod["spec"]["containers"][0];
     assert_eq!(c["image"], "busybox:1.36", "{pod}");
@@ -282,17 +259,8 @@ async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
     }
     let file = dir.path().join("pvc.yaml");
     std::fs::write(&file, "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: applied\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  foo: bar\n  resources:\n    requests:\n      storage: 1Gi\n").unwrap();
-    let run = |args: &[&str]| {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
-            .arg("--cache-dir")
-            .arg(dir.path().join("kubectl-cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .output()
-            .unwrap()
-    };
+    let kubectl = Kubectl::new(&server, dir.path());
+    let run = |args: &[&str]| kubectl.run(args);
     let f = file.to_str().unwrap();
     // kubectl's default `--validate=true` asks for Strict, as `--validate=strict` does.
     for validate in ["--validate=strict", "--validate=true"] {
@@ -435,17 +403,8 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return;
     }
-    let run = |args: &[&str]| {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
-            .arg("--cache-dir")
-            .arg(dir.path().join("kubectl-cache"))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .output()
-            .unwrap()
-    };
+    let kubectl = Kubectl::new(&server, dir.path());
+    let run = |args: &[&str]| kubectl.run(args);
     // kubectl 1.32's `patch` has no --validate and sends no fieldValidation: the server's
     // default, Warn, which kubectl prints.
     let patch = r#"{"spec":{"foo":"x"}}"#;
