@@ -33,14 +33,43 @@ fn token_file_and_node_scoping() {
     assert_eq!(node.node_name(), Some("a"));
     assert_eq!(t.authenticate(Some("Bearer nope")).unwrap_err().code, 401);
     assert_eq!(t.authenticate(None).unwrap_err().code, 401);
-    assert!(
-        authorize(
-            &node,
-            &attrs("patch", "", "pods", "status", "default", "p"),
-            Some("a")
-        )
-        .is_ok()
-    );
+    // (request, the node whose pods use the object, allowed)
+    for (a, user, allowed) in [
+        (
+            attrs("patch", "", "pods", "status", "default", "p"),
+            Some("a"),
+            true,
+        ),
+        (
+            attrs("patch", "storage.k8s.io", "csinodes", "status", "", "a"),
+            None,
+            true,
+        ),
+        (
+            attrs("patch", "storage.k8s.io", "csinodes", "status", "", "b"),
+            None,
+            false,
+        ),
+        (
+            attrs(
+                "patch",
+                "",
+                "persistentvolumeclaims",
+                "status",
+                "default",
+                "d",
+            ),
+            None,
+            false,
+        ),
+        (attrs("create", "", "events", "", "default", ""), None, true),
+    ] {
+        assert_eq!(
+            authorize(&node, &a, user).is_ok(),
+            allowed,
+            "{a:?} {user:?}"
+        );
+    }
     let e = authorize(
         &node,
         &attrs("patch", "", "pods", "status", "default", "p"),
@@ -54,37 +83,6 @@ fn token_file_and_node_scoping() {
         ),
         "{}",
         e.message
-    );
-    assert!(
-        authorize(
-            &node,
-            &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "a"),
-            None
-        )
-        .is_ok()
-    );
-    assert!(
-        authorize(
-            &node,
-            &attrs("patch", "storage.k8s.io", "csinodes", "status", "", "b"),
-            None
-        )
-        .is_err()
-    );
-    assert!(
-        authorize(
-            &node,
-            &attrs(
-                "patch",
-                "",
-                "persistentvolumeclaims",
-                "status",
-                "default",
-                "d"
-            ),
-            None
-        )
-        .is_err()
     );
     // Claims and volumes: a node gets those its pods use, one by name, and lists none.
     for resource in ["persistentvolumeclaims", "persistentvolumes"] {
@@ -109,14 +107,6 @@ fn token_file_and_node_scoping() {
             e.message
         );
     }
-    assert!(
-        authorize(
-            &node,
-            &attrs("create", "", "events", "", "default", ""),
-            None
-        )
-        .is_ok()
-    );
     let get = attrs("get", "", "secrets", "", "default", "s");
     assert!(authorize(&node, &get, Some("a")).is_ok());
     let e = authorize(&node, &get, None).unwrap_err();
@@ -249,23 +239,35 @@ fn modes_parse_and_the_first_opinion_decides() {
             Binding::Assume(None),
         )
     };
-    assert!(matches!(
-        decide(&node_rbac, &node, &own),
-        Decision::Allow(_)
-    ));
-    assert!(matches!(
-        decide(&node_rbac, &node, &other),
-        Decision::Deny(_)
-    ));
-    // Not the node authorizer's business: RBAC's system:basic-user decides.
-    assert!(matches!(
-        decide(&node_rbac, &node, &ssar),
-        Decision::Allow(_)
-    ));
-    assert!(matches!(
-        decide(&node_rbac, &alice, &ssar),
-        Decision::Allow(_)
-    ));
+    // The default chain is kube-apiserver's: nodes scoped, everyone else by RBAC.
+    let default = Authorizer::default();
+    // Node,AlwaysAllow: nodes still scoped, everyone else allowed.
+    let node_always = Authorizer::parse("Node,AlwaysAllow").unwrap();
+    // Deny stops the chain even when a later authorizer would allow.
+    let node_allow = Authorizer::parse("Node,AlwaysAllow,RBAC").unwrap();
+    // AlwaysDeny has no opinion, as in kube-apiserver.
+    let deny = Authorizer::parse("AlwaysDeny,AlwaysAllow").unwrap();
+    let verdict = |d: Decision| match d {
+        Decision::Allow(_) => "allow",
+        Decision::Deny(_) => "deny",
+        Decision::NoOpinion(_) => "no opinion",
+    };
+    for (chain, user, request, want) in [
+        (&node_rbac, &node, &own, "allow"),
+        (&node_rbac, &node, &other, "deny"),
+        // Not the node authorizer's business: RBAC's system:basic-user decides.
+        (&node_rbac, &node, &ssar, "allow"),
+        (&node_rbac, &alice, &ssar, "allow"),
+        (&default, &node, &other, "deny"),
+        (&default, &alice, &pods, "no opinion"),
+        (&node_always, &node, &other, "deny"),
+        (&node_always, &alice, &pods, "allow"),
+        (&node_allow, &node, &other, "deny"),
+        (&deny, &alice, &pods, "allow"),
+    ] {
+        let got = verdict(decide(chain, user, request));
+        assert_eq!(got, want, "{chain} for {} on {request:?}", user.name);
+    }
     assert_eq!(
         decide(&node_rbac, &alice, &pods),
         Decision::NoOpinion(String::new())
@@ -282,67 +284,22 @@ fn modes_parse_and_the_first_opinion_decides() {
         e.message,
         "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
     );
-    // The default chain is kube-apiserver's: nodes scoped, everyone else by RBAC.
-    let default = Authorizer::default();
-    assert!(matches!(decide(&default, &node, &other), Decision::Deny(_)));
-    assert!(matches!(
-        decide(&default, &alice, &pods),
-        Decision::NoOpinion(_)
-    ));
-    // Node,AlwaysAllow: nodes still scoped, everyone else allowed.
-    let node_always = Authorizer::parse("Node,AlwaysAllow").unwrap();
-    assert!(matches!(
-        decide(&node_always, &node, &other),
-        Decision::Deny(_)
-    ));
-    assert!(matches!(
-        decide(&node_always, &alice, &pods),
-        Decision::Allow(_)
-    ));
-    // Deny stops the chain even when a later authorizer would allow.
-    let node_allow = Authorizer::parse("Node,AlwaysAllow,RBAC").unwrap();
-    assert!(matches!(
-        decide(&node_allow, &node, &other),
-        Decision::Deny(_)
-    ));
-    let deny = Authorizer::parse("AlwaysDeny,AlwaysAllow").unwrap();
-    assert!(
-        matches!(decide(&deny, &alice, &pods), Decision::Allow(_)),
-        "AlwaysDeny has no opinion, as in kube-apiserver"
-    );
     // Non-resource paths: discovery for authenticated users, health for everyone.
     let anon = anonymous();
     let path = |verb: &'static str, path: &'static str| Request::Path { verb, path };
-    assert!(
+    let allowed = |u: &User, p: &Request<'_>| {
         node_rbac
-            .authorize(&store, &alice, &path("get", "/apis"), Binding::Assume(None))
+            .authorize(&store, u, p, Binding::Assume(None))
             .is_ok()
-    );
-    assert!(
-        node_rbac
-            .authorize(
-                &store,
-                &anon,
-                &path("get", "/readyz"),
-                Binding::Assume(None)
-            )
-            .is_ok()
-    );
+    };
+    assert!(allowed(&alice, &path("get", "/apis")));
+    assert!(allowed(&anon, &path("get", "/readyz")));
+    assert!(!allowed(&alice, &path("get", "/metrics")));
     let e = node_rbac
         .authorize(&store, &anon, &path("get", "/apis"), Binding::Assume(None))
         .unwrap_err();
     assert_eq!(
         e.message,
         "forbidden: User \"system:anonymous\" cannot get path \"/apis\""
-    );
-    assert!(
-        node_rbac
-            .authorize(
-                &store,
-                &alice,
-                &path("get", "/metrics"),
-                Binding::Assume(None)
-            )
-            .is_err()
     );
 }
