@@ -62,6 +62,36 @@ fn cert_kubeconfig(
     path
 }
 
+/// A kubeconfig with node-a's certificate, from the server's own CA.
+fn node_kubeconfig(server: &support::ApiServer, dir: &Path) -> PathBuf {
+    let ca_data_dir = dir.join("data");
+    cert_kubeconfig(
+        server,
+        dir,
+        &ca_data_dir,
+        "system:node:node-a",
+        &["system:nodes"],
+        None,
+    )
+}
+
+/// A kubeconfig with an administrator's certificate from the CA in `ca_data_dir`, and `token`.
+fn admin_kubeconfig(
+    server: &support::ApiServer,
+    dir: &Path,
+    ca_data_dir: &Path,
+    token: Option<&str>,
+) -> PathBuf {
+    cert_kubeconfig(
+        server,
+        dir,
+        ca_data_dir,
+        "volhealth-admin",
+        &["system:masters"],
+        token,
+    )
+}
+
 async fn client(path: &Path) -> kube::Client {
     let kc = Kubeconfig::read_from(path).expect("read kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
@@ -107,14 +137,7 @@ async fn kube_rs_with_the_written_kubeconfig_and_with_client_certificates() {
         .unwrap();
 
     // A node's certificate: scoped as a node, and the denial names the certificate's CN.
-    let node_kc = cert_kubeconfig(
-        &server,
-        dir.path(),
-        &dir.path().join("data"),
-        "system:node:node-a",
-        &["system:nodes"],
-        None,
-    );
+    let node_kc = node_kubeconfig(&server, dir.path());
     let node = client(&node_kc).await;
     let node_pvcs: Api<PersistentVolumeClaim> = Api::namespaced(node.clone(), "default");
     // The certificate makes it a node: it may list pods, but, like a kubelet, no claims.
@@ -143,14 +166,7 @@ async fn kube_rs_with_the_written_kubeconfig_and_with_client_certificates() {
     );
 
     // An administrator's certificate may do what the node may not.
-    let admin_kc = cert_kubeconfig(
-        &server,
-        dir.path(),
-        &dir.path().join("data"),
-        "volhealth-admin",
-        &["system:masters"],
-        None,
-    );
+    let admin_kc = admin_kubeconfig(&server, dir.path(), &dir.path().join("data"), None);
     let admin_cert: Api<PersistentVolumeClaim> =
         Api::namespaced(client(&admin_kc).await, "default");
     admin_cert
@@ -159,12 +175,10 @@ async fn kube_rs_with_the_written_kubeconfig_and_with_client_certificates() {
         .unwrap();
 
     // A wrong token is 401 even next to a good certificate: the token decides.
-    let both_kc = cert_kubeconfig(
+    let both_kc = admin_kubeconfig(
         &server,
         dir.path(),
         &dir.path().join("data"),
-        "volhealth-admin",
-        &["system:masters"],
         Some("wrongtoken"),
     );
     let both: Api<Namespace> = Api::all(client(&both_kc).await);
@@ -189,14 +203,7 @@ async fn kube_rs_with_the_written_kubeconfig_and_with_client_certificates() {
 
     // A certificate signed by another CA does not get through the handshake.
     let other = tempfile::tempdir().unwrap();
-    let foreign_kc = cert_kubeconfig(
-        &server,
-        dir.path(),
-        other.path(),
-        "volhealth-admin",
-        &["system:masters"],
-        None,
-    );
+    let foreign_kc = admin_kubeconfig(&server, dir.path(), other.path(), None);
     let foreign: Api<Namespace> = Api::all(client(&foreign_kc).await);
     let e = foreign.list(&ListParams::default()).await.unwrap_err();
     assert_eq!(api_code(&e), None, "refused before HTTP: {e:?}");
@@ -369,14 +376,7 @@ fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let node_kc = cert_kubeconfig(
-        &server,
-        dir.path(),
-        &dir.path().join("data"),
-        "system:node:node-a",
-        &["system:nodes"],
-        None,
-    );
+    let node_kc = node_kubeconfig(&server, dir.path());
     let out = kubectl(&node_kc, &cache, &["get", "pods"]);
     assert!(
         out.status.success(),
@@ -421,14 +421,7 @@ fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
     }
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &[]);
-    let node_kc = cert_kubeconfig(
-        &server,
-        dir.path(),
-        &dir.path().join("data"),
-        "system:node:node-a",
-        &["system:nodes"],
-        None,
-    );
+    let node_kc = node_kubeconfig(&server, dir.path());
     let runs: [Vec<&std::ffi::OsStr>; 2] = [
         vec![server.kubeconfig.as_os_str()],
         vec![node_kc.as_os_str(), "system:node:node-a".as_ref()],
