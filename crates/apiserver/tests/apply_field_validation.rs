@@ -144,7 +144,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
     let api = Api::new(&server.url);
-    assert_eq!(api.post(PODS, &pod("p", "n1", "data")).await.code, 201);
+    api.create(PODS, &pod("p", "n1", "data")).await;
     let url = format!("{}{PODS}/p/status", server.url);
     let body = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  volumeHealth:\n  - name: data\n    extra: 1\n    healthConditions:\n    - status: Degraded\n      reason: Slow\n      severity: high\n";
     let path = "status.volumeHealth[0].healthConditions[0].severity";

@@ -18,8 +18,7 @@ fn start(extra: &[&str]) -> (tempfile::TempDir, support::ApiServer, Api) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crud_conflicts_and_the_status_rule() {
     let (_d, _s, api) = start(&[]);
-    let created = api.post(PVCS, &pvc("data-1")).await;
-    assert_eq!(created.code, 201, "{}", created.text);
+    let created = api.create(PVCS, &pvc("data-1")).await;
     let meta = &created.json["metadata"];
     assert!(meta["uid"].as_str().is_some_and(|u| u.len() == 36));
     assert!(meta["creationTimestamp"].is_string());
@@ -371,8 +370,7 @@ async fn events_are_one_store_behind_both_apis() {
         "eventTime": "2026-11-30T04:33:11.123456Z", "action": "Probe", "reason": "VolumeUnhealthy", "type": "Warning",
         "note": "volume not found", "reportingController": "volhealth-monitor", "reportingInstance": "m-1",
         "regarding": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "d", "uid": "u-1"}});
-    let created = api.post(v1, &sent).await;
-    assert_eq!(created.code, 201, "{}", created.text);
+    let created = api.create(v1, &sent).await;
     assert_eq!(created.json["apiVersion"], "events.k8s.io/v1");
     assert_eq!(created.json["regarding"]["name"], "d");
     let core = api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dd,involvedObject.uid%3Du-1").await;

@@ -315,8 +315,8 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
         )
         .await;
     assert_eq!(r.code, 200, "a node may patch Events: {}", r.text);
-    let r = node
-        .post(
+    node
+        .create(
             EVENTS,
             &event(
                 "node-a.storage",
@@ -326,7 +326,6 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
             ),
         )
         .await;
-    assert_eq!(r.code, 201, "{}", r.text);
     // Decoys that share the name but not the kind or the uid.
     for (name, involved) in [
         (
@@ -338,13 +337,11 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
             json!({"kind": "CSINode", "apiVersion": "storage.k8s.io/v1", "name": "node-a", "uid": "an-older-csinode"}),
         ),
     ] {
-        let r = node
-            .post(
-                EVENTS,
-                &event(name, involved, "Decoy", &format!("decoy {name}")),
-            )
-            .await;
-        assert_eq!(r.code, 201, "{}", r.text);
+        node.create(
+            EVENTS,
+            &event(name, involved, "Decoy", &format!("decoy {name}")),
+        )
+        .await;
     }
     let r = node.delete(&format!("{EVENTS}/app.volume")).await;
     assert_eq!(r.code, 403, "nodes may not delete Events: {}", r.text);

@@ -302,7 +302,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
     let api = Api::new(&server.url);
-    assert_eq!(api.post(PVCS, &pvc("p")).await.code, 201);
+    api.create(PVCS, &pvc("p")).await;
     let url = format!("{}{PVCS}/p", server.url);
     let stored = || async { api.get(&format!("{PVCS}/p")).await.json };
 

@@ -51,23 +51,16 @@ async fn request(
 /// a pod using it on each of node-1 and node-2.
 async fn seed(server: &support::ApiServer) {
     let admin = Api::new(&server.url).with_token("admintok");
-    let r = admin
-        .post(
+    admin
+        .create(
             SECRETS,
             &json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}}),
         )
         .await;
-    assert_eq!(r.code, 201, "{}", r.text);
-    assert_eq!(admin.post(PVCS, &pvc("d")).await.code, 201);
-    assert_eq!(admin.post(PVCS, &pvc("unused")).await.code, 201);
-    assert_eq!(
-        admin.post(PODS, &pod("on-1", "node-1", "d")).await.code,
-        201
-    );
-    assert_eq!(
-        admin.post(PODS, &pod("on-2", "node-2", "d")).await.code,
-        201
-    );
+    admin.create(PVCS, &pvc("d")).await;
+    admin.create(PVCS, &pvc("unused")).await;
+    admin.create(PODS, &pod("on-1", "node-1", "d")).await;
+    admin.create(PODS, &pod("on-2", "node-2", "d")).await;
 }
 
 /// Every form of impersonation a client can ask for.

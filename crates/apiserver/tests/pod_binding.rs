@@ -15,8 +15,7 @@ async fn a_pod_is_bound_to_a_node_once() {
     let api = Api::new(&server.url);
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
-    let created = api.post(PODS, &pod).await;
-    assert_eq!(created.code, 201, "{}", created.text);
+    let created = api.create(PODS, &pod).await;
     let uid = created.json["metadata"]["uid"]
         .as_str()
         .unwrap()
@@ -29,8 +28,7 @@ async fn a_pod_is_bound_to_a_node_once() {
 
     let empty = api.post(&path, &binding("")).await;
     assert_eq!(empty.code, 400, "{}", empty.text);
-    let bound = api.post(&path, &binding("node-1")).await;
-    assert_eq!(bound.code, 201, "{}", bound.text);
+    let bound = api.create(&path, &binding("node-1")).await;
     assert_eq!(bound.json["status"], "Success");
     let pod = api.get(&format!("{PODS}/p")).await;
     assert_eq!(pod.json["spec"]["nodeName"], "node-1");

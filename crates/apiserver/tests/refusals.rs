@@ -139,11 +139,8 @@ fn refused_inputs_get_a_status_and_change_nothing() {
     let rt = volhealth_testkit::runtime();
     let api = Api::new(&server.url);
     rt.block_on(async {
-        assert_eq!(api.post(PVCS, &pvc("data")).await.code, 201);
-        assert_eq!(
-            api.post(PODS, &pod("app", "node-a", "data")).await.code,
-            201
-        );
+        api.create(PVCS, &pvc("data")).await;
+        api.create(PODS, &pod("app", "node-a", "data")).await;
     });
     let before = rt.block_on(stored(&api));
     let config = ProptestConfig {
@@ -250,11 +247,8 @@ async fn kube_apiserver_refusals_name_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
     let api = Api::new(&server.url);
-    assert_eq!(api.post(PVCS, &pvc("data")).await.code, 201);
-    assert_eq!(
-        api.post(PODS, &pod("app", "node-a", "data")).await.code,
-        201
-    );
+    api.create(PVCS, &pvc("data")).await;
+    api.create(PODS, &pod("app", "node-a", "data")).await;
     let before = stored(&api).await;
     for (r, field) in fixed_refusals() {
         let body = if r.body.is_null() {

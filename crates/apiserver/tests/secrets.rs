@@ -280,13 +280,9 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
         "{}",
         denied.text
     );
-    assert_eq!(
-        admin
-            .post(PODS, &pod_using_secret("uses-creds", "node-a", "creds"))
-            .await
-            .code,
-        201
-    );
+    admin
+        .create(PODS, &pod_using_secret("uses-creds", "node-a", "creds"))
+        .await;
     let allowed = node_a.get(&format!("{SECRETS}/creds")).await;
     assert_eq!(allowed.code, 200, "{}", allowed.text);
     assert_eq!(

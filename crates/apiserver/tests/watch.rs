@@ -184,7 +184,7 @@ async fn a_watcher_that_never_reads_is_closed_with_410() {
     config.slow_watcher_patience = Duration::from_secs(1);
     let server = support::start_with_config(config);
     let api = Api::new(&server.url);
-    assert_eq!(api.post(PVCS, &pvc("big")).await.code, 201);
+    api.create(PVCS, &pvc("big")).await;
     let addr = server.url.strip_prefix("http://").unwrap().to_string();
     let mut watcher = std::net::TcpStream::connect(&addr).unwrap();
     write!(

@@ -148,7 +148,7 @@ async fn silent_watchers_stay_bounded_and_a_reading_watcher_sees_everything() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::child::start("watch_memory_child_server", dir.path(), false, None);
     let api = Api::new(&server.url);
-    assert_eq!(api.post(PVCS, &pvc("big")).await.code, 201);
+    api.create(PVCS, &pvc("big")).await;
     let baseline = support::child::rss_kib(server.pid);
     let first = round(&server, &api, baseline, SILENT_WATCHERS as u64).await;
     // What the terminated watchers held went back to the allocator: a second round of the same

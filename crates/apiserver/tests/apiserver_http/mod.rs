@@ -145,6 +145,13 @@ impl Api {
         .await
     }
 
+    /// POST a JSON object that must be created (201); answers the reply.
+    pub async fn create(&self, path: &str, body: &Value) -> Answer {
+        let r = self.post(path, body).await;
+        assert_eq!(r.code, 201, "POST {path}: {}", r.text);
+        r
+    }
+
     /// PUT a JSON object.
     pub async fn put(&self, path: &str, body: &Value) -> Answer {
         self.raw(
