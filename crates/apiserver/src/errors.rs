@@ -131,15 +131,28 @@ impl ApiError {
         }
     }
 
+    /// A failure about the object `name` of `plural` in `group`, with the details naming it.
+    fn about(
+        code: u16,
+        reason: &'static str,
+        message: String,
+        group: &str,
+        plural: &str,
+        name: &str,
+    ) -> ApiError {
+        ApiError {
+            code,
+            reason,
+            message,
+            details: Some(details(name, group, plural)),
+        }
+    }
+
     /// 404 for a missing object of `plural` in `group`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> ApiError {
         let res = qualified(group, plural);
-        ApiError {
-            code: 404,
-            reason: "NotFound",
-            message: format!("{res} \"{name}\" not found"),
-            details: Some(details(name, group, plural)),
-        }
+        let message = format!("{res} \"{name}\" not found");
+        ApiError::about(404, "NotFound", message, group, plural, name)
     }
 
     /// 404 for a path that names no resource.
@@ -155,25 +168,17 @@ impl ApiError {
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> ApiError {
         let res = qualified(group, plural);
-        ApiError {
-            code: 409,
-            reason: "AlreadyExists",
-            message: format!("{res} \"{name}\" already exists"),
-            details: Some(details(name, group, plural)),
-        }
+        let message = format!("{res} \"{name}\" already exists");
+        ApiError::about(409, "AlreadyExists", message, group, plural, name)
     }
 
     /// 409 Conflict for a stale resourceVersion.
     pub fn conflict(group: &str, plural: &str, name: &str) -> ApiError {
         let res = qualified(group, plural);
-        ApiError {
-            code: 409,
-            reason: "Conflict",
-            message: format!(
-                "Operation cannot be fulfilled on {res} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-            ),
-            details: Some(details(name, group, plural)),
-        }
+        let message = format!(
+            "Operation cannot be fulfilled on {res} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        ApiError::about(409, "Conflict", message, group, plural, name)
     }
 
     /// 400 BadRequest.
@@ -209,12 +214,7 @@ impl ApiError {
 
     /// 403 Forbidden, worded like the real authorizer.
     pub fn forbidden(group: &str, plural: &str, name: &str, message: String) -> ApiError {
-        ApiError {
-            code: 403,
-            reason: "Forbidden",
-            message,
-            details: Some(details(name, group, plural)),
-        }
+        ApiError::about(403, "Forbidden", message, group, plural, name)
     }
 
     /// 401 Unauthorized.
