@@ -26,6 +26,7 @@ const SSAR: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
 const SSRR: &str = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
 const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+const JSON: &str = "application/json";
 
 fn start(dir: &Path) -> support::ApiServer {
     support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
@@ -148,19 +149,6 @@ async fn reviews_answer_from_the_authorizers() {
     assert_eq!(alice.post(SAR, &sar).await.code, 403);
 }
 
-/// A request with impersonation headers (JSON body).
-async fn as_user(
-    server: &support::ApiServer,
-    token: &str,
-    headers: &[(&str, &str)],
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> (u16, Value) {
-    let body = body.map(|b| ("application/json", b));
-    support::request_with_headers(server, token, headers, method, path, body).await
-}
-
 fn whoami() -> Value {
     json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
 }
@@ -171,12 +159,13 @@ async fn bob_gets(
     headers: &[(&str, &str)],
     path: &str,
 ) -> (u16, Value) {
-    as_user(server, "bobtok", headers, "GET", path, None).await
+    support::request_with_headers(server, "bobtok", headers, "GET", path, None).await
 }
 
 /// bob asks who he is (a SelfSubjectReview) with impersonation `headers`.
 async fn bob_asks_who(server: &support::ApiServer, headers: &[(&str, &str)]) -> (u16, Value) {
-    as_user(server, "bobtok", headers, "POST", SSR, Some(&whoami())).await
+    let body = whoami();
+    support::request_with_headers(server, "bobtok", headers, "POST", SSR, Some((JSON, &body))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -299,13 +288,13 @@ async fn impersonation_needs_the_impersonate_verb() {
         "serviceaccounts \"monitor\" is forbidden: User \"bob\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\""
     );
     // system:masters may impersonate anyone; the access review then answers for them.
-    let (code, body) = as_user(
+    let (code, body) = support::request_with_headers(
         &server,
         "admintok",
         &[("Impersonate-User", "alice")],
         "POST",
         SSAR,
-        Some(&access("delete", "pods", "default")),
+        Some((JSON, &access("delete", "pods", "default"))),
     )
     .await;
     assert_eq!(code, 201, "{body}");
