@@ -20,6 +20,13 @@ fn causes(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// node-a's d.example.com driver reports `conditions` (a merge patch of its CSINode's status).
+async fn driver_conditions(api: &Api, conditions: Value) -> Answer {
+    let body = json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": conditions}]}});
+    api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &body)
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gate_off_drops_new_fields_unless_the_old_object_had_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,7 +69,7 @@ async fn gate_off_drops_new_fields_unless_the_old_object_had_them() {
     assert!(pv.json["status"].get("volumeHealth").is_none());
     api.post(CSINODES, &csinode("node-a", "d.example.com"))
         .await;
-    let cn = api.patch(&format!("{CSINODES}/node-a/status"), MERGE, &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": conditions("StorageDegraded", "PvMissing")}]}})).await;
+    let cn = driver_conditions(&api, conditions("StorageDegraded", "PvMissing")).await;
     assert_eq!(cn.code, 200);
     assert!(
         cn.json
@@ -163,16 +170,14 @@ async fn validation_answers_422_with_field_paths() {
         "{}",
         r.text
     );
-    let r = api
-        .patch(
-            &format!("{CSINODES}/node-a/status"),
-            MERGE,
-            &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
+    let r = driver_conditions(
+        &api,
+        json!([
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"},
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteMany"},
-        {"status": "Inaccessible", "reason": "Y"}]}]}}),
-        )
-        .await;
+        {"status": "Inaccessible", "reason": "Y"}]),
+    )
+    .await;
     // A driver's conditions are keyed by (status, reason): a second capability is a duplicate.
     assert_eq!(
         causes(&r.json),
@@ -183,15 +188,13 @@ async fn validation_answers_422_with_field_paths() {
         "{}",
         r.text
     );
-    let r = api
-        .patch(
-            &format!("{CSINODES}/node-a/status"),
-            MERGE,
-            &json!({"status": {"storageHealth": [{"name": "d.example.com", "healthConditions": [
+    let r = driver_conditions(
+        &api,
+        json!([
         {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"},
-        {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"}]}]}}),
-        )
-        .await;
+        {"status": "StorageDegraded", "reason": "X", "accessMode": "ReadWriteOnce"}]),
+    )
+    .await;
     assert_eq!(
         causes(&r.json),
         ["status.storageHealth[0].healthConditions[1]"],

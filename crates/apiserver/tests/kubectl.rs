@@ -149,49 +149,25 @@ async fn create_apply_patch_and_delete() {
         "three"
     );
 
+    // `kubectl patch pvc data-2 --subresource=status [TYPE] -p PATCH`.
+    let status_patch = |ty: &[&'static str], patch: &'static str| {
+        let command: &[&str] = &["patch", "pvc", "data-2", "--subresource=status"];
+        [command, ty, &["-p", patch]].concat()
+    };
     let merge = r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Degraded","reason":"Slow"}]}}}"#;
-    k.ok(&[
-        "patch",
-        "pvc",
-        "data-2",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        merge,
-    ]);
+    k.ok(&status_patch(&["--type=merge"], merge));
     let strategic = r#"{"status":{"healthStatus":{"healthConditions":[{"status":"DataLoss","reason":"Corrupt"}]}}}"#;
-    k.ok(&[
-        "patch",
-        "pvc",
-        "data-2",
-        "--subresource=status",
-        "-p",
-        strategic,
-    ]);
+    k.ok(&status_patch(&[], strategic));
     let got = api.get(&format!("{PVCS}/data-2")).await.json;
     assert_eq!(
         got["status"]["healthStatus"]["healthConditions"],
         json!([{"status": "DataLoss", "reason": "Corrupt"}])
     );
     let jsonp = r#"[{"op":"replace","path":"/status/healthStatus/healthConditions/0/reason","value":"Gone"}]"#;
-    k.ok(&[
-        "patch",
-        "pvc",
-        "data-2",
-        "--subresource=status",
-        "--type=json",
-        "-p",
-        jsonp,
-    ]);
-    let bad = k.run(&[
-        "patch",
-        "pvc",
-        "data-2",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Nope","reason":"X"}]}}}"#,
-    ]);
+    k.ok(&status_patch(&["--type=json"], jsonp));
+    let nope =
+        r#"{"status":{"healthStatus":{"healthConditions":[{"status":"Nope","reason":"X"}]}}}"#;
+    let bad = k.run(&status_patch(&["--type=merge"], nope));
     assert!(!bad.status.success());
     assert!(
         String::from_utf8_lossy(&bad.stderr)
