@@ -204,44 +204,43 @@ fn put(store: &Store, plural: &str, ns: &str, obj: Value) {
 fn store_with_policy() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), 100).unwrap();
-    put(
-        &store,
-        "clusterroles",
-        "",
-        json!({"metadata": {"name": "pod-reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
-    );
-    put(
-        &store,
-        "roles",
-        "team-a",
-        json!({"metadata": {"name": "pvc-status", "namespace": "team-a"}, "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims/status"], "verbs": ["patch"]}]}),
-    );
-    // A RoleBinding granting a ClusterRole, in team-a only.
-    put(
-        &store,
-        "rolebindings",
-        "team-a",
-        json!({"metadata": {"name": "readers", "namespace": "team-a"},
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "pod-reader"},
-            "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "alice"},
-                         {"kind": "ServiceAccount", "name": "monitor"}]}),
-    );
-    put(
-        &store,
-        "rolebindings",
-        "team-a",
-        json!({"metadata": {"name": "status", "namespace": "team-a"},
-            "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": "pvc-status"},
-            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": "system:serviceaccounts:team-b"}]}),
-    );
-    put(
-        &store,
-        "clusterrolebindings",
-        "",
-        json!({"metadata": {"name": "dangling"},
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "gone"},
-            "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "carol"}]}),
-    );
+    for (plural, ns, object) in [
+        (
+            "clusterroles",
+            "",
+            json!({"metadata": {"name": "pod-reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+        ),
+        (
+            "roles",
+            "team-a",
+            json!({"metadata": {"name": "pvc-status", "namespace": "team-a"}, "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims/status"], "verbs": ["patch"]}]}),
+        ),
+        // A RoleBinding granting a ClusterRole, in team-a only.
+        (
+            "rolebindings",
+            "team-a",
+            json!({"metadata": {"name": "readers", "namespace": "team-a"},
+                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "pod-reader"},
+                "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "alice"},
+                             {"kind": "ServiceAccount", "name": "monitor"}]}),
+        ),
+        (
+            "rolebindings",
+            "team-a",
+            json!({"metadata": {"name": "status", "namespace": "team-a"},
+                "roleRef": {"apiGroup": GROUP, "kind": "Role", "name": "pvc-status"},
+                "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": "system:serviceaccounts:team-b"}]}),
+        ),
+        (
+            "clusterrolebindings",
+            "",
+            json!({"metadata": {"name": "dangling"},
+                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "gone"},
+                "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "carol"}]}),
+        ),
+    ] {
+        put(&store, plural, ns, object);
+    }
     (dir, store)
 }
 
@@ -354,45 +353,39 @@ fn service_account_names() {
 #[test]
 fn aggregated_cluster_roles_have_the_rules_of_the_roles_they_select() {
     let (_dir, store) = store_with_policy();
-    put(
-        &store,
-        "clusterroles",
-        "",
-        json!({"metadata": {"name": "monitoring"},
-            "aggregationRule": {"clusterRoleSelectors": [
-                {"matchLabels": {"example.com/aggregate-to-monitoring": "true"}},
-                {"matchExpressions": [{"key": "example.com/tier", "operator": "In", "values": ["storage"]}]}]},
-            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
-    );
-    put(
-        &store,
-        "clusterroles",
-        "",
-        json!({"metadata": {"name": "claims", "labels": {"example.com/aggregate-to-monitoring": "true"}},
-            "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["list"]}]}),
-    );
-    put(
-        &store,
-        "clusterroles",
-        "",
-        json!({"metadata": {"name": "csinodes", "labels": {"example.com/tier": "storage"}},
-            "rules": [{"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["get"]}]}),
-    );
-    put(
-        &store,
-        "clusterroles",
-        "",
-        json!({"metadata": {"name": "unlabeled"},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
-    );
-    put(
-        &store,
-        "clusterrolebindings",
-        "",
-        json!({"metadata": {"name": "dave-monitors"},
-            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "monitoring"},
-            "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "dave"}]}),
-    );
+    for (plural, object) in [
+        (
+            "clusterroles",
+            json!({"metadata": {"name": "monitoring"},
+                "aggregationRule": {"clusterRoleSelectors": [
+                    {"matchLabels": {"example.com/aggregate-to-monitoring": "true"}},
+                    {"matchExpressions": [{"key": "example.com/tier", "operator": "In", "values": ["storage"]}]}]},
+                "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}),
+        ),
+        (
+            "clusterroles",
+            json!({"metadata": {"name": "claims", "labels": {"example.com/aggregate-to-monitoring": "true"}},
+                "rules": [{"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["list"]}]}),
+        ),
+        (
+            "clusterroles",
+            json!({"metadata": {"name": "csinodes", "labels": {"example.com/tier": "storage"}},
+                "rules": [{"apiGroups": ["storage.k8s.io"], "resources": ["csinodes"], "verbs": ["get"]}]}),
+        ),
+        (
+            "clusterroles",
+            json!({"metadata": {"name": "unlabeled"},
+                "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
+        ),
+        (
+            "clusterrolebindings",
+            json!({"metadata": {"name": "dave-monitors"},
+                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": "monitoring"},
+                "subjects": [{"apiGroup": GROUP, "kind": "User", "name": "dave"}]}),
+        ),
+    ] {
+        put(&store, plural, "", object);
+    }
     let dave = user("dave", &[]);
     assert!(allowed(
         &store,
