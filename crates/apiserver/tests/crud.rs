@@ -6,13 +6,22 @@ mod apiserver_http;
 mod support;
 
 use apiserver_http::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn start(extra: &[&str]) -> (tempfile::TempDir, support::ApiServer, Api) {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = support::start_apiserver(dir.path(), extra);
     let api = Api::new(&server.url);
     (dir, server, api)
+}
+
+/// The resource `name` of a discovery document's `resources`.
+fn resource<'a>(discovery: &'a Value, name: &str) -> Option<&'a Value> {
+    discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,30 +279,12 @@ async fn discovery_version_openapi_tables_and_metrics() {
         .await;
     assert_eq!(v2beta1.json["kind"], "APIGroupList");
     let core = api.get("/api/v1").await;
-    let pods = core.json["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "pods")
-        .unwrap()
-        .clone();
+    let pods = resource(&core.json, "pods").unwrap().clone();
     assert_eq!(pods["shortNames"], json!(["po"]));
     assert_eq!(pods["categories"], json!(["all"]));
-    assert!(
-        core.json["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["name"] == "persistentvolumeclaims/status")
-    );
+    assert!(resource(&core.json, "persistentvolumeclaims/status").is_some());
     let storage = api.get("/apis/storage.k8s.io/v1").await;
-    assert!(
-        storage.json["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["name"] == "csinodes/status")
-    );
+    assert!(resource(&storage.json, "csinodes/status").is_some());
     let o2 = api.get("/openapi/v2").await;
     assert_eq!(
         (o2.code, o2.content_type.as_str(), o2.text.as_str()),
