@@ -11,60 +11,15 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use volhealth_daemon::{BoundEndpoint, Endpoints};
+use volhealth_testkit::{have_tool, promtool_check_metrics};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProbeLabels {
     driver_name: String,
     method: String,
     result: String,
-}
-
-fn have_promtool() -> bool {
-    let ok = Command::new("promtool")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "promtool is required (VOLHEALTH_REQUIRE_TOOLS=1) but `promtool --version` failed"
-        );
-        println!("SKIPPED: promtool is not available (Debian package `prometheus`)");
-    }
-    ok
-}
-
-/// Runs `promtool check metrics` on `body` and returns its verdict with its output.
-fn promtool_check(body: &str) -> Result<(), String> {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start promtool");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(body.as_bytes())
-        .expect("feed promtool");
-    let out = child.wait_with_output().expect("promtool output");
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
 }
 
 fn busy_registry() -> Registry {
@@ -137,7 +92,7 @@ async fn scrape(base: &str, accept: Option<&str>) -> (String, String) {
 
 #[tokio::test]
 async fn text_pages_pass_promtool_with_and_without_series() {
-    if !have_promtool() {
+    if !have_tool("promtool", &["--version"]) {
         return;
     }
     for registry in [busy_registry(), Registry::default()] {
@@ -145,7 +100,7 @@ async fn text_pages_pass_promtool_with_and_without_series() {
         for accept in [None, Some("*/*"), Some("text/plain;version=0.0.4")] {
             let (ct, body) = scrape(&base, accept).await;
             assert!(ct.starts_with("text/plain; version=0.0.4"), "{ct}");
-            if let Err(problems) = promtool_check(&body) {
+            if let Err(problems) = promtool_check_metrics(&body) {
                 panic!("promtool check metrics ({accept:?}):\n{problems}\n--- page:\n{body}");
             }
             for family in [
