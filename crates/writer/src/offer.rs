@@ -157,7 +157,7 @@ where
 
     /// Whether a report for `key` is queued or being written.
     pub fn is_pending(&self, key: &T::Key) -> bool {
-        self.queue.pending(key).is_some()
+        self.queue.has_pending(key)
     }
 
     /// Number of objects with a queued write.

@@ -142,6 +142,12 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
             .or_else(|| q.in_flight.get(key).cloned())
     }
 
+    /// Whether a desired state for `key` is queued or being written, without copying it.
+    pub fn has_pending(&self, key: &K) -> bool {
+        let q = self.lock();
+        q.pending.contains_key(key) || q.in_flight.contains_key(key)
+    }
+
     /// Notes that the write loop holds `desired` for `key` until [`WriteQueue::answered`].
     pub(crate) fn taken(&self, key: K, desired: D) {
         self.lock().in_flight.insert(key, desired);
@@ -252,6 +258,22 @@ mod tests {
         );
         q.answered(&"a");
         assert!(!q.is_taken(&"a"));
+    }
+
+    #[test]
+    fn has_pending_agrees_with_pending_queued_and_in_flight() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        assert!(!q.has_pending(&"a"));
+        q.push("a", "x", 0);
+        assert!(q.has_pending(&"a") && q.pending(&"a").is_some(), "queued");
+        let (key, desired, _) = q.pop().unwrap();
+        q.taken(key, desired);
+        assert!(
+            q.has_pending(&"a") && q.pending(&"a").is_some(),
+            "in flight"
+        );
+        q.answered(&"a");
+        assert!(!q.has_pending(&"a") && q.pending(&"a").is_none());
     }
 
     #[test]
