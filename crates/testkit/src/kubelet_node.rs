@@ -20,7 +20,7 @@ use std::time::Duration;
 use volhealth_csi::v1;
 
 /// The driver name of these worlds.
-pub const KUBELET_DRIVER: &str = "hostpath.volhealth.io";
+pub const KUBELET_DRIVER: &str = crate::DRIVER;
 /// The node the driver serves.
 pub const KUBELET_NODE: &str = "node-a";
 /// The token file: the admin, and the node identities of `node-a` (`nodeatok`) and `node-b`

@@ -8,6 +8,13 @@
 //! Test support: failures panic with what was being done, as tests do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// The driver name the test worlds use.
+pub const DRIVER: &str = "hostpath.volhealth.io";
+/// Namespace of the test worlds' claims.
+pub const NS: &str = "default";
+/// Deadline of a test world's waits (generous: the machine is small and shared).
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 mod apiserver;
 mod claims;
 mod http;

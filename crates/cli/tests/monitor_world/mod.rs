@@ -8,17 +8,11 @@ use crate::support::{
     wait_for_async,
 };
 use std::path::PathBuf;
-use std::time::Duration;
 use volhealth_testkit::{Claims, MetricsPage, claim_status_patches};
 #[allow(unused_imports)]
 pub use volhealth_testkit::{client_for, http_text, metric_sum};
 
-/// The driver name every world uses.
-pub const DRIVER: &str = "hostpath.volhealth.io";
-/// Namespace of the claims.
-pub const NS: &str = "default";
-/// Deadline of every wait (generous: the machine is small and shared).
-pub const WAIT: Duration = Duration::from_secs(30);
+pub use volhealth_testkit::{DRIVER, NS, WAIT};
 
 /// API server + driver; monitors are started separately.
 pub struct World {

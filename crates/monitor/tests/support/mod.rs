@@ -4,7 +4,6 @@
 //! volumes to claims, inject conditions and read both sides' metrics.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test support fails by panicking
 
-use std::time::Duration;
 use volhealth_driver::condition::volume_status;
 use volhealth_driver::injection::Side;
 use volhealth_driver::{HealthCapabilities, Mode};
@@ -13,12 +12,7 @@ use volhealth_testkit::{
     monitor_config, run_monitor, start_apiserver, wait_for,
 };
 
-/// The driver name every world uses.
-pub const DRIVER: &str = "hostpath.volhealth.io";
-/// Namespace of the claims.
-pub const NS: &str = "default";
-/// Deadline of every wait (generous: the machine is small and shared).
-pub const WAIT: Duration = Duration::from_secs(30);
+pub use volhealth_testkit::{DRIVER, NS, WAIT};
 
 /// API server + driver; monitors are started separately.
 pub struct World {
