@@ -55,4 +55,7 @@ pub trait ClaimStore: Send + Sync + 'static {
     /// Whether the claim `key`, still the object `uid` and still naming the PV `pv_name`, has
     /// lost that PV (deleted, or being deleted), so the health it got from it is stale.
     fn released(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool;
+    /// Whether the claim `key` is still the object `uid` and still names the PV `pv_name`,
+    /// bound or not (a claim can leave Bound before its PV is seen deleted).
+    fn still_names(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool;
 }

@@ -289,7 +289,7 @@ impl Engine {
             // Nothing to call, so nothing would notice a driver upgrade: ask again next time.
             Mode::Off => self.connection_lost = true,
         }
-        self.clear_released(&bound);
+        let unbound = self.clear_released(&bound);
         let with_health = self.refresh_status_metrics(&bound);
         // Only a claim with health (stored, or on its way) can need clearing later: in a
         // healthy cluster nothing is kept.
@@ -299,6 +299,7 @@ impl Engine {
             .filter(|(volume_id, c)| {
                 with_health.contains(volume_id) || shared.offers.is_pending(&c.key)
             })
+            .chain(unbound)
             .collect();
     }
 
@@ -306,27 +307,36 @@ impl Engine {
     /// cycle, unless the claim was recreated or bound to another volume meanwhile: nothing else
     /// would ever clear it, and a claim must not show a failing volume it no longer has. The
     /// upstream sidecar does the same on a PV's deletion.
-    fn clear_released(&mut self, bound: &BTreeMap<String, BoundClaim>) {
+    ///
+    /// Returns the claims that left `bound` but still name their PV, which is not yet seen
+    /// deleted (a claim's phase can change before its PV's deletion reaches the cache): they are
+    /// looked at again next cycle rather than forgotten with their health on them.
+    fn clear_released(
+        &mut self,
+        bound: &BTreeMap<String, BoundClaim>,
+    ) -> Vec<(String, BoundClaim)> {
         let claims = self.shared.claims().clone();
-        let released: Vec<BoundClaim> = self
-            .previously_bound
-            .iter()
-            .filter(|(volume_id, _)| !bound.contains_key(*volume_id))
-            .filter(|(_, old)| claims.released(&old.pv_name, &old.key, &old.stored.uid))
-            .filter_map(|(_, old)| {
-                let stored = claims.claim(&old.key)?;
-                Some(BoundClaim {
-                    stored,
-                    ..old.clone()
-                })
-            })
-            .collect();
+        let mut released = Vec::new();
+        let mut unbound = Vec::new();
+        let gone = std::mem::take(&mut self.previously_bound)
+            .into_iter()
+            .filter(|(volume_id, _)| !bound.contains_key(volume_id));
+        for (volume_id, old) in gone {
+            if claims.released(&old.pv_name, &old.key, &old.stored.uid) {
+                if let Some(stored) = claims.claim(&old.key) {
+                    released.push(BoundClaim { stored, ..old });
+                }
+            } else if claims.still_names(&old.pv_name, &old.key, &old.stored.uid) {
+                unbound.push((volume_id, old));
+            }
+        }
         for claim in released {
             if has_conditions(&self.shared.effective(&claim.key, &claim.stored)) {
                 tracing::info!(claim = %claim.key, pv = %claim.pv_name, "the claim's volume was deleted; clearing the health it reported");
                 self.apply(&claim, Report::healthy());
             }
         }
+        unbound
     }
 
     /// Runs cycles every interval while `leader` is true, re-probing capabilities after connection loss.

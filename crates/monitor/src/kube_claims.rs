@@ -4,7 +4,7 @@
 use crate::claims::{BoundClaim, ClaimKey, ClaimStore, StoredClaim};
 use crate::watched::{
     PvRecord, PvcRecord, WatchedPv, WatchedPvc, is_released, map_bound_claims, pv_key, pv_record,
-    pvc_key, pvc_record,
+    pvc_key, pvc_record, still_names,
 };
 use kube::{Api, Client};
 use std::collections::BTreeMap;
@@ -56,5 +56,9 @@ impl ClaimStore for KubeClaims {
         let pvs = self.pvs.read();
         let pvcs = self.pvcs.read();
         is_released(pv_name, key, uid, &pvs, &pvcs)
+    }
+
+    fn still_names(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool {
+        still_names(pv_name, key, uid, &self.pvcs.read())
     }
 }

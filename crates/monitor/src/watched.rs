@@ -155,12 +155,20 @@ pub fn is_released(
     pvs: &HashMap<Box<str>, PvRecord>,
     pvcs: &HashMap<ClaimKey, PvcRecord>,
 ) -> bool {
-    let Some(pvc) = pvcs.get(claim) else {
-        return false;
-    };
-    let same_claim = &*pvc.uid == uid && pvc.volume_name.as_deref() == Some(pv_name);
     let volume_gone = pvs.get(pv_name).is_none_or(|pv| pv.deleting);
-    same_claim && volume_gone
+    still_names(pv_name, claim, uid, pvcs) && volume_gone
+}
+
+/// Whether the claim `claim` is still the object `uid` and still names `pv_name` in its
+/// `spec.volumeName`, bound or not: the health it got from that volume may still need clearing.
+pub fn still_names(
+    pv_name: &str,
+    claim: &ClaimKey,
+    uid: &str,
+    pvcs: &HashMap<ClaimKey, PvcRecord>,
+) -> bool {
+    pvcs.get(claim)
+        .is_some_and(|pvc| &*pvc.uid == uid && pvc.volume_name.as_deref() == Some(pv_name))
 }
 
 /// PV and PVC objects as the API server sends them, decoded and compacted as the watch does.
@@ -320,6 +328,25 @@ mod tests {
             !is_released("pv-gone", &key("zz"), "uid-zz", &pvs, &pvcs),
             "no claim"
         );
+    }
+
+    #[test]
+    fn a_claim_out_of_bound_still_names_its_volume_until_recreated_or_rebound() {
+        let lost = pvc_json("ns", "a", "pv-a", "Lost");
+        let mut recreated = pvc_json("ns", "b", "pv-b", "Bound");
+        recreated["metadata"]["uid"] = json!("someone-else");
+        let pvcs = pvcs(&[lost, recreated, pvc_json("ns", "c", "pv-other", "Bound")]);
+        let key = |n: &str| ClaimKey {
+            namespace: "ns".into(),
+            name: n.into(),
+        };
+        assert!(
+            still_names("pv-a", &key("a"), "uid-a", &pvcs),
+            "lost, same claim"
+        );
+        assert!(!still_names("pv-b", &key("b"), "uid-b", &pvcs), "recreated");
+        assert!(!still_names("pv-c", &key("c"), "uid-c", &pvcs), "rebound");
+        assert!(!still_names("pv-d", &key("d"), "uid-d", &pvcs), "no claim");
     }
 
     #[test]

@@ -179,6 +179,8 @@ pub(crate) struct ApiState {
     /// Claims whose PV was deleted (or is being deleted) while they still name it, by volume id:
     /// no longer bound, still stored.
     pub(crate) released: BTreeMap<String, BoundClaim>,
+    /// Claims that left Bound while still naming their PV, whose deletion is not seen yet.
+    pub(crate) unbound: BTreeMap<String, BoundClaim>,
     pub(crate) rv: u64,
     pub(crate) patches: Vec<(ClaimKey, Option<VolumeHealthStatus>)>,
     pub(crate) events: Vec<HealthEvent>,
@@ -221,9 +223,18 @@ impl FakeApi {
     }
     /// Deletes the PV of `vol`: its claim stays, no longer bound (with a new uid when
     /// `recreated`, as a claim deleted and created again under the same name).
+    /// The claim of `vol` leaves Bound (its phase changes, say to Lost) while it still names
+    /// its PV, and the PV's deletion has not reached the cache yet.
+    pub(crate) fn unbind(&self, vol: &str) {
+        self.with(|s| {
+            if let Some(c) = s.claims.remove(vol) {
+                s.unbound.insert(vol.into(), c);
+            }
+        });
+    }
     pub(crate) fn delete_pv(&self, vol: &str, recreated: bool) {
         self.with(|s| {
-            if let Some(mut c) = s.claims.remove(vol) {
+            if let Some(mut c) = s.claims.remove(vol).or_else(|| s.unbound.remove(vol)) {
                 if recreated {
                     c.stored.uid.push_str("-again");
                 }
@@ -239,6 +250,7 @@ impl FakeApi {
             s.claims
                 .get(vol)
                 .or_else(|| s.released.get(vol))
+                .or_else(|| s.unbound.get(vol))
                 .and_then(|c| c.stored.health.clone())
         })
     }
@@ -257,6 +269,7 @@ impl ClaimStore for FakeApi {
             s.claims
                 .values()
                 .chain(s.released.values())
+                .chain(s.unbound.values())
                 .find(|c| &c.key == key)
                 .map(|c| c.stored.clone())
         })
@@ -265,6 +278,15 @@ impl ClaimStore for FakeApi {
         self.with(|s| {
             s.released
                 .values()
+                .any(|c| c.pv_name == pv_name && &c.key == key && c.stored.uid == uid)
+        })
+    }
+    fn still_names(&self, pv_name: &str, key: &ClaimKey, uid: &str) -> bool {
+        self.with(|s| {
+            s.claims
+                .values()
+                .chain(s.released.values())
+                .chain(s.unbound.values())
                 .any(|c| c.pv_name == pv_name && &c.key == key && c.stored.uid == uid)
         })
     }
@@ -292,6 +314,7 @@ impl HealthPatcher for FakeApi {
                 .claims
                 .values_mut()
                 .chain(s.released.values_mut())
+                .chain(s.unbound.values_mut())
                 .find(|c| &c.key == key)
                 .ok_or(ApiFailure {
                     code: Some(404),

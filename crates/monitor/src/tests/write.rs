@@ -318,3 +318,29 @@ async fn a_deleted_pv_takes_its_health_off_the_claim_unless_the_claim_was_recrea
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_that_leaves_bound_before_its_pv_is_seen_deleted_still_loses_its_health() {
+    for mode in [Mode::List { get: true }, Mode::Get] {
+        let mut r = rig(mode, &["vol-a"]);
+        r.driver.set("vol-a", degraded("Slow"));
+        r.cycle().await;
+        let before = r.api.patches().len();
+
+        // The claim leaves Bound first; its PV's deletion reaches the cache a cycle later.
+        r.api.unbind("vol-a");
+        r.cycle().await;
+        assert_eq!(
+            reasons(&r.api.stored("vol-a")),
+            [("Degraded".into(), "Slow".into())],
+            "{mode:?}: a claim whose PV still exists keeps its health"
+        );
+        r.api.delete_pv("vol-a", false);
+        r.cycle().await;
+        r.cycle().await;
+        let patches = r.api.patches()[before..].to_vec();
+        assert_eq!(patches.len(), 1, "{mode:?}: {patches:?}");
+        assert_eq!(patches[0].1, None, "{mode:?}: the field is removed");
+        assert_eq!(r.api.stored("vol-a"), None, "{mode:?}");
+    }
+}
