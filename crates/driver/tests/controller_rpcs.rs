@@ -5,17 +5,27 @@
 mod fixture;
 
 use fixture::*;
-use tonic::Code;
+use tonic::transport::Channel;
+use tonic::{Code, Status};
 use volhealth_csi::v1;
+use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_driver::{HealthCapabilities, Mode};
+
+/// The code a call was refused with.
+fn refusal<T: std::fmt::Debug>(result: Result<T, Status>) -> Code {
+    result.expect_err("the call is refused").code()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_delete_are_idempotent_and_incompatible_recreate_is_already_exists() {
     let d = TestDriver::start(|_| {}).await;
     let mut ctrl = d.controller().await;
     let a = create(&mut ctrl, "pvc-a", 1 << 20, None).await;
-    let again = create(&mut ctrl, "pvc-a", 1 << 20, None).await;
-    assert_eq!(a, again, "same name gives the same volume");
+    assert_eq!(
+        a,
+        create(&mut ctrl, "pvc-a", 1 << 20, None).await,
+        "same name gives the same volume"
+    );
     assert!(
         d.state.join("volumes").join(&a).is_dir(),
         "data lives at volumes/<id>"
@@ -29,30 +39,19 @@ async fn create_and_delete_are_idempotent_and_incompatible_recreate_is_already_e
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
-    let err = ctrl
-        .create_volume(create_req("", 1, None))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
+    let unnamed = ctrl.create_volume(create_req("", 1, None)).await;
+    assert_eq!(refusal(unnamed), Code::InvalidArgument);
 
-    ctrl.delete_volume(v1::DeleteVolumeRequest {
-        volume_id: a.clone(),
-        ..Default::default()
-    })
-    .await
-    .expect("delete");
-    ctrl.delete_volume(v1::DeleteVolumeRequest {
-        volume_id: a.clone(),
-        ..Default::default()
-    })
-    .await
-    .expect("delete again");
+    for what in ["delete", "delete again"] {
+        let req = v1::DeleteVolumeRequest {
+            volume_id: a.clone(),
+            ..Default::default()
+        };
+        ctrl.delete_volume(req).await.expect(what);
+    }
     assert!(!d.state.join("volumes").join(&a).exists());
-    let err = ctrl
-        .delete_volume(v1::DeleteVolumeRequest::default())
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
+    let no_id = ctrl.delete_volume(v1::DeleteVolumeRequest::default()).await;
+    assert_eq!(refusal(no_id), Code::InvalidArgument);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,64 +62,39 @@ async fn unknown_and_missing_ids_and_bad_tokens_get_spec_codes() {
         volume_id: id.into(),
         ..Default::default()
     };
-    assert_eq!(
-        ctrl.controller_get_volume_health(get("vh-nope"))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
-    assert_eq!(
-        ctrl.controller_get_volume_health(get(""))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::InvalidArgument
-    );
+    let unknown = ctrl.controller_get_volume_health(get("vh-nope")).await;
+    assert_eq!(refusal(unknown), Code::NotFound);
+    let no_id = ctrl.controller_get_volume_health(get("")).await;
+    assert_eq!(refusal(no_id), Code::InvalidArgument);
     let validate = v1::ValidateVolumeCapabilitiesRequest {
         volume_id: "vh-nope".into(),
-        volume_capabilities: vec![mount_cap()],
+        volume_capabilities: vec![mount_capability()],
         ..Default::default()
     };
-    assert_eq!(
-        ctrl.validate_volume_capabilities(validate)
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
+    let unknown = ctrl.validate_volume_capabilities(validate).await;
+    assert_eq!(refusal(unknown), Code::NotFound);
+    let bad = v1::ListVolumesRequest {
+        max_entries: 1,
+        starting_token: "x/../../etc".into(),
+    };
+    assert_eq!(refusal(ctrl.list_volumes(bad).await), Code::Aborted);
     let bad = v1::ControllerListVolumeHealthRequest {
         max_entries: 1,
         starting_token: "bogus".into(),
         ..Default::default()
     };
-    assert_eq!(
-        ctrl.controller_list_volume_health(bad)
-            .await
-            .unwrap_err()
-            .code(),
-        Code::Aborted
-    );
-    let bad = v1::ListVolumesRequest {
-        max_entries: 1,
-        starting_token: "x/../../etc".into(),
-    };
-    assert_eq!(
-        ctrl.list_volumes(bad).await.unwrap_err().code(),
-        Code::Aborted
-    );
+    let bad_token = ctrl.controller_list_volume_health(bad).await;
+    assert_eq!(refusal(bad_token), Code::Aborted);
     let mut node = d.node().await;
     let req = v1::NodeGetVolumeHealthRequest {
         volume_id: "vh-nope".into(),
         ..Default::default()
     };
-    assert_eq!(
-        node.node_get_volume_health(req).await.unwrap_err().code(),
-        Code::NotFound
-    );
+    let unknown = node.node_get_volume_health(req).await;
+    assert_eq!(refusal(unknown), Code::NotFound);
     let req = v1::NodeGetVolumeHealthRequest::default();
     assert_eq!(
-        node.node_get_volume_health(req).await.unwrap_err().code(),
+        refusal(node.node_get_volume_health(req).await),
         Code::InvalidArgument
     );
 }
@@ -175,112 +149,44 @@ async fn paging_with_max_entries_one_visits_every_volume_once() {
     assert!(cap.available_capacity > 0);
 }
 
-fn controller_caps(resp: &v1::ControllerGetCapabilitiesResponse) -> Vec<i32> {
-    resp.capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::controller_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect()
-}
-
-fn node_caps(resp: &v1::NodeGetCapabilitiesResponse) -> Vec<i32> {
-    resp.capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::node_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_capabilities_are_advertised_by_default() {
     let d = TestDriver::start(|_| {}).await;
-    let caps = controller_caps(
-        &d.controller()
-            .await
-            .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
+    let (controller_caps, node_caps) = d.rpc_capabilities().await;
     for want in [1, 3, 4, 16, 17] {
         assert!(
-            caps.contains(&want),
-            "controller capability {want} missing from {caps:?}"
+            controller_caps.contains(&want),
+            "controller capability {want} missing from {controller_caps:?}"
         );
     }
-    let caps = node_caps(
-        &d.node()
-            .await
-            .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
     for want in [1, 2, 7, 8] {
         assert!(
-            caps.contains(&want),
-            "node capability {want} missing from {caps:?}"
+            node_caps.contains(&want),
+            "node capability {want} missing from {node_caps:?}"
         );
     }
-    let info = d
-        .identity()
-        .await
-        .get_plugin_info(v1::GetPluginInfoRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(info.name, "hostpath.volhealth.io");
-    let node_info = d
-        .node()
-        .await
-        .node_get_info(v1::NodeGetInfoRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(node_info.node_id, "node-1");
+    let mut identity = d.identity().await;
+    let info = identity.get_plugin_info(v1::GetPluginInfoRequest {}).await;
+    assert_eq!(info.unwrap().into_inner().name, "hostpath.volhealth.io");
+    let node_info = node_info(&d).await;
+    assert_eq!(node_info.unwrap().into_inner().node_id, "node-1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_without_get_is_advertised_as_asked_and_get_is_unimplemented() {
     let d = TestDriver::start(|c| c.health = HealthCapabilities::parse("list").unwrap()).await;
     let mut ctrl = d.controller().await;
-    let caps = controller_caps(
-        &ctrl
-            .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
+    let (caps, node_caps) = d.rpc_capabilities().await;
     assert!(caps.contains(&17) && !caps.contains(&16), "{caps:?}");
     let id = create(&mut ctrl, "pvc-x", 1 << 20, None).await;
     assert_eq!(list_all(&mut ctrl, 0).await.len(), 1);
-    let err = ctrl
-        .controller_get_volume_health(v1::ControllerGetVolumeHealthRequest {
-            volume_id: id,
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
+    let err = controller_health(&mut ctrl, &id).await.unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented);
-    let mut node = d.node().await;
-    let caps = node_caps(
-        &node
-            .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
+    assert!(
+        !node_caps.contains(&7) && !node_caps.contains(&8),
+        "{node_caps:?}"
     );
-    assert!(!caps.contains(&7) && !caps.contains(&8), "{caps:?}");
-    let err = node
-        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
-        .await
-        .unwrap_err();
+    let err = storage_health(&mut d.node().await).await.unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented);
 }
 
@@ -290,31 +196,25 @@ async fn get_and_node_storage_only() {
         TestDriver::start(|c| c.health = HealthCapabilities::parse("get,node-storage").unwrap())
             .await;
     let mut ctrl = d.controller().await;
-    let caps = controller_caps(
-        &ctrl
-            .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
+    let (caps, node_caps) = d.rpc_capabilities().await;
     assert!(caps.contains(&16) && !caps.contains(&17), "{caps:?}");
-    let err = ctrl
-        .controller_list_volume_health(v1::ControllerListVolumeHealthRequest::default())
-        .await
-        .unwrap_err();
+    let err = list_volume_health(&mut ctrl, 0).await.unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented);
-    let caps = node_caps(
-        &d.node()
-            .await
-            .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
+    assert!(
+        !node_caps.contains(&7) && node_caps.contains(&8),
+        "{node_caps:?}"
     );
-    assert!(!caps.contains(&7) && caps.contains(&8), "{caps:?}");
 }
 
-fn plugin_caps(resp: &v1::GetPluginCapabilitiesResponse) -> Vec<i32> {
+/// The service numbers the driver's GetPluginCapabilities answers with.
+async fn plugin_caps(d: &TestDriver) -> Vec<i32> {
+    let resp = d
+        .identity()
+        .await
+        .get_plugin_capabilities(v1::GetPluginCapabilitiesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     resp.capabilities
         .iter()
         .filter_map(|c| match &c.r#type {
@@ -324,51 +224,28 @@ fn plugin_caps(resp: &v1::GetPluginCapabilitiesResponse) -> Vec<i32> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn modes_serve_only_their_services() {
-    let d = TestDriver::start(|c| c.mode = Mode::Controller).await;
-    let caps = plugin_caps(
-        &d.identity()
-            .await
-            .get_plugin_capabilities(v1::GetPluginCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
-    assert_eq!(caps, vec![1], "CONTROLLER_SERVICE advertised");
-    let err = d
-        .node()
+/// The driver's NodeGetInfo answer.
+async fn node_info(d: &TestDriver) -> Result<tonic::Response<v1::NodeGetInfoResponse>, Status> {
+    d.node()
         .await
         .node_get_info(v1::NodeGetInfoRequest {})
         .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_serve_only_their_services() {
+    let d = TestDriver::start(|c| c.mode = Mode::Controller).await;
+    let caps = plugin_caps(&d).await;
+    assert_eq!(caps, vec![1], "CONTROLLER_SERVICE advertised");
+    assert_eq!(refusal(node_info(&d).await), Code::Unimplemented);
     drop(d);
 
     let d = TestDriver::start(|c| c.mode = Mode::Node).await;
-    let caps = plugin_caps(
-        &d.identity()
-            .await
-            .get_plugin_capabilities(v1::GetPluginCapabilitiesRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    );
+    let caps = plugin_caps(&d).await;
     assert!(caps.is_empty(), "{caps:?}");
-    let err = d
-        .controller()
-        .await
-        .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented);
-    assert!(
-        d.node()
-            .await
-            .node_get_info(v1::NodeGetInfoRequest {})
-            .await
-            .is_ok()
-    );
+    let (ctrl_caps, _) = volhealth_testkit::rpc_capabilities(d.channel().await).await;
+    assert_eq!(refusal(ctrl_caps), Code::Unimplemented);
+    assert!(node_info(&d).await.is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -410,44 +287,38 @@ async fn registration_socket_describes_the_driver() {
         .unwrap();
 }
 
+/// A ValidateVolumeCapabilities answer for volume `id` and `capability`.
+async fn validate(
+    ctrl: &mut ControllerClient<Channel>,
+    id: &str,
+    capability: v1::VolumeCapability,
+) -> v1::ValidateVolumeCapabilitiesResponse {
+    ctrl.validate_volume_capabilities(v1::ValidateVolumeCapabilitiesRequest {
+        volume_id: id.into(),
+        volume_capabilities: vec![capability],
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validate_confirms_mounts_and_refuses_block_and_bad_page_sizes() {
     let d = TestDriver::start(|_| {}).await;
     let mut ctrl = d.controller().await;
     let id = create(&mut ctrl, "pvc-v", 1 << 20, None).await;
-    let ok = ctrl
-        .validate_volume_capabilities(v1::ValidateVolumeCapabilitiesRequest {
-            volume_id: id.clone(),
-            volume_capabilities: vec![mount_cap()],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let ok = validate(&mut ctrl, &id, mount_capability()).await;
     assert!(ok.confirmed.is_some(), "{ok:?}");
     let block = v1::VolumeCapability {
         access_type: Some(v1::volume_capability::AccessType::Block(Default::default())),
         access_mode: Some(v1::volume_capability::AccessMode { mode: 1 }),
     };
-    let refused = ctrl
-        .validate_volume_capabilities(v1::ValidateVolumeCapabilitiesRequest {
-            volume_id: id.clone(),
-            volume_capabilities: vec![block],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let refused = validate(&mut ctrl, &id, block).await;
     assert!(
         refused.confirmed.is_none() && !refused.message.is_empty(),
         "{refused:?}"
     );
-    let err = ctrl
-        .controller_list_volume_health(v1::ControllerListVolumeHealthRequest {
-            max_entries: -1,
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
+    let err = list_volume_health(&mut ctrl, -1).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
 }

@@ -18,15 +18,7 @@ async fn directory_deleted_out_of_band_is_inaccessible_in_get_and_list() {
     let keep = create(&mut ctrl, "pvc-kept", 1 << 20, None).await;
     assert!(controller_get(&mut ctrl, &id).await.is_empty());
     std::fs::remove_dir_all(d.state.join("volumes").join(&id)).unwrap();
-    let got = eventually("VolumeNotFound from Get", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            let p = controller_get(&mut c, &id).await;
-            (!p.is_empty()).then_some(p)
-        }
-    })
-    .await;
+    let got = controller_get_until(&ctrl, &id, "VolumeNotFound from Get", |p| !p.is_empty()).await;
     assert_eq!(got, vec![(INACCESSIBLE, "VolumeNotFound".to_string())]);
     let listed = list_all(&mut ctrl, 1).await;
     let gone = listed
@@ -34,7 +26,7 @@ async fn directory_deleted_out_of_band_is_inaccessible_in_get_and_list() {
         .find(|v| v.volume_id == id)
         .expect("deleted volume still listed");
     assert_eq!(
-        pairs(&gone.health_statuses),
+        health_pairs(&gone.health_statuses),
         vec![(INACCESSIBLE, "VolumeNotFound".to_string())]
     );
     assert!(
@@ -47,6 +39,15 @@ async fn directory_deleted_out_of_band_is_inaccessible_in_get_and_list() {
         .find(|v| v.volume_id == keep)
         .expect("healthy volume listed");
     assert!(kept.health_statuses.is_empty());
+}
+
+/// Zeroes the primary superblock of the ext4 image at `image`.
+fn zero_primary_superblock(image: &std::path::Path) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new().write(true).open(image).unwrap();
+    f.seek(SeekFrom::Start(1024)).unwrap();
+    f.write_all(&[0u8; 1024]).unwrap();
+    f.sync_all().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,24 +67,9 @@ async fn corrupted_image_is_data_loss() {
         "image is sparse"
     );
     assert!(controller_get(&mut ctrl, &id).await.is_empty());
-    // Zero the primary superblock.
-    {
-        use std::io::{Seek, SeekFrom, Write};
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&image)
-            .unwrap();
-        f.seek(SeekFrom::Start(1024)).unwrap();
-        f.write_all(&[0u8; 1024]).unwrap();
-        f.sync_all().unwrap();
-    }
-    let got = eventually("FilesystemCorrupt", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            let p = controller_get(&mut c, &id).await;
-            p.iter().any(|(_, r)| r == "FilesystemCorrupt").then_some(p)
-        }
+    zero_primary_superblock(&image);
+    let got = controller_get_until(&ctrl, &id, "FilesystemCorrupt", |p| {
+        p.iter().any(|(_, r)| r == "FilesystemCorrupt")
     })
     .await;
     assert!(
@@ -92,14 +78,8 @@ async fn corrupted_image_is_data_loss() {
     );
     // Deleting the image out of band is VolumeNotFound, as for directories.
     std::fs::remove_file(&image).unwrap();
-    eventually("VolumeNotFound for the image", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            (controller_get(&mut c, &id).await
-                == vec![(INACCESSIBLE, "VolumeNotFound".to_string())])
-            .then_some(())
-        }
+    controller_get_until(&ctrl, &id, "VolumeNotFound for the image", |p| {
+        p == [(INACCESSIBLE, "VolumeNotFound".to_string())]
     })
     .await;
 }
@@ -145,23 +125,10 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
     );
     let filler = pool.join("filler");
     fill(&filler, size * 93 / 100);
-    let got = eventually("ThinPoolLowSpace", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            let p = controller_get(&mut c, &id).await;
-            (!p.is_empty()).then_some(p)
-        }
-    })
-    .await;
+    let got = controller_get_until(&ctrl, &id, "ThinPoolLowSpace", |p| !p.is_empty()).await;
     assert_eq!(got, vec![(DEGRADED, "ThinPoolLowSpace".to_string())]);
     let mut node = d.node().await;
-    let storage = node
-        .node_get_storage_health(volhealth_csi::v1::NodeGetStorageHealthRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .backend_health;
+    let storage = storage_get(&mut node).await;
     assert!(
         storage
             .iter()
@@ -169,13 +136,8 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
         "{storage:?}"
     );
     fill(&filler, size);
-    let got = eventually("ThinPoolOutOfDataSpace", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            let p = controller_get(&mut c, &id).await;
-            p.iter().any(|(s, _)| *s == INACCESSIBLE).then_some(p)
-        }
+    let got = controller_get_until(&ctrl, &id, "ThinPoolOutOfDataSpace", |p| {
+        p.iter().any(|(s, _)| *s == INACCESSIBLE)
     })
     .await;
     assert_eq!(
@@ -200,10 +162,8 @@ async fn full_backing_filesystem_is_degraded_then_inaccessible() {
         "message has sizes: {msg}"
     );
     std::fs::remove_file(&filler).unwrap();
-    eventually("recovery after space is freed", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move { controller_get(&mut c, &id).await.is_empty().then_some(()) }
+    controller_get_until(&ctrl, &id, "recovery after space is freed", |p| {
+        p.is_empty()
     })
     .await;
     d.stop().await;
@@ -222,15 +182,7 @@ async fn fresh_image_checks_clean_and_zeroed_superblock_does_not() {
         fsck(&image, std::time::Duration::from_secs(60)).await,
         FsckOutcome::Clean
     );
-    {
-        use std::io::{Seek, SeekFrom, Write};
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&image)
-            .unwrap();
-        f.seek(SeekFrom::Start(1024)).unwrap();
-        f.write_all(&[0u8; 1024]).unwrap();
-    }
+    zero_primary_superblock(&image);
     assert!(matches!(
         fsck(&image, std::time::Duration::from_secs(60)).await,
         FsckOutcome::Corrupt { .. }

@@ -5,28 +5,10 @@
 mod fixture;
 
 use fixture::*;
-use std::path::Path;
 use volhealth_csi::v1;
 
 const INACCESSIBLE: i32 = 2;
 const DEGRADED: i32 = 1;
-
-async fn node_get_paths(
-    node: &mut v1::node_client::NodeClient<tonic::transport::Channel>,
-    id: &str,
-    publish: &Path,
-) -> Vec<(i32, String)> {
-    let resp = node
-        .node_get_volume_health(v1::NodeGetVolumeHealthRequest {
-            volume_id: id.into(),
-            volume_publish_path: publish.display().to_string(),
-            staging_target_path: String::new(),
-        })
-        .await
-        .expect("NodeGetVolumeHealth")
-        .into_inner();
-    pairs(&resp.volume_health.expect("volume_health").health_statuses)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bind_mounted_volume_is_healthy_until_unmounted_out_of_band() {
@@ -34,56 +16,36 @@ async fn bind_mounted_volume_is_healthy_until_unmounted_out_of_band() {
     if !can_mount(d.dir.path()) {
         return;
     }
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-mnt", 1 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    let target = d.dir.path().join("pods").join("target");
-    std::fs::create_dir_all(&staging).unwrap();
-    let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage");
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage is idempotent");
-    node.node_publish_volume(publish_req(&id, &staging, &target))
-        .await
-        .expect("publish");
-    assert!(volhealth_driver::mounts::is_mount_point(&target));
-    std::fs::write(target.join("hello"), b"hi").unwrap();
+    let mut v = d.node_volume("pvc-mnt", 1 << 20).await;
+    v.target = d.dir.path().join("pods").join("target");
+    let _cleanup = v.prepare_mounts();
+    v.stage("stage").await;
+    v.stage("stage is idempotent").await;
+    v.publish().await;
+    assert!(volhealth_driver::mounts::is_mount_point(&v.target));
+    std::fs::write(v.target.join("hello"), b"hi").unwrap();
     assert!(
-        d.state.join("volumes").join(&id).join("hello").is_file(),
+        d.state.join("volumes").join(&v.id).join("hello").is_file(),
         "writes reach the volume data"
     );
-    assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
-    assert!(node_get(&mut node, &id).await.is_empty());
+    assert!(v.health_at_target().await.is_empty());
+    assert!(v.health().await.is_empty());
 
-    nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH).unwrap();
-    let got = node_get_paths(&mut node, &id, &target).await;
+    nix::mount::umount2(&v.target, nix::mount::MntFlags::MNT_DETACH).unwrap();
+    let got = v.health_at_target().await;
     assert_eq!(
         got,
         vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]
     );
-    std::fs::remove_dir(&target).unwrap();
-    let got = node_get_paths(&mut node, &id, &target).await;
+    std::fs::remove_dir(&v.target).unwrap();
+    let got = v.health_at_target().await;
     assert_eq!(got, vec![(INACCESSIBLE, "PublishPathMissing".to_string())]);
 
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
-        volume_id: id.clone(),
-        target_path: target.display().to_string(),
-    })
-    .await
-    .expect("unpublish is idempotent");
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
-        volume_id: id.clone(),
-        staging_target_path: staging.display().to_string(),
-    })
-    .await
-    .expect("unstage");
-    assert!(!volhealth_driver::mounts::is_mount_point(&staging));
+    // Unpublishing what is no longer there succeeds: unpublish is idempotent.
+    v.unpublish_and_unstage().await;
+    assert!(!volhealth_driver::mounts::is_mount_point(&v.staging));
     assert!(
-        node_get(&mut node, &id).await.is_empty(),
+        v.health().await.is_empty(),
         "nothing staged, data present: healthy"
     );
 }
@@ -110,23 +72,22 @@ async fn slow_io_probe_is_degraded() {
         c.allow_mounts = false;
     })
     .await;
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-slow", 1 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage");
-    let got = node
+    let mut v = d.node_volume("pvc-slow", 1 << 20).await;
+    v.stage("stage").await;
+    let got = v
+        .node
         .node_get_volume_health(v1::NodeGetVolumeHealthRequest {
-            volume_id: id.clone(),
+            volume_id: v.id.clone(),
             ..Default::default()
         })
         .await
         .unwrap()
         .into_inner();
     let entries = got.volume_health.unwrap().health_statuses;
-    assert_eq!(pairs(&entries), vec![(DEGRADED, "SlowIo".to_string())]);
+    assert_eq!(
+        health_pairs(&entries),
+        vec![(DEGRADED, "SlowIo".to_string())]
+    );
     assert!(
         entries[0].message.contains(" ms"),
         "message has the time: {}",
@@ -141,76 +102,48 @@ async fn failing_io_probe_is_inaccessible() {
     if !can_mount(d.dir.path()) {
         return;
     }
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-ro", 1 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    let target = d.dir.path().join("target");
-    std::fs::create_dir_all(&staging).unwrap();
-    let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage");
-    node.node_publish_volume(publish_req(&id, &staging, &target))
-        .await
-        .expect("publish");
-    assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
+    let mut v = d.node_volume("pvc-ro", 1 << 20).await;
+    let _cleanup = v.prepare_mounts();
+    v.stage("stage").await;
+    v.publish().await;
+    assert!(v.health_at_target().await.is_empty());
     // Out of band, the published mount turns read-only: writes through it fail.
     use nix::mount::{MsFlags, mount};
     let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-    mount(None::<&str>, &target, None::<&str>, flags, None::<&str>)
-        .unwrap_or_else(|e| panic!("remounting {} read-only: {e}", target.display()));
-    let got = node_get_paths(&mut node, &id, &target).await;
+    mount(None::<&str>, &v.target, None::<&str>, flags, None::<&str>)
+        .unwrap_or_else(|e| panic!("remounting {} read-only: {e}", v.target.display()));
+    let got = v.health_at_target().await;
     assert_eq!(got, vec![(INACCESSIBLE, "IoProbeFailed".to_string())]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn symlink_fallback_keeps_node_checks_meaningful() {
     let d = TestDriver::start(|c| c.allow_mounts = false).await;
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-link", 1 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    let target = d.dir.path().join("target");
-    std::fs::create_dir_all(&staging).unwrap();
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage");
-    node.node_publish_volume(publish_req(&id, &staging, &target))
-        .await
-        .expect("publish");
-    std::fs::write(target.join("hello"), b"hi").unwrap();
+    let mut v = d.node_volume("pvc-link", 1 << 20).await;
+    std::fs::create_dir_all(&v.staging).unwrap();
+    v.stage("stage").await;
+    v.publish().await;
+    std::fs::write(v.target.join("hello"), b"hi").unwrap();
     assert!(
-        d.state.join("volumes").join(&id).join("hello").is_file(),
+        d.state.join("volumes").join(&v.id).join("hello").is_file(),
         "writes reach the volume data"
     );
-    assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
+    assert!(v.health_at_target().await.is_empty());
     // Someone points the target elsewhere.
-    std::fs::remove_file(&target).unwrap();
-    std::os::unix::fs::symlink(d.dir.path(), &target).unwrap();
+    std::fs::remove_file(&v.target).unwrap();
+    std::os::unix::fs::symlink(d.dir.path(), &v.target).unwrap();
     assert_eq!(
-        node_get_paths(&mut node, &id, &target).await,
+        v.health_at_target().await,
         vec![(INACCESSIBLE, "PublishPathNotMounted".to_string())]
     );
-    std::fs::remove_file(&target).unwrap();
+    std::fs::remove_file(&v.target).unwrap();
     assert_eq!(
-        node_get_paths(&mut node, &id, &target).await,
+        v.health_at_target().await,
         vec![(INACCESSIBLE, "PublishPathMissing".to_string())]
     );
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
-        volume_id: id.clone(),
-        target_path: target.display().to_string(),
-    })
-    .await
-    .unwrap();
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
-        volume_id: id.clone(),
-        staging_target_path: staging.display().to_string(),
-    })
-    .await
-    .unwrap();
+    v.unpublish_and_unstage().await;
     assert!(
-        staging.is_dir() && !staging.is_symlink(),
+        v.staging.is_dir() && !v.staging.is_symlink(),
         "the CO's staging directory is given back"
     );
 }
@@ -218,15 +151,10 @@ async fn symlink_fallback_keeps_node_checks_meaningful() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backing_data_deleted_is_inaccessible_on_the_node() {
     let d = TestDriver::start(|c| c.allow_mounts = false).await;
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-del", 1 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage");
-    std::fs::remove_dir_all(d.state.join("volumes").join(&id)).unwrap();
-    let got = node_get(&mut node, &id).await;
+    let mut v = d.node_volume("pvc-del", 1 << 20).await;
+    v.stage("stage").await;
+    std::fs::remove_dir_all(d.state.join("volumes").join(&v.id)).unwrap();
+    let got = v.health().await;
     assert!(
         got.contains(&(INACCESSIBLE, "BackingDataMissing".to_string())),
         "{got:?}"
@@ -242,28 +170,20 @@ async fn image_volume_is_loop_mounted_and_probed() {
     if !can_mount(d.dir.path()) {
         return;
     }
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-loop", 32 << 20, None).await;
-    let staging = d.dir.path().join("staging");
-    let target = d.dir.path().join("target");
-    std::fs::create_dir_all(&staging).unwrap();
-    let _cleanup = Unmount(vec![target.clone(), staging.clone()]);
-    node.node_stage_volume(stage_req(&id, &staging))
-        .await
-        .expect("stage (loop mount)");
+    let mut v = d.node_volume("pvc-loop", 32 << 20).await;
+    let _cleanup = v.prepare_mounts();
+    v.stage("stage (loop mount)").await;
     assert!(
-        staging.join("lost+found").is_dir(),
+        v.staging.join("lost+found").is_dir(),
         "the ext4 filesystem is mounted"
     );
-    node.node_publish_volume(publish_req(&id, &staging, &target))
-        .await
-        .expect("publish");
-    assert!(node_get_paths(&mut node, &id, &target).await.is_empty());
-    let stats = node
+    v.publish().await;
+    assert!(v.health_at_target().await.is_empty());
+    let stats = v
+        .node
         .node_get_volume_stats(v1::NodeGetVolumeStatsRequest {
-            volume_id: id.clone(),
-            volume_path: target.display().to_string(),
+            volume_id: v.id.clone(),
+            volume_path: v.target.display().to_string(),
             staging_target_path: String::new(),
         })
         .await
@@ -275,17 +195,6 @@ async fn image_volume_is_loop_mounted_and_probed() {
         .find(|u| u.unit == 1)
         .expect("bytes usage");
     assert!(bytes.total > 0 && bytes.total <= 32 << 20, "{bytes:?}");
-    node.node_unpublish_volume(v1::NodeUnpublishVolumeRequest {
-        volume_id: id.clone(),
-        target_path: target.display().to_string(),
-    })
-    .await
-    .unwrap();
-    node.node_unstage_volume(v1::NodeUnstageVolumeRequest {
-        volume_id: id.clone(),
-        staging_target_path: staging.display().to_string(),
-    })
-    .await
-    .unwrap();
-    assert!(!volhealth_driver::mounts::is_mount_point(&staging));
+    v.unpublish_and_unstage().await;
+    assert!(!volhealth_driver::mounts::is_mount_point(&v.staging));
 }

@@ -8,10 +8,33 @@ mod fixture;
 use fixture::*;
 use std::collections::{BTreeMap, BTreeSet};
 use tonic::Code;
+use tonic::transport::Channel;
 use volhealth_csi::v1;
+use volhealth_csi::v1::controller_client::ControllerClient;
+use volhealth_csi::v1::node_client::NodeClient;
 use volhealth_driver::condition::{Condition, StorageCondition, VolumeMode};
 use volhealth_driver::injection::{self, ListChaos, RpcFault, Side, VolumeInjection};
 use volhealth_driver::state::StateDir;
+
+fn set_fault(
+    state: &StateDir,
+    method: &str,
+    code: i32,
+    rate: f64,
+    delay_ms: u64,
+    message: Option<String>,
+) {
+    injection::update(state, |i| {
+        i.set_fault(RpcFault {
+            method: method.into(),
+            code,
+            rate,
+            delay_ms,
+            message,
+        })
+    })
+    .unwrap();
+}
 
 fn inject_volume(state: &StateDir, id: &str, side: Side, status: i32, reason: &str) {
     let condition = Condition::new(status, reason, format!("injected {reason}"));
@@ -25,13 +48,28 @@ fn inject_volume(state: &StateDir, id: &str, side: Side, status: i32, reason: &s
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volume_injections_add_entries_merge_and_clear_without_restart() {
+/// A driver with volume `name`: the driver, its state, a controller and a node client and the
+/// volume's id.
+async fn one_volume(
+    name: &str,
+) -> (
+    TestDriver,
+    StateDir,
+    ControllerClient<Channel>,
+    NodeClient<Channel>,
+    String,
+) {
     let d = TestDriver::start(|_| {}).await;
     let state = StateDir::new(&d.state);
     let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-inj", 1 << 20, None).await;
+    let node = d.node().await;
+    let id = create(&mut ctrl, name, 1 << 20, None).await;
+    (d, state, ctrl, node, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_injections_add_entries_merge_and_clear_without_restart() {
+    let (d, state, mut ctrl, mut node, id) = one_volume("pvc-inj").await;
     inject_volume(&state, &id, Side::Controller, 2, "StorageArrayOffline");
     inject_volume(&state, &id, Side::Controller, 1, "ReplicaRebuilding");
     inject_volume(&state, &id, Side::Node, 3, "BlocksLost");
@@ -39,15 +77,13 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
         (1, "ReplicaRebuilding".to_string()),
         (2, "StorageArrayOffline".to_string()),
     ];
-    eventually("both controller injections in Get", || {
-        let mut c = ctrl.clone();
-        let (id, want) = (id.clone(), want.clone());
-        async move { (controller_get(&mut c, &id).await == want).then_some(()) }
+    controller_get_until(&ctrl, &id, "both controller injections in Get", |p| {
+        p == want
     })
     .await;
     let listed = list_all(&mut ctrl, 1).await;
     assert_eq!(
-        pairs(&listed[0].health_statuses),
+        health_pairs(&listed[0].health_statuses),
         want,
         "List carries them too"
     );
@@ -59,16 +95,8 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
 
     // An injection with the same (status, reason) as a detected condition wins.
     std::fs::remove_dir_all(d.state.join("volumes").join(&id)).unwrap();
-    eventually("detected VolumeNotFound", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            controller_get(&mut c, &id)
-                .await
-                .iter()
-                .any(|(_, r)| r == "VolumeNotFound")
-                .then_some(())
-        }
+    controller_get_until(&ctrl, &id, "detected VolumeNotFound", |p| {
+        p.iter().any(|(_, r)| r == "VolumeNotFound")
     })
     .await;
     inject_volume(&state, &id, Side::Controller, 2, "VolumeNotFound");
@@ -99,13 +127,8 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
     assert_eq!(vnf[0].message, "injected VolumeNotFound");
 
     injection::update(&state, |i| i.clear_volume(&id, Some(Side::Controller))).unwrap();
-    eventually("only the detected condition after clear", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            (controller_get(&mut c, &id).await == vec![(2, "VolumeNotFound".to_string())])
-                .then_some(())
-        }
+    controller_get_until(&ctrl, &id, "only the detected condition after clear", |p| {
+        p == [(2, "VolumeNotFound".to_string())]
     })
     .await;
     assert_eq!(
@@ -121,11 +144,7 @@ async fn volume_injections_add_entries_merge_and_clear_without_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_numeric_status_is_sent_raw() {
-    let d = TestDriver::start(|_| {}).await;
-    let state = StateDir::new(&d.state);
-    let mut ctrl = d.controller().await;
-    let mut node = d.node().await;
-    let id = create(&mut ctrl, "pvc-raw", 1 << 20, None).await;
+    let (_d, state, ctrl, mut node, id) = one_volume("pvc-raw").await;
     inject_volume(&state, &id, Side::Controller, 42, "FutureCondition");
     inject_volume(&state, &id, Side::Node, 0, "UnknownType");
     let storage = StorageCondition {
@@ -136,25 +155,15 @@ async fn unknown_numeric_status_is_sent_raw() {
         volume_mode: None,
     };
     injection::update(&state, |i| i.add_storage(storage)).unwrap();
-    eventually("raw 42", || {
-        let mut c = ctrl.clone();
-        let id = id.clone();
-        async move {
-            (controller_get(&mut c, &id).await == vec![(42, "FutureCondition".to_string())])
-                .then_some(())
-        }
+    controller_get_until(&ctrl, &id, "raw 42", |p| {
+        p == [(42, "FutureCondition".to_string())]
     })
     .await;
     assert_eq!(
         node_get(&mut node, &id).await,
         vec![(0, "UnknownType".to_string())]
     );
-    let s = node
-        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .backend_health;
+    let s = storage_get(&mut node).await;
     assert!(
         s.iter()
             .any(|e| e.status == 9 && e.reason == "FutureStorage"),
@@ -168,12 +177,8 @@ async fn storage_injection_carries_access_and_volume_mode() {
     let d = TestDriver::start(|c| c.low_space_fraction = 0.0).await;
     let state = StateDir::new(&d.state);
     let mut node = d.node().await;
-    let healthy = node
-        .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(healthy.backend_health.is_empty(), "{healthy:?}");
+    let healthy = storage_get(&mut node).await;
+    assert!(healthy.is_empty(), "{healthy:?}");
     let cond = StorageCondition {
         status: 2,
         reason: "ArrayUnreachable".into(),
@@ -184,14 +189,7 @@ async fn storage_injection_carries_access_and_volume_mode() {
     injection::update(&state, |i| i.add_storage(cond)).unwrap();
     let got = eventually("storage injection", || {
         let mut n = node.clone();
-        async move {
-            let r = n
-                .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            (!r.backend_health.is_empty()).then_some(r.backend_health)
-        }
+        async move { Some(storage_health(&mut n).await.ok()?).filter(|s| !s.is_empty()) }
     })
     .await;
     assert_eq!(got.len(), 1);
@@ -208,14 +206,7 @@ async fn storage_injection_carries_access_and_volume_mode() {
     injection::update(&state, |i| i.storage.clear()).unwrap();
     eventually("storage cleared", || {
         let mut n = node.clone();
-        async move {
-            let r = n
-                .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
-                .await
-                .ok()?
-                .into_inner();
-            r.backend_health.is_empty().then_some(())
-        }
+        async move { storage_health(&mut n).await.ok()?.is_empty().then_some(()) }
     })
     .await;
 }
@@ -232,24 +223,13 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
         ("NodeGetStorageHealth", 4),
         ("Probe", 13),
     ] {
-        injection::update(&state, |i| {
-            i.set_fault(RpcFault {
-                method: method.into(),
-                code,
-                rate: 1.0,
-                delay_ms: 0,
-                message: (method == "Probe").then(|| "the backend is on fire".to_string()),
-            })
-        })
-        .unwrap();
+        let message = (method == "Probe").then(|| "the backend is on fire".to_string());
+        set_fault(&state, method, code, 1.0, 0, message);
     }
     eventually("list fails with UNAVAILABLE", || {
         let mut c = ctrl.clone();
         async move {
-            let e = c
-                .controller_list_volume_health(v1::ControllerListVolumeHealthRequest::default())
-                .await
-                .err()?;
+            let e = list_volume_health(&mut c, 0).await.err()?;
             (e.code() == Code::Unavailable).then_some(())
         }
     })
@@ -275,32 +255,14 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
         "the default message names the method"
     );
     // Rate 0 never fails.
-    injection::update(&state, |i| {
-        i.set_fault(RpcFault {
-            method: "Probe".into(),
-            code: 13,
-            rate: 0.0,
-            delay_ms: 0,
-            message: None,
-        })
-    })
-    .unwrap();
+    set_fault(&state, "Probe", 13, 0.0, 0, None);
     eventually("probe answers at rate 0", || {
         let mut c = ident.clone();
         async move { c.probe(v1::ProbeRequest {}).await.ok().map(|_| ()) }
     })
     .await;
     // A delay longer than the caller's deadline makes the call time out on the caller's side.
-    injection::update(&state, |i| {
-        i.set_fault(RpcFault {
-            method: "NodeGetVolumeHealth".into(),
-            code: 0,
-            rate: 1.0,
-            delay_ms: 60_000,
-            message: None,
-        })
-    })
-    .unwrap();
+    set_fault(&state, "NodeGetVolumeHealth", 0, 1.0, 60_000, None);
     let id = create(&mut ctrl, "pvc-slow", 1 << 20, None).await;
     eventually("delayed NodeGetVolumeHealth", || {
         let mut n = node.clone();
@@ -324,10 +286,7 @@ async fn rpc_faults_fail_with_the_code_and_delay() {
     );
 }
 
-async fn cycle(
-    ctrl: &mut v1::controller_client::ControllerClient<tonic::transport::Channel>,
-    max: i32,
-) -> (Vec<String>, usize) {
+async fn cycle(ctrl: &mut ControllerClient<Channel>, max: i32) -> (Vec<String>, usize) {
     let pages = list_all(ctrl, max).await;
     (
         pages.iter().map(|v| v.volume_id.clone()).collect(),
@@ -335,22 +294,35 @@ async fn cycle(
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_chaos_duplicates_repeat_entries_but_paging_ends() {
+/// A driver with volumes `pvc-0`.. `pvc-<n-1>` and `chaos` injected: the driver, its state, a
+/// controller client and the volumes' ids.
+async fn chaos_world(
+    n: usize,
+    chaos: ListChaos,
+) -> (
+    TestDriver,
+    StateDir,
+    ControllerClient<Channel>,
+    BTreeSet<String>,
+) {
     let d = TestDriver::start(|_| {}).await;
     let state = StateDir::new(&d.state);
     let mut ctrl = d.controller().await;
     let mut ids = BTreeSet::new();
-    for i in 0..4 {
+    for i in 0..n {
         ids.insert(create(&mut ctrl, &format!("pvc-{i}"), 1 << 20, None).await);
     }
-    injection::update(&state, |i| {
-        i.list_chaos = ListChaos {
-            duplicates: true,
-            omissions: false,
-        }
-    })
-    .unwrap();
+    injection::update(&state, |i| i.list_chaos = chaos).unwrap();
+    (d, state, ctrl, ids)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_chaos_duplicates_repeat_entries_but_paging_ends() {
+    let chaos = ListChaos {
+        duplicates: true,
+        omissions: false,
+    };
+    let (_d, _state, ctrl, ids) = chaos_world(4, chaos).await;
     for max in [1, 2] {
         let (listed, n) = eventually("duplicates", || {
             let mut c = ctrl.clone();
@@ -368,20 +340,11 @@ async fn list_chaos_duplicates_repeat_entries_but_paging_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_chaos_omissions_rotate_so_every_volume_comes_back() {
-    let d = TestDriver::start(|_| {}).await;
-    let state = StateDir::new(&d.state);
-    let mut ctrl = d.controller().await;
-    let mut ids = BTreeSet::new();
-    for i in 0..10 {
-        ids.insert(create(&mut ctrl, &format!("pvc-{i}"), 1 << 20, None).await);
-    }
-    injection::update(&state, |i| {
-        i.list_chaos = ListChaos {
-            duplicates: false,
-            omissions: true,
-        }
-    })
-    .unwrap();
+    let chaos = ListChaos {
+        duplicates: false,
+        omissions: true,
+    };
+    let (_d, state, mut ctrl, ids) = chaos_world(10, chaos).await;
     // Wait until the driver sees the chaos (some cycle misses a volume).
     eventually("omissions", || {
         let mut c = ctrl.clone();

@@ -17,6 +17,7 @@ pub const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 mod apiserver;
 mod claims;
+mod csi_calls;
 mod http;
 pub mod kernel_faults;
 mod kube_client;
@@ -36,6 +37,10 @@ pub use apiserver::{
 pub use claims::{
     Claims, MetricsPage, claim_status_patches, http_text, metric_sum, pod_volume_conditions,
     storage_conditions,
+};
+pub use csi_calls::{
+    controller_health, health_pairs, list_volume_health, node_health, rpc_capabilities,
+    storage_health,
 };
 pub use http::{b64, http_get, http_get_ok, parse_response};
 pub use kube_client::client_for;
