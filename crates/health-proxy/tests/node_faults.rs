@@ -13,7 +13,7 @@ use support::RunningProxy;
 use volhealth_csi::v1;
 use volhealth_driver::HealthCapabilities;
 use volhealth_node_faults::{Detector, DetectorConfig, NodeFaultMetrics};
-use volhealth_testkit::{Driver, stage_and_publish_via};
+use volhealth_testkit::{Driver, node_health, stage_and_publish_via};
 
 fn root_or_skip() -> bool {
     let root = Command::new("id")
@@ -81,20 +81,9 @@ async fn a_driver_without_health_gets_the_nodes_own_through_the_proxy() {
     )
     .await;
     let mut node = v1::node_client::NodeClient::new(channel.clone());
-    let mut ask = async || {
-        node.node_get_volume_health(v1::NodeGetVolumeHealthRequest {
-            volume_id: volume.clone(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .volume_health
-        .unwrap()
-        .health_statuses
-        .into_iter()
-        .map(|e| e.reason)
-        .collect::<Vec<_>>()
+    let mut ask = async || -> Vec<String> {
+        let pairs = node_health(&mut node, &volume, "").await.unwrap();
+        pairs.into_iter().map(|(_, reason)| reason).collect()
     };
     // The driver left a symlink, not a mount: the kubelet's publish path is not mounted.
     assert_eq!(ask().await, ["NotMounted"]);

@@ -216,32 +216,6 @@ pub async fn raw_call(
 
 /// The RPC capability numbers of the Controller's and the Node's capability answers.
 pub async fn capability_types(channel: tonic::transport::Channel) -> (Vec<i32>, Vec<i32>) {
-    use volhealth_csi::v1;
-    let ctrl = v1::controller_client::ControllerClient::new(channel.clone())
-        .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::controller_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
-    let node = v1::node_client::NodeClient::new(channel)
-        .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::node_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
-    (ctrl, node)
+    let (ctrl, node) = volhealth_testkit::rpc_capabilities(channel).await;
+    (ctrl.unwrap(), node.unwrap())
 }
