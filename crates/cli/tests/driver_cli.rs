@@ -12,6 +12,10 @@ use tonic::transport::Channel;
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::node_client::NodeClient;
+use volhealth_testkit::{
+    controller_health, create_volume, list_volume_health, node_health, rpc_capabilities,
+    storage_health,
+};
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -53,6 +57,11 @@ impl Setup {
     async fn node(&self) -> NodeClient<Channel> {
         NodeClient::new(connect(&self.endpoint).await)
     }
+
+    /// Creates a volume of 1 MiB; returns its id.
+    async fn create(&self, name: &str) -> String {
+        create_volume(&self.endpoint, name, Some(1 << 20)).await
+    }
 }
 
 async fn connect(endpoint: &str) -> Channel {
@@ -71,8 +80,12 @@ fn inject(state: &Path, args: &[&str]) -> std::process::Output {
         .expect("run volhealth inject")
 }
 
-fn inject_ok(state: &Path, args: &[&str]) {
-    let out = inject(state, args);
+/// `volhealth inject` with the words of `command` and then `tail` (arguments that hold spaces),
+/// which must succeed.
+fn inject_ok(state: &Path, command: &str, tail: &[&str]) {
+    let mut args: Vec<&str> = command.split_whitespace().collect();
+    args.extend_from_slice(tail);
+    let out = inject(state, &args);
     assert!(
         out.status.success(),
         "inject {args:?} failed: {}",
@@ -80,50 +93,8 @@ fn inject_ok(state: &Path, args: &[&str]) {
     );
 }
 
-fn mount_cap() -> v1::VolumeCapability {
-    v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(Default::default())),
-        access_mode: Some(v1::volume_capability::AccessMode { mode: 1 }),
-    }
-}
-
-async fn create(ctrl: &mut ControllerClient<Channel>, name: &str) -> String {
-    let req = v1::CreateVolumeRequest {
-        name: name.into(),
-        capacity_range: Some(v1::CapacityRange {
-            required_bytes: 1 << 20,
-            limit_bytes: 0,
-        }),
-        volume_capabilities: vec![mount_cap()],
-        ..Default::default()
-    };
-    ctrl.create_volume(req)
-        .await
-        .expect("CreateVolume")
-        .into_inner()
-        .volume
-        .expect("volume")
-        .volume_id
-}
-
 async fn get_pairs(ctrl: &mut ControllerClient<Channel>, id: &str) -> Option<Vec<(i32, String)>> {
-    let req = v1::ControllerGetVolumeHealthRequest {
-        volume_id: id.into(),
-        ..Default::default()
-    };
-    let r = ctrl
-        .controller_get_volume_health(req)
-        .await
-        .ok()?
-        .into_inner();
-    let mut v: Vec<_> = r
-        .volume_health?
-        .health_statuses
-        .into_iter()
-        .map(|e| (e.status, e.reason))
-        .collect();
-    v.sort();
-    Some(v)
+    controller_health(ctrl, id).await.ok()
 }
 
 async fn wait_for<T, F, Fut>(what: &str, mut f: F) -> T
@@ -138,35 +109,18 @@ where
 async fn injections_apply_without_restart_and_survive_one() {
     let s = Setup::new();
     let mut driver = s.start(&[]);
-    let mut ctrl = s.controller().await;
-    let id = create(&mut ctrl, "pvc-restart").await;
+    let ctrl = s.controller().await;
+    let id = s.create("pvc-restart").await;
+    let volume = format!("volume {id} --side controller");
     inject_ok(
         &s.state,
-        &[
-            "volume",
-            &id,
-            "--side",
-            "controller",
-            "--status",
-            "Inaccessible",
-            "--reason",
-            "ArrayOffline",
-            "--message",
-            "array a1 down",
-        ],
+        &format!("{volume} --status Inaccessible --reason ArrayOffline"),
+        &["--message", "array a1 down"],
     );
     inject_ok(
         &s.state,
-        &[
-            "volume",
-            &id,
-            "--side",
-            "controller",
-            "--status",
-            "Degraded",
-            "--reason",
-            "ReplicaLost",
-        ],
+        &format!("{volume} --status Degraded --reason ReplicaLost"),
+        &[],
     );
     let want = vec![
         (1, "ReplicaLost".to_string()),
@@ -181,14 +135,14 @@ async fn injections_apply_without_restart_and_survive_one() {
 
     driver.kill();
     let _driver = s.start(&[]);
-    let mut ctrl = s.controller().await;
+    let ctrl = s.controller().await;
     wait_for("volume and injections after restart", || {
         let mut c = ctrl.clone();
         let (id, want) = (id.clone(), want.clone());
         async move { (get_pairs(&mut c, &id).await? == want).then_some(()) }
     })
     .await;
-    inject_ok(&s.state, &["clear", "volume", &id, "--side", "controller"]);
+    inject_ok(&s.state, &format!("clear {volume}"), &[]);
     wait_for("cleared", || {
         let mut c = ctrl.clone();
         let id = id.clone();
@@ -196,19 +150,19 @@ async fn injections_apply_without_restart_and_survive_one() {
     })
     .await;
     // A re-create after the restart is idempotent too.
-    assert_eq!(create(&mut ctrl, "pvc-restart").await, id);
+    assert_eq!(s.create("pvc-restart").await, id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inject_cli_storage_raw_status_rpc_faults_and_list_chaos() {
     let s = Setup::new();
     let _driver = s.start(&["--health-capabilities", "list,get,node-volume,node-storage"]);
-    let mut ctrl = s.controller().await;
+    let ctrl = s.controller().await;
     let node = s.node().await;
     let ids = [
-        create(&mut ctrl, "pvc-1").await,
-        create(&mut ctrl, "pvc-2").await,
-        create(&mut ctrl, "pvc-3").await,
+        s.create("pvc-1").await,
+        s.create("pvc-2").await,
+        s.create("pvc-3").await,
     ];
 
     let bad = inject(
@@ -218,35 +172,18 @@ async fn inject_cli_storage_raw_status_rpc_faults_and_list_chaos() {
         ],
     );
     assert!(!bad.status.success(), "an unknown status name is refused");
-    inject_ok(
-        &s.state,
-        &[
-            "volume",
-            &ids[0],
-            "--side",
-            "node",
-            "--status",
-            "42",
-            "--reason",
-            "FutureCondition",
-        ],
+    let raw = format!(
+        "volume {} --side node --status 42 --reason FutureCondition",
+        ids[0]
     );
+    inject_ok(&s.state, &raw, &[]);
     wait_for("raw status 42 on the node side", || {
         let mut n = node.clone();
         let id = ids[0].clone();
         async move {
-            let r = n
-                .node_get_volume_health(v1::NodeGetVolumeHealthRequest {
-                    volume_id: id,
-                    ..Default::default()
-                })
-                .await
-                .ok()?;
-            r.into_inner()
-                .volume_health?
-                .health_statuses
-                .iter()
-                .any(|e| e.status == 42 && e.reason == "FutureCondition")
+            let pairs = node_health(&mut n, &id, "").await.ok()?;
+            pairs
+                .contains(&(42, "FutureCondition".to_string()))
                 .then_some(())
         }
     })
@@ -254,27 +191,16 @@ async fn inject_cli_storage_raw_status_rpc_faults_and_list_chaos() {
 
     inject_ok(
         &s.state,
-        &[
-            "storage",
-            "--status",
-            "StorageDegraded",
-            "--reason",
-            "PathDegraded",
-            "--access-mode",
-            "ReadWriteOnce",
-            "--volume-mode",
-            "Filesystem",
-        ],
+        "storage --status StorageDegraded --reason PathDegraded --access-mode ReadWriteOnce \
+         --volume-mode Filesystem",
+        &[],
     );
     wait_for("storage condition", || {
         let mut n = node.clone();
         async move {
-            let r = n
-                .node_get_storage_health(v1::NodeGetStorageHealthRequest::default())
+            storage_health(&mut n)
                 .await
                 .ok()?
-                .into_inner();
-            r.backend_health
                 .iter()
                 .any(|b| {
                     b.status == 1 && b.reason == "PathDegraded" && b.volume_capability.is_some()
@@ -286,52 +212,26 @@ async fn inject_cli_storage_raw_status_rpc_faults_and_list_chaos() {
 
     inject_ok(
         &s.state,
-        &["rpc", "ControllerListVolumeHealth", "--code", "UNAVAILABLE"],
+        "rpc ControllerListVolumeHealth --code UNAVAILABLE",
+        &[],
     );
     wait_for("list fails with UNAVAILABLE", || {
         let mut c = ctrl.clone();
         async move {
-            let e = c
-                .controller_list_volume_health(v1::ControllerListVolumeHealthRequest::default())
-                .await
-                .err()?;
-            (e.code() == Code::Unavailable).then_some(())
+            let code = list_volume_health(&mut c, 0).await.err()?.code();
+            (code == Code::Unavailable).then_some(())
         }
     })
     .await;
-    inject_ok(
-        &s.state,
-        &["rpc", "ControllerListVolumeHealth", "--code", "OK"],
-    );
-    inject_ok(&s.state, &["list-chaos", "--duplicates"]);
+    inject_ok(&s.state, "rpc ControllerListVolumeHealth --code OK", &[]);
+    inject_ok(&s.state, "list-chaos --duplicates", &[]);
     wait_for("duplicated entries across pages", || {
         let mut c = ctrl.clone();
-        async move {
-            let mut token = String::new();
-            let mut n = 0;
-            loop {
-                let req = v1::ControllerListVolumeHealthRequest {
-                    max_entries: 1,
-                    starting_token: token,
-                    ..Default::default()
-                };
-                let r = c
-                    .controller_list_volume_health(req)
-                    .await
-                    .ok()?
-                    .into_inner();
-                n += r.entries.len();
-                if r.next_token.is_empty() {
-                    break;
-                }
-                token = r.next_token;
-            }
-            (n > 3).then_some(())
-        }
+        async move { (list_volume_health(&mut c, 1).await.ok()?.len() > 3).then_some(()) }
     })
     .await;
-    inject_ok(&s.state, &["list-chaos", "--off"]);
-    inject_ok(&s.state, &["clear", "all"]);
+    inject_ok(&s.state, "list-chaos --off", &[]);
+    inject_ok(&s.state, "clear all", &[]);
     let text = std::fs::read_to_string(s.state.join("injections.json")).expect("injections file");
     assert!(
         !text.contains("FutureCondition") && !text.contains("PathDegraded"),
@@ -343,21 +243,8 @@ async fn inject_cli_storage_raw_status_rpc_faults_and_list_chaos() {
 async fn health_capabilities_flag_limits_what_is_advertised() {
     let s = Setup::new();
     let _driver = s.start(&["--health-capabilities", "list", "--mode", "controller"]);
-    let mut ctrl = s.controller().await;
-    let caps = ctrl
-        .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
-        .await
-        .expect("caps")
-        .into_inner();
-    let types: Vec<i32> = caps
-        .capabilities
-        .iter()
-        .filter_map(|c| {
-            c.r#type
-                .as_ref()
-                .map(|v1::controller_service_capability::Type::Rpc(r)| r.r#type)
-        })
-        .collect();
+    let (types, _) = rpc_capabilities(connect(&s.endpoint).await).await;
+    let types = types.expect("caps");
     assert!(types.contains(&17) && !types.contains(&16), "{types:?}");
     let mut node = s.node().await;
     let e = node
