@@ -27,6 +27,20 @@ fn state() -> State {
     }
 }
 
+/// Every legacy mode on.
+const ALL_MODES: LegacyModes = LegacyModes {
+    list_volumes: true,
+    get_volume: true,
+    node_volume_stats: true,
+};
+
+/// The fake serving `s`, and a bridge controller (debounce 2) asking it in `modes`.
+async fn controller_of(s: State, modes: LegacyModes) -> (LegacyDriver, LegacyController) {
+    let driver = LegacyDriver::start(s).await;
+    let c = LegacyController::new(driver.channel().await, bridge(2), modes);
+    (driver, c)
+}
+
 type Entry = (i32, String, String);
 
 fn entries(h: &v1::VolumeHealth) -> Vec<Entry> {
@@ -43,14 +57,7 @@ async fn capabilities_are_read_from_the_reserved_numbers() {
         volhealth_legacy_bridge::probe(driver.channel().await, std::time::Duration::from_secs(5))
             .await
             .unwrap();
-    assert_eq!(
-        modes,
-        LegacyModes {
-            list_volumes: true,
-            get_volume: true,
-            node_volume_stats: true
-        }
-    );
+    assert_eq!(modes, ALL_MODES);
     let quiet = LegacyDriver::start(State {
         controller_caps: vec![3, 12],
         node_caps: vec![2],
@@ -97,13 +104,7 @@ async fn controller_get_maps_presence_health_and_rules_and_keys_by_the_id_asked(
     s.answers
         .insert("busy".into(), Answer::Error(Code::Unavailable));
     s.answer_as = Some("some-other-id".into());
-    let driver = LegacyDriver::start(s).await;
-    let modes = LegacyModes {
-        list_volumes: true,
-        get_volume: true,
-        node_volume_stats: true,
-    };
-    let c = LegacyController::new(driver.channel().await, bridge(2), modes);
+    let (_driver, c) = controller_of(s, ALL_MODES).await;
 
     let healthy = c.get("healthy".into()).await.unwrap();
     assert_eq!(healthy.volume_id, "healthy", "keyed by the id asked about");
@@ -155,12 +156,11 @@ async fn controller_get_maps_presence_health_and_rules_and_keys_by_the_id_asked(
 
 #[tokio::test]
 async fn not_found_becomes_a_condition_only_after_the_debounce_and_an_answer_resets_it() {
-    let driver = LegacyDriver::start(state()).await;
     let modes = LegacyModes {
         get_volume: true,
         ..LegacyModes::default()
     };
-    let c = LegacyController::new(driver.channel().await, bridge(2), modes);
+    let (driver, c) = controller_of(state(), modes).await;
     let first = c.get("lost".into()).await.unwrap_err();
     assert_eq!(
         first.code(),
@@ -210,13 +210,11 @@ async fn list_entries_without_a_condition_are_asked_one_by_one_and_entries_witho
         Answer::Condition(Some((true, "Volume status is down".into()))),
     );
     s.answers.insert("d".into(), Answer::Condition(None));
-    let driver = LegacyDriver::start(s).await;
     let modes = LegacyModes {
-        list_volumes: true,
-        get_volume: true,
         node_volume_stats: false,
+        ..ALL_MODES
     };
-    let c = LegacyController::new(driver.channel().await, bridge(2), modes);
+    let (driver, c) = controller_of(s, modes).await;
     let (page, next) = c.list_page(0, String::new()).await.unwrap();
     assert!(next.is_empty());
     let got: Vec<(String, Vec<Entry>)> = page
@@ -308,13 +306,8 @@ async fn node_stats_are_asked_with_the_real_paths_and_map_like_the_controller() 
             "health-check has not responded for N seconds".into()
         )]
     );
-    assert_eq!(
-        n.volume_health(req("v2", "", "/staging/g"))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::Unavailable
-    );
+    let unanswered = n.volume_health(req("v2", "", "/staging/g")).await;
+    assert_eq!(unanswered.unwrap_err().code(), Code::Unavailable);
     let refused = n.volume_health(req("v2", "", "")).await.unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument);
     let seen = driver.state.lock().unwrap().seen.clone();
@@ -337,13 +330,8 @@ async fn node_stats_are_asked_with_the_real_paths_and_map_like_the_controller() 
         "a staged-only volume is asked at its staging path; no path, no call"
     );
     // NOT_FOUND for a published path: a condition after two answers in a row.
-    assert_eq!(
-        n.volume_health(req("v3", "/pods/p/mount", ""))
-            .await
-            .unwrap_err()
-            .code(),
-        Code::NotFound
-    );
+    let first = n.volume_health(req("v3", "/pods/p/mount", "")).await;
+    assert_eq!(first.unwrap_err().code(), Code::NotFound);
     let h = n
         .volume_health(req("v3", "/pods/p/mount", ""))
         .await
