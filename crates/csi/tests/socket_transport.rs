@@ -27,15 +27,26 @@ async fn plugin_name(channel: tonic::transport::Channel) -> String {
         .name
 }
 
+/// A fresh temporary directory and `name` in it.
+fn temp_path(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    (dir, path)
+}
+
+/// Connects to `endpoint` (which must answer: `what`) and checks the plugin's name.
+async fn assert_answers(endpoint: &str, what: &str) {
+    let channel = volhealth_csi::client::connect(endpoint, Duration::from_secs(10))
+        .await
+        .expect(what);
+    assert_eq!(plugin_name(channel).await, "socket.test", "{what}");
+}
+
 #[tokio::test]
 async fn serves_with_0660_in_created_dirs_and_removes_socket_on_shutdown() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("plugins/test/csi.sock");
+    let (_dir, socket) = temp_path("plugins/test/csi.sock");
     let plugin = test_plugin::start(&socket, &config());
-    let channel = volhealth_csi::client::connect(&plugin.endpoint, Duration::from_secs(10))
-        .await
-        .expect("connect");
-    assert_eq!(plugin_name(channel).await, "socket.test");
+    assert_answers(&plugin.endpoint, "connect").await;
     let meta = std::fs::symlink_metadata(&socket).expect("socket exists");
     assert!(meta.file_type().is_socket());
     assert_eq!(meta.permissions().mode() & 0o777, 0o660);
@@ -45,23 +56,18 @@ async fn serves_with_0660_in_created_dirs_and_removes_socket_on_shutdown() {
 
 #[tokio::test]
 async fn replaces_a_stale_socket() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("csi.sock");
+    let (_dir, socket) = temp_path("csi.sock");
     // A socket file nobody listens on, as a crashed driver leaves behind.
     drop(std::os::unix::net::UnixListener::bind(&socket).expect("bind stale"));
     assert!(socket.exists());
     let plugin = test_plugin::start(&socket, &config());
-    let channel = volhealth_csi::client::connect(&plugin.endpoint, Duration::from_secs(10))
-        .await
-        .expect("connect");
-    assert_eq!(plugin_name(channel).await, "socket.test");
+    assert_answers(&plugin.endpoint, "connect").await;
     plugin.stop().await.expect("clean shutdown");
 }
 
 #[tokio::test]
 async fn refuses_to_delete_a_regular_file() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("csi.sock");
+    let (_dir, path) = temp_path("csi.sock");
     std::fs::write(&path, b"not a socket").expect("write file");
     let plugin = test_plugin::start(&path, &config());
     let err = plugin.stop().await.expect_err("must refuse");
@@ -75,8 +81,7 @@ async fn refuses_to_delete_a_regular_file() {
 
 #[tokio::test]
 async fn refuses_to_replace_a_socket_in_use() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("csi.sock");
+    let (_dir, socket) = temp_path("csi.sock");
     let first = test_plugin::start(&socket, &config());
     volhealth_csi::client::connect(&first.endpoint, Duration::from_secs(10))
         .await
@@ -84,17 +89,13 @@ async fn refuses_to_replace_a_socket_in_use() {
     let second = test_plugin::start(&socket, &config());
     let err = second.stop().await.expect_err("second must refuse");
     assert!(matches!(err, Error::SocketInUse { .. }), "{err}");
-    let channel = volhealth_csi::client::connect(&first.endpoint, Duration::from_secs(10))
-        .await
-        .expect("first still serving");
-    assert_eq!(plugin_name(channel).await, "socket.test");
+    assert_answers(&first.endpoint, "first still serving").await;
     first.stop().await.expect("clean shutdown");
 }
 
 #[tokio::test]
 async fn connect_waits_for_a_driver_that_starts_later() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("late/csi.sock");
+    let (_dir, socket) = temp_path("late/csi.sock");
     let endpoint = format!("unix://{}", socket.display());
     let connecting = tokio::spawn({
         let endpoint = endpoint.clone();
@@ -117,8 +118,7 @@ async fn connect_waits_for_a_driver_that_starts_later() {
 
 #[tokio::test]
 async fn connect_to_a_missing_socket_times_out_naming_the_path() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("nothing-here.sock");
+    let (_dir, socket) = temp_path("nothing-here.sock");
     let endpoint = format!("unix://{}", socket.display());
     let err = volhealth_csi::client::connect(&endpoint, Duration::from_millis(300))
         .await
@@ -131,8 +131,7 @@ async fn connect_to_a_missing_socket_times_out_naming_the_path() {
 
 #[tokio::test]
 async fn connect_to_a_dead_socket_times_out_naming_the_path() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("dead.sock");
+    let (_dir, socket) = temp_path("dead.sock");
     drop(std::os::unix::net::UnixListener::bind(&socket).expect("bind"));
     let endpoint = format!("unix:{}", socket.display());
     let err = volhealth_csi::client::connect(&endpoint, Duration::from_millis(300))
@@ -147,8 +146,7 @@ async fn connect_to_a_dead_socket_times_out_naming_the_path() {
 
 #[tokio::test]
 async fn serve_unix_with_applies_the_given_permissions() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("reg/plugin-reg.sock");
+    let (_dir, socket) = temp_path("reg/plugin-reg.sock");
     let endpoint = format!("unix://{}", socket.display());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let options = volhealth_csi::server::SocketOptions {
@@ -165,10 +163,7 @@ async fn serve_unix_with_applies_the_given_permissions() {
             .await
         }
     });
-    let channel = volhealth_csi::client::connect(&endpoint, Duration::from_secs(10))
-        .await
-        .expect("connect");
-    assert_eq!(plugin_name(channel).await, "socket.test");
+    assert_answers(&endpoint, "connect").await;
     let meta = std::fs::symlink_metadata(&socket).expect("socket exists");
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     let _ = stop.send(());
