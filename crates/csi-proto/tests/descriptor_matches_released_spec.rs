@@ -74,6 +74,14 @@ fn descriptor_matches_released_spec() {
     );
 }
 
+/// The item of `items` called `name`.
+fn named<'a, T>(items: &'a mut [T], name: &str, name_of: impl Fn(&T) -> &str) -> &'a mut T {
+    items
+        .iter_mut()
+        .find(|item| name_of(item) == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
 /// The comparison itself must notice changes, or the test above proves nothing.
 #[test]
 fn descriptor_diff_reports_every_kind_of_change() {
@@ -82,34 +90,19 @@ fn descriptor_diff_reports_every_kind_of_change() {
     assert!(descriptor_diff::structural(base, base).is_empty());
 
     let mut changed = base.clone();
-    let msg = changed
-        .message_type
-        .iter_mut()
-        .find(|m| m.name() == "VolumeHealth")
-        .expect("VolumeHealth");
+    let msg = named(&mut changed.message_type, "VolumeHealth", |m| m.name());
     msg.field[0].number = Some(7);
     let nested = &mut msg.nested_type[0];
     nested.field[0].type_name = Some(".csi.v1.StorageHealthErrorType".into());
-    let en = changed
-        .enum_type
-        .iter_mut()
-        .find(|e| e.name() == "VolumeHealthErrorType")
-        .expect("VolumeHealthErrorType");
+    let en = named(&mut changed.enum_type, "VolumeHealthErrorType", |e| {
+        e.name()
+    });
     en.value[1].number = Some(2);
-    let svc = changed
-        .service
-        .iter_mut()
-        .find(|s| s.name() == "Node")
-        .expect("Node");
+    let svc = named(&mut changed.service, "Node", |s| s.name());
     svc.method[0].server_streaming = Some(true);
     svc.method.pop();
-    changed
-        .message_type
-        .iter_mut()
-        .find(|m| m.name() == "PluginCapability")
-        .expect("PluginCapability")
-        .field[0]
-        .oneof_index = None;
+    let capability = named(&mut changed.message_type, "PluginCapability", |m| m.name());
+    capability.field[0].oneof_index = None;
 
     let diff = descriptor_diff::structural(base, &changed).join("\n");
     for expected in [

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 use prost::Message;
-use protox::prost_reflect::DescriptorPool;
+use protox::prost_reflect::{DescriptorPool, EnumDescriptor, MessageDescriptor};
 use volhealth_csi_proto::v1;
 use volhealth_csi_proto::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use volhealth_csi_proto::v1::node_service_capability::rpc::Type as NodeRpc;
@@ -124,13 +124,21 @@ fn pool() -> DescriptorPool {
     DescriptorPool::decode(volhealth_csi_proto::FILE_DESCRIPTOR_SET).expect("decode our descriptor")
 }
 
+fn enum_named(pool: &DescriptorPool, name: &str) -> EnumDescriptor {
+    pool.get_enum_by_name(name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+fn message_named(pool: &DescriptorPool, name: &str) -> MessageDescriptor {
+    pool.get_message_by_name(name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
 #[test]
 fn health_enums_match_the_table_in_the_descriptor() {
     let pool = pool();
     for (enum_name, values) in ENUMS {
-        let en = pool
-            .get_enum_by_name(enum_name)
-            .unwrap_or_else(|| panic!("{enum_name} missing"));
+        let en = enum_named(&pool, enum_name);
         for (name, number) in *values {
             let value = en
                 .get_value_by_name(name)
@@ -140,7 +148,7 @@ fn health_enums_match_the_table_in_the_descriptor() {
     }
     // The error-type enums have exactly the released values, nothing more.
     for (enum_name, values) in &ENUMS[..2] {
-        let en = pool.get_enum_by_name(enum_name).expect("enum");
+        let en = enum_named(&pool, enum_name);
         assert_eq!(en.values().len(), values.len(), "{enum_name} value count");
     }
 }
@@ -197,9 +205,7 @@ fn health_enums_match_the_table_in_generated_code() {
 fn health_message_fields_match_the_table_in_the_descriptor() {
     let pool = pool();
     for (message_name, fields) in MESSAGES {
-        let message = pool
-            .get_message_by_name(message_name)
-            .unwrap_or_else(|| panic!("{message_name} missing"));
+        let message = message_named(&pool, message_name);
         assert_eq!(
             message.fields().len(),
             fields.len(),
@@ -243,6 +249,29 @@ fn number_of<M: Message + Default>(msg: M) -> u32 {
     number
 }
 
+/// `(message name, field name, field number on the wire)` of every field listed: each field
+/// of the generated type is set alone to its sample value, and [`number_of`] reads its number.
+macro_rules! encoded {
+    ($($message:literal => $ty:ty { $($field:ident: $value:expr),+ $(,)? })+) => {
+        [$({
+            type Message = $ty;
+            vec![$((
+                $message,
+                stringify!($field),
+                {
+                    #[allow(clippy::needless_update)]
+                    let alone = Message {
+                        $field: $value,
+                        ..Default::default()
+                    };
+                    number_of(alone)
+                },
+            )),+]
+        }),+]
+        .concat()
+    };
+}
+
 fn secrets() -> std::collections::HashMap<String, String> {
     [("k".to_string(), "v".to_string())].into()
 }
@@ -251,186 +280,53 @@ fn secrets() -> std::collections::HashMap<String, String> {
 fn health_message_fields_match_the_table_in_generated_code() {
     use v1::node_get_storage_health_response::StorageBackendHealth;
     use v1::volume_health::VolumeHealthEntry;
-    let encoded: Vec<(&str, &str, u32)> = vec![
-        (
-            "csi.v1.ControllerListVolumeHealthRequest",
-            "max_entries",
-            number_of(v1::ControllerListVolumeHealthRequest {
-                max_entries: 5,
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerListVolumeHealthRequest",
-            "starting_token",
-            number_of(v1::ControllerListVolumeHealthRequest {
-                starting_token: "t".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerListVolumeHealthRequest",
-            "secrets",
-            number_of(v1::ControllerListVolumeHealthRequest {
-                secrets: secrets(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerListVolumeHealthResponse",
-            "entries",
-            number_of(v1::ControllerListVolumeHealthResponse {
-                entries: vec![Default::default()],
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerListVolumeHealthResponse",
-            "next_token",
-            number_of(v1::ControllerListVolumeHealthResponse {
-                next_token: "n".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.VolumeHealth",
-            "volume_id",
-            number_of(v1::VolumeHealth {
-                volume_id: "v".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.VolumeHealth",
-            "health_statuses",
-            number_of(v1::VolumeHealth {
-                health_statuses: vec![Default::default()],
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.VolumeHealth.VolumeHealthEntry",
-            "status",
-            number_of(VolumeHealthEntry {
-                status: 2,
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.VolumeHealth.VolumeHealthEntry",
-            "reason",
-            number_of(VolumeHealthEntry {
-                reason: "r".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.VolumeHealth.VolumeHealthEntry",
-            "message",
-            number_of(VolumeHealthEntry {
-                message: "m".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerGetVolumeHealthRequest",
-            "volume_id",
-            number_of(v1::ControllerGetVolumeHealthRequest {
-                volume_id: "v".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerGetVolumeHealthRequest",
-            "secrets",
-            number_of(v1::ControllerGetVolumeHealthRequest {
-                secrets: secrets(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.ControllerGetVolumeHealthResponse",
-            "volume_health",
-            number_of(v1::ControllerGetVolumeHealthResponse {
-                volume_health: Some(Default::default()),
-            }),
-        ),
-        (
-            "csi.v1.NodeGetVolumeHealthRequest",
-            "volume_id",
-            number_of(v1::NodeGetVolumeHealthRequest {
-                volume_id: "v".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetVolumeHealthRequest",
-            "volume_publish_path",
-            number_of(v1::NodeGetVolumeHealthRequest {
-                volume_publish_path: "/p".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetVolumeHealthRequest",
-            "staging_target_path",
-            number_of(v1::NodeGetVolumeHealthRequest {
-                staging_target_path: "/s".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetVolumeHealthResponse",
-            "volume_health",
-            number_of(v1::NodeGetVolumeHealthResponse {
-                volume_health: Some(Default::default()),
-            }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthRequest",
-            "secrets",
-            number_of(v1::NodeGetStorageHealthRequest { secrets: secrets() }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthResponse",
-            "backend_health",
-            number_of(v1::NodeGetStorageHealthResponse {
-                backend_health: vec![Default::default()],
-            }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth",
-            "status",
-            number_of(StorageBackendHealth {
-                status: 1,
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth",
-            "reason",
-            number_of(StorageBackendHealth {
-                reason: "r".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth",
-            "message",
-            number_of(StorageBackendHealth {
-                message: "m".into(),
-                ..Default::default()
-            }),
-        ),
-        (
-            "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth",
-            "volume_capability",
-            number_of(StorageBackendHealth {
-                volume_capability: Some(Default::default()),
-                ..Default::default()
-            }),
-        ),
-    ];
+    let encoded: Vec<(&str, &str, u32)> = encoded! {
+        "csi.v1.ControllerListVolumeHealthRequest" => v1::ControllerListVolumeHealthRequest {
+            max_entries: 5,
+            starting_token: "t".into(),
+            secrets: secrets(),
+        }
+        "csi.v1.ControllerListVolumeHealthResponse" => v1::ControllerListVolumeHealthResponse {
+            entries: vec![Default::default()],
+            next_token: "n".into(),
+        }
+        "csi.v1.VolumeHealth" => v1::VolumeHealth {
+            volume_id: "v".into(),
+            health_statuses: vec![Default::default()],
+        }
+        "csi.v1.VolumeHealth.VolumeHealthEntry" => VolumeHealthEntry {
+            status: 2,
+            reason: "r".into(),
+            message: "m".into(),
+        }
+        "csi.v1.ControllerGetVolumeHealthRequest" => v1::ControllerGetVolumeHealthRequest {
+            volume_id: "v".into(),
+            secrets: secrets(),
+        }
+        "csi.v1.ControllerGetVolumeHealthResponse" => v1::ControllerGetVolumeHealthResponse {
+            volume_health: Some(Default::default()),
+        }
+        "csi.v1.NodeGetVolumeHealthRequest" => v1::NodeGetVolumeHealthRequest {
+            volume_id: "v".into(),
+            volume_publish_path: "/p".into(),
+            staging_target_path: "/s".into(),
+        }
+        "csi.v1.NodeGetVolumeHealthResponse" => v1::NodeGetVolumeHealthResponse {
+            volume_health: Some(Default::default()),
+        }
+        "csi.v1.NodeGetStorageHealthRequest" => v1::NodeGetStorageHealthRequest {
+            secrets: secrets(),
+        }
+        "csi.v1.NodeGetStorageHealthResponse" => v1::NodeGetStorageHealthResponse {
+            backend_health: vec![Default::default()],
+        }
+        "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth" => StorageBackendHealth {
+            status: 1,
+            reason: "r".into(),
+            message: "m".into(),
+            volume_capability: Some(Default::default()),
+        }
+    };
     let mut covered = 0;
     for (message_name, fields) in MESSAGES {
         for (name, number) in *fields {

@@ -148,6 +148,23 @@ fn compare_service(
     );
 }
 
+/// Checks what a message or an enum reserves: number ranges and names. A macro, as the two
+/// kinds' range types differ while their fields are named alike.
+macro_rules! check_reserved {
+    ($diff:expr, $path:expr, $r:expr, $o:expr) => {{
+        let ranges: [Vec<(i32, i32)>; 2] = [$r, $o].map(|side| {
+            side.reserved_range
+                .iter()
+                .map(|x| (x.start(), x.end()))
+                .collect()
+        });
+        let [r_ranges, o_ranges] = ranges;
+        check($diff, $path, "reserved ranges", r_ranges, o_ranges);
+        let names = (&$r.reserved_name, &$o.reserved_name);
+        check($diff, $path, "reserved names", names.0, names.1);
+    }};
+}
+
 fn compare_message(diff: &mut Vec<String>, path: &str, r: &DescriptorProto, o: &DescriptorProto) {
     let map_entry = |m: &DescriptorProto| m.options.as_ref().is_some_and(|x| x.map_entry());
     check(diff, path, "map entry flag", map_entry(r), map_entry(o));
@@ -165,20 +182,7 @@ fn compare_message(diff: &mut Vec<String>, path: &str, r: &DescriptorProto, o: &
         |f| f.name(),
         |diff, path, rf, of| compare_field(diff, path, rf, of, &r_oneofs, &o_oneofs),
     );
-    let ranges = |m: &DescriptorProto| -> Vec<(i32, i32)> {
-        m.reserved_range
-            .iter()
-            .map(|x| (x.start(), x.end()))
-            .collect()
-    };
-    check(diff, path, "reserved ranges", ranges(r), ranges(o));
-    check(
-        diff,
-        path,
-        "reserved names",
-        &r.reserved_name,
-        &o.reserved_name,
-    );
+    check_reserved!(diff, path, r, o);
     compare_by_name(
         diff,
         "message",
@@ -244,20 +248,7 @@ fn compare_enum(
         |v| v.name(),
         |diff, path, rv, ov| check(diff, path, "number", rv.number(), ov.number()),
     );
-    let ranges = |e: &EnumDescriptorProto| -> Vec<(i32, i32)> {
-        e.reserved_range
-            .iter()
-            .map(|x| (x.start(), x.end()))
-            .collect()
-    };
-    check(diff, path, "reserved ranges", ranges(r), ranges(o));
-    check(
-        diff,
-        path,
-        "reserved names",
-        &r.reserved_name,
-        &o.reserved_name,
-    );
+    check_reserved!(diff, path, r, o);
 }
 
 /// Reads an encoded descriptor that is either a `FileDescriptorSet` or a
