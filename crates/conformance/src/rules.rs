@@ -87,18 +87,22 @@ pub fn unknown_volume_statuses(vh: &v1::VolumeHealth) -> Vec<String> {
 
 /// Reasons breaking the format rules, per volume.
 pub fn bad_volume_reasons(vh: &v1::VolumeHealth) -> Vec<String> {
-    vh.health_statuses
-        .iter()
-        .filter_map(|e| reason_problem(&e.reason))
-        .map(|p| format!("volume {:?}: {p}", vh.volume_id))
-        .collect()
+    entry_problems(vh, |e| reason_problem(&e.reason))
 }
 
 /// Messages breaking the length rule, per volume.
 pub fn bad_volume_messages(vh: &v1::VolumeHealth) -> Vec<String> {
+    entry_problems(vh, |e| message_problem(&e.message))
+}
+
+/// What `problem` finds in each entry of a volume's report, naming the volume.
+fn entry_problems(
+    vh: &v1::VolumeHealth,
+    problem: impl Fn(&v1::volume_health::VolumeHealthEntry) -> Option<String>,
+) -> Vec<String> {
     vh.health_statuses
         .iter()
-        .filter_map(|e| message_problem(&e.message))
+        .filter_map(problem)
         .map(|p| format!("volume {:?}: {p}", vh.volume_id))
         .collect()
 }

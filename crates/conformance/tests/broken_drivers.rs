@@ -42,6 +42,12 @@ fn failures(report: &Report) -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// The outcome of case `name`, which must have run.
+fn outcome<'a>(report: &'a Report, name: &str) -> &'a Outcome {
+    let result = report.results.iter().find(|r| r.case.name == name);
+    &result.expect(name).outcome
+}
+
 /// `brk` fails `case` with a message containing every word of `words`, and no other case fails
 /// except those in `also` (consequences of the same broken rule).
 async fn breaks(brk: Break, case: &str, words: &[&str], also: &[&str]) {
@@ -85,12 +91,7 @@ async fn the_unbroken_driver_fails_nothing() {
         "controller.list.conditions_reachable",
         "node.get.stage_attempted",
     ] {
-        let r = report
-            .results
-            .iter()
-            .find(|r| r.case.name == name)
-            .expect(name);
-        assert_eq!(r.outcome, Outcome::Pass, "{name}");
+        assert_eq!(outcome(&report, name), &Outcome::Pass, "{name}");
     }
 }
 
@@ -269,15 +270,20 @@ async fn the_report_never_shows_a_secret_value() {
     );
 }
 
+/// The first of `nodes` tagged `tag`.
+fn tagged<'a, 'input>(
+    mut nodes: impl Iterator<Item = roxmltree::Node<'a, 'input>>,
+    tag: &str,
+) -> Option<roxmltree::Node<'a, 'input>> {
+    nodes.find(|n| n.has_tag_name(tag))
+}
+
 #[tokio::test]
 async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
     let report = run(Break::BadTokenInvalidArgument).await;
     let xml = volhealth_conformance::junit::render(&report);
     let doc = roxmltree::Document::parse(&xml).expect("JUnit XML parses");
-    let suite = doc
-        .descendants()
-        .find(|n| n.has_tag_name("testsuite"))
-        .expect("testsuite");
+    let suite = tagged(doc.descendants(), "testsuite").expect("testsuite");
     let cases: Vec<_> = suite
         .children()
         .filter(|n| n.has_tag_name("testcase"))
@@ -285,7 +291,7 @@ async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
     assert_eq!(cases.len(), volhealth_conformance::all_cases().len());
     let failed: Vec<_> = cases
         .iter()
-        .filter(|c| c.children().any(|n| n.has_tag_name("failure")))
+        .filter(|c| tagged(c.children(), "failure").is_some())
         .collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(suite.attribute("failures"), Some("1"));
@@ -293,10 +299,7 @@ async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
         failed[0].attribute("name"),
         Some("controller.list.bad_token_aborted")
     );
-    let failure = failed[0]
-        .children()
-        .find(|n| n.has_tag_name("failure"))
-        .expect("failure");
+    let failure = tagged(failed[0].children(), "failure").expect("failure");
     assert!(
         failure
             .attribute("message")
@@ -304,7 +307,7 @@ async fn junit_of_a_failing_run_has_one_failure_per_failed_case() {
     );
     let skipped = cases
         .iter()
-        .filter(|c| c.children().any(|n| n.has_tag_name("skipped")))
+        .filter(|c| tagged(c.children(), "skipped").is_some())
         .count();
     assert_eq!(
         suite.attribute("skipped"),
@@ -330,12 +333,8 @@ async fn a_driver_that_omits_healthy_volumes_gets_paging_checked_through_injecti
         "inject.storage.storage_unreachable",
         "entries.reason_format",
     ] {
-        let r = report
-            .results
-            .iter()
-            .find(|r| r.case.name == name)
-            .expect(name);
-        assert_eq!(r.outcome, Outcome::Pass, "{name}: {}", report.summary());
+        let summary = report.summary();
+        assert_eq!(outcome(&report, name), &Outcome::Pass, "{name}: {summary}");
     }
 }
 
