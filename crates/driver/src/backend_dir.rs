@@ -10,16 +10,11 @@ pub fn create(path: &Path) -> Result<()> {
 
 /// Deletes the volume directory and everything in it (absent is fine).
 pub fn delete(path: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("deleting volume directory", path, e)),
-    }
+    let removed = std::fs::remove_dir_all(path);
+    Error::unless_absent(removed, "deleting volume directory", path)
 }
 
 /// Whether the data is still there and is a directory.
 pub fn present(path: &Path) -> bool {
-    std::fs::symlink_metadata(path)
-        .map(|m| m.is_dir())
-        .unwrap_or(false)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }

@@ -58,18 +58,12 @@ pub async fn create(path: &Path, capacity: i64) -> Result<()> {
 
 /// Deletes the image (absent is fine).
 pub fn delete(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("deleting image file", path, e)),
-    }
+    Error::unless_absent(std::fs::remove_file(path), "deleting image file", path)
 }
 
 /// Whether the image is still there and is a regular file.
 pub fn present(path: &Path) -> bool {
-    std::fs::symlink_metadata(path)
-        .map(|m| m.is_file())
-        .unwrap_or(false)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Bytes the image really occupies on the backing filesystem.

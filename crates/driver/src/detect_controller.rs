@@ -184,19 +184,24 @@ mod tests {
         }
     }
 
+    /// The conditions of a `backend` volume observed as `obs` on a pool with room to spare.
+    fn with_plenty_of_space(backend: BackendKind, obs: &Observation) -> Vec<Condition> {
+        volume_conditions(
+            &rec(backend),
+            Path::new("/x"),
+            obs,
+            &pool(50_000, 0),
+            &LIMITS,
+        )
+    }
+
     #[test]
     fn missing_data_is_inaccessible() {
         let obs = Observation {
             present: false,
             fsck: None,
         };
-        let c = volume_conditions(
-            &rec(BackendKind::Dir),
-            Path::new("/x"),
-            &obs,
-            &pool(50_000, 0),
-            &LIMITS,
-        );
+        let c = with_plenty_of_space(BackendKind::Dir, &obs);
         assert_eq!(c.len(), 1);
         assert_eq!(
             (c[0].status, c[0].reason.as_str()),
@@ -213,13 +218,7 @@ mod tests {
                 summary: "bad".into(),
             }),
         };
-        let c = volume_conditions(
-            &rec(BackendKind::Image),
-            Path::new("/x"),
-            &obs,
-            &pool(50_000, 0),
-            &LIMITS,
-        );
+        let c = with_plenty_of_space(BackendKind::Image, &obs);
         assert_eq!(c[0].reason, "FilesystemCorrupt");
         assert!(c[0].message.contains("exited with 8"));
     }

@@ -57,6 +57,18 @@ impl Error {
             source,
         }
     }
+
+    /// The outcome of removing `path`: a path that is already gone counts as removed.
+    pub fn unless_absent(
+        removed: std::io::Result<()>,
+        what: &'static str,
+        path: &std::path::Path,
+    ) -> Result<()> {
+        match removed {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(what, path, e)),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Result alias of this crate.

@@ -200,29 +200,35 @@ pub fn update<T>(state: &StateDir, change: impl FnOnce(&mut Injections) -> T) ->
 
 /// Parses a volume status: `Inaccessible`, `DataLoss`, `Degraded` or a raw number.
 pub fn parse_volume_status(s: &str) -> Result<i32> {
-    match s {
-        "Inaccessible" => Ok(volume_status::INACCESSIBLE),
-        "DataLoss" => Ok(volume_status::DATA_LOSS),
-        "Degraded" => Ok(volume_status::DEGRADED),
-        other => other.parse().map_err(|_| {
-            Error::Invalid(format!(
-                "volume status {other:?}: expected Inaccessible, DataLoss, Degraded or a number"
-            ))
-        }),
-    }
+    let names = [
+        ("Inaccessible", volume_status::INACCESSIBLE),
+        ("DataLoss", volume_status::DATA_LOSS),
+        ("Degraded", volume_status::DEGRADED),
+    ];
+    parse_status("volume", s, &names)
 }
 
 /// Parses a storage status: `StorageUnreachable`, `StorageDegraded` or a raw number.
 pub fn parse_storage_status(s: &str) -> Result<i32> {
-    match s {
-        "StorageUnreachable" => Ok(storage_status::STORAGE_UNREACHABLE),
-        "StorageDegraded" => Ok(storage_status::STORAGE_DEGRADED),
-        other => other.parse().map_err(|_| {
-            Error::Invalid(format!(
-                "storage status {other:?}: expected StorageUnreachable, StorageDegraded or a number"
-            ))
-        }),
+    let names = [
+        ("StorageUnreachable", storage_status::STORAGE_UNREACHABLE),
+        ("StorageDegraded", storage_status::STORAGE_DEGRADED),
+    ];
+    parse_status("storage", s, &names)
+}
+
+/// A `kind` status: one of `names` or a raw number.
+fn parse_status(kind: &str, s: &str, names: &[(&str, i32)]) -> Result<i32> {
+    if let Some((_, number)) = names.iter().find(|(name, _)| *name == s) {
+        return Ok(*number);
     }
+    s.parse().map_err(|_| {
+        let expected: Vec<&str> = names.iter().map(|(name, _)| *name).collect();
+        Error::Invalid(format!(
+            "{kind} status {s:?}: expected {} or a number",
+            expected.join(", ")
+        ))
+    })
 }
 
 /// Parses an access mode: a Kubernetes name (`ReadWriteOnce`, ...) or a CSI name
