@@ -58,25 +58,39 @@ pub async fn probe(
     timeout: Duration,
 ) -> Result<LegacyModes, tonic::Status> {
     let mut controller = v1::controller_client::ControllerClient::new(channel.clone());
-    let mut request = tonic::Request::new(v1::ControllerGetCapabilitiesRequest {});
-    request.set_timeout(timeout);
-    let ctrl = match controller.controller_get_capabilities(request).await {
-        Ok(r) => LegacyModes::from_controller(&r.into_inner().capabilities),
-        Err(s) if s.code() == tonic::Code::Unimplemented => LegacyModes::default(),
-        Err(s) => return Err(s),
-    };
+    let answer = controller
+        .controller_get_capabilities(timed(v1::ControllerGetCapabilitiesRequest {}, timeout))
+        .await;
+    let ctrl = offered(answer, |r| LegacyModes::from_controller(&r.capabilities))?;
     let mut node = v1::node_client::NodeClient::new(channel);
-    let mut request = tonic::Request::new(v1::NodeGetCapabilitiesRequest {});
-    request.set_timeout(timeout);
-    let node = match node.node_get_capabilities(request).await {
-        Ok(r) => LegacyModes::from_node(&r.into_inner().capabilities),
-        Err(s) if s.code() == tonic::Code::Unimplemented => LegacyModes::default(),
-        Err(s) => return Err(s),
-    };
+    let answer = node
+        .node_get_capabilities(timed(v1::NodeGetCapabilitiesRequest {}, timeout))
+        .await;
+    let node = offered(answer, |r| LegacyModes::from_node(&r.capabilities))?;
     Ok(LegacyModes {
         node_volume_stats: node.node_volume_stats,
         ..ctrl
     })
+}
+
+/// `message` as a request with `timeout`.
+fn timed<T>(message: T, timeout: Duration) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(timeout);
+    request
+}
+
+/// What `read` makes of a service's capability answer; a service the driver does not serve
+/// (UNIMPLEMENTED) offers nothing.
+fn offered<T>(
+    answer: Result<tonic::Response<T>, tonic::Status>,
+    read: impl FnOnce(T) -> LegacyModes,
+) -> Result<LegacyModes, tonic::Status> {
+    match answer {
+        Ok(r) => Ok(read(r.into_inner())),
+        Err(s) if s.code() == tonic::Code::Unimplemented => Ok(LegacyModes::default()),
+        Err(s) => Err(s),
+    }
 }
 
 #[cfg(test)]
