@@ -34,8 +34,7 @@ mod tests {
 
     #[test]
     fn rate_decides_failure_and_delay_always_applies() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
+        let (_dir, state) = StateDir::temp();
         let fault = RpcFault {
             method: "Probe".into(),
             code: 14,

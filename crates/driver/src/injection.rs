@@ -366,26 +366,29 @@ mod tests {
     }
 
     #[test]
-    fn codes_parse_by_name_and_number() {
-        assert_eq!(parse_grpc_code("UNAVAILABLE").ok(), Some(14));
-        assert_eq!(parse_grpc_code("DeadlineExceeded").ok(), Some(4));
-        assert_eq!(parse_grpc_code("5").ok(), Some(5));
-        assert!(parse_grpc_code("17").is_err());
-        assert!(parse_grpc_code("NOPE").is_err());
-    }
-
-    #[test]
-    fn statuses_parse_names_and_raw_numbers() {
-        assert_eq!(parse_volume_status("DataLoss").ok(), Some(3));
-        assert_eq!(parse_volume_status("42").ok(), Some(42));
-        assert_eq!(parse_storage_status("StorageUnreachable").ok(), Some(2));
-        assert!(parse_volume_status("Broken").is_err());
+    fn codes_and_statuses_parse_by_name_and_number() {
+        let code: fn(&str) -> Result<i32> = parse_grpc_code;
+        let volume: fn(&str) -> Result<i32> = parse_volume_status;
+        let storage: fn(&str) -> Result<i32> = parse_storage_status;
+        // (parser, input, the number it parses to or None for a refusal)
+        for (parse, input, want) in [
+            (code, "UNAVAILABLE", Some(14)),
+            (code, "DeadlineExceeded", Some(4)),
+            (code, "5", Some(5)),
+            (code, "17", None),
+            (code, "NOPE", None),
+            (volume, "DataLoss", Some(3)),
+            (volume, "42", Some(42)),
+            (storage, "StorageUnreachable", Some(2)),
+            (volume, "Broken", None),
+        ] {
+            assert_eq!(parse(input).ok(), want, "{input:?}");
+        }
     }
 
     #[test]
     fn store_and_load_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
+        let (_dir, state) = StateDir::temp();
         update(&state, |i| i.add_volume(vol("v", Side::Node, 2, "A"))).unwrap();
         update(&state, |i| i.list_chaos.omissions = true).unwrap();
         let back = load(&state).unwrap();

@@ -91,8 +91,7 @@ mod tests {
 
     #[test]
     fn changes_are_seen_after_the_poll_interval_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
+        let (_dir, state) = StateDir::temp();
         let watch = InjectionWatch::new(state.clone());
         let t0 = Instant::now();
         assert!(!watch.current_at(t0).list_chaos.duplicates);

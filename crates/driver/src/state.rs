@@ -26,6 +26,15 @@ impl StateDir {
         StateDir { root: root.into() }
     }
 
+    /// A state dir in a fresh temporary directory, for tests (removed with the directory).
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
+    pub(crate) fn temp() -> (tempfile::TempDir, StateDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::new(dir.path());
+        (dir, state)
+    }
+
     /// The state dir itself.
     pub fn root(&self) -> &Path {
         &self.root
