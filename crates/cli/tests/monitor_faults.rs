@@ -7,29 +7,34 @@ mod support;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use monitor_world::{NS, WAIT, World};
+use monitor_world::{Monitor, NS, WAIT, World, metric_sum};
 use support::wait_for_async;
+
+/// A world (the driver lists and gets) whose monitor has written the injected `status`/`reason`
+/// on claim-a: the world, claim-a's volume and the monitor.
+async fn monitor_showing(status: &str, reason: &str) -> (World, String, Monitor) {
+    let world = World::start("list,get").await;
+    let vol = world.bound_claim("claim-a").await;
+    let monitor = world.start_monitor("monitor", &[]).await;
+    world.inject_condition(&vol, status, reason);
+    world.wait_conditions("claim-a", &[(status, reason)]).await;
+    (world, vol, monitor)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_keeps_conditions_while_the_driver_is_down_and_resumes() {
-    let mut world = World::start("list,get").await;
-    let vol = world.bound_claim("claim-a").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
-    world.inject_condition(&vol, "Degraded", "SlowDisk");
-    world
-        .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
-        .await;
+    let (mut world, vol, monitor) = monitor_showing("Degraded", "SlowDisk").await;
     let written = world.status_patches().await;
 
     world.kill_driver();
     let errors = r#"result="error""#;
-    wait_for_async(WAIT, "probe errors to be counted", || async {
-        (monitor
-            .metric("csi_volume_health_probe_total", &[errors])
-            .await
-            >= 3.0)
-            .then_some(())
-    })
+    wait_metric_at_least(
+        &monitor,
+        "probe errors to be counted",
+        "csi_volume_health_probe_total",
+        &[errors],
+        3.0,
+    )
     .await;
     assert_eq!(
         world.conditions("claim-a").await,
@@ -48,26 +53,20 @@ async fn monitor_keeps_conditions_while_the_driver_is_down_and_resumes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_rpc_failures_keep_conditions() {
-    let world = World::start("list,get").await;
-    let vol = world.bound_claim("claim-a").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
-    world.inject_condition(&vol, "Inaccessible", "PathGone");
-    world
-        .wait_conditions("claim-a", &[("Inaccessible", "PathGone")])
-        .await;
+    let (world, vol, monitor) = monitor_showing("Inaccessible", "PathGone").await;
     world.inject(&["rpc", "ControllerListVolumeHealth", "--code", "UNAVAILABLE"]);
     world.clear_condition(&vol);
     let errors = [
         r#"method="ControllerListVolumeHealth""#,
         r#"result="error""#,
     ];
-    wait_for_async(WAIT, "list errors to be counted", || async {
-        (monitor
-            .metric("csi_volume_health_probe_total", &errors)
-            .await
-            >= 3.0)
-            .then_some(())
-    })
+    wait_metric_at_least(
+        &monitor,
+        "list errors to be counted",
+        "csi_volume_health_probe_total",
+        &errors,
+        3.0,
+    )
     .await;
     assert_eq!(
         world.conditions("claim-a").await.len(),
@@ -78,7 +77,21 @@ async fn monitor_rpc_failures_keep_conditions() {
     world.wait_conditions("claim-a", &[]).await;
 }
 
-async fn chaos_causes_no_false_clear(caps: &str) -> monitor_world::Monitor {
+/// Waits until the monitor's samples of `name` matching `labels` add up to at least `n`.
+async fn wait_metric_at_least(monitor: &Monitor, what: &str, name: &str, labels: &[&str], n: f64) {
+    monitor
+        .wait_metrics(what, |text| metric_sum(text, name, labels) >= n)
+        .await;
+}
+
+/// Asserts that the monitor's samples of `name` still add up to `n` after `probes` more
+/// successful probes.
+async fn assert_metric_stays(monitor: &Monitor, name: &str, n: f64, probes: f64, why: &str) {
+    monitor.wait_probes(probes).await;
+    assert_eq!(monitor.metric(name, &[]).await, n, "{why}");
+}
+
+async fn chaos_causes_no_false_clear(caps: &str) -> Monitor {
     let world = World::start(caps).await;
     let mut vols = Vec::new();
     for i in 0..10 {
@@ -147,25 +160,17 @@ async fn monitor_unknown_status_warns_and_is_not_written() {
     let vol = world.bound_claim("claim-a").await;
     let monitor = world.start_monitor("monitor", &[]).await;
     world.inject_condition(&vol, "9", "FromTheFuture");
-    wait_for_async(WAIT, "the unknown-condition counter", || async {
-        (monitor
-            .metric(
-                "csi_volume_health_unknown_condition_total",
-                &[r#"status="9""#],
-            )
-            .await
-            == 1.0)
-            .then_some(())
-    })
-    .await;
-    monitor.wait_probes(3.0).await;
-    assert_eq!(
-        monitor
-            .metric("csi_volume_health_unknown_condition_total", &[])
-            .await,
+    let unknown = "csi_volume_health_unknown_condition_total";
+    let status_9 = [r#"status="9""#];
+    wait_metric_at_least(
+        &monitor,
+        "the unknown-condition counter",
+        unknown,
+        &status_9,
         1.0,
-        "once per transition"
-    );
+    )
+    .await;
+    assert_metric_stays(&monitor, unknown, 1.0, 3.0, "once per transition").await;
     assert!(world.conditions("claim-a").await.is_empty());
     world
         .wait_event("claim-a", "UnknownVolumeHealthCondition")
@@ -173,7 +178,15 @@ async fn monitor_unknown_status_warns_and_is_not_written() {
 }
 
 fn writes(text: &str) -> f64 {
-    monitor_world::metric_sum(text, "csi_volume_health_status_writes_total", &[])
+    metric_sum(text, "csi_volume_health_status_writes_total", &[])
+}
+
+/// The monitors' leader-election Lease.
+const LEASE: &str = "external-health-monitor-leader-hostpathvolhealthio";
+
+/// Who holds `lease` (None when nobody does).
+fn holder(lease: Lease) -> Option<String> {
+    lease.spec?.holder_identity.filter(|h| !h.is_empty())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,16 +210,9 @@ async fn monitor_two_replicas_with_leader_election_never_both_write() {
     let base = world.status_patches().await;
     let mut one = world.start_monitor("replica-1", &le).await;
     let mut two = world.start_monitor("replica-2", &le).await;
-    let lease_name = "external-health-monitor-leader-hostpathvolhealthio";
     let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
     wait_for_async(WAIT, "a lease holder", || async {
-        leases
-            .get(lease_name)
-            .await
-            .ok()?
-            .spec?
-            .holder_identity
-            .filter(|h| !h.is_empty())
+        holder(leases.get(LEASE).await.ok()?)
     })
     .await;
 
@@ -248,13 +254,13 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
     let base = world.status_patches().await;
     let monitor = world.start_monitor("monitor", &[]).await;
     world.inject_condition(&vol, "Degraded", "SlowDisk");
-    wait_for_async(WAIT, "a dropped write to be counted", || async {
-        (monitor
-            .metric("csi_volume_health_status_writes_dropped_total", &[])
-            .await
-            >= 1.0)
-            .then_some(())
-    })
+    wait_metric_at_least(
+        &monitor,
+        "a dropped write to be counted",
+        "csi_volume_health_status_writes_dropped_total",
+        &[],
+        1.0,
+    )
     .await;
     // One more cycle (of 1s, one Get each): inside the first hold of two intervals, so no new write.
     monitor.wait_probes(1.0).await;
@@ -264,22 +270,22 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
         "held back after a dropped write"
     );
     // The hold ends after two intervals, the next one after four more: retried slowly, not dropped.
-    wait_for_async(WAIT, "the retry after the first hold", || async {
-        (monitor
-            .metric("csi_volume_health_status_writes_dropped_total", &[])
-            .await
-            >= 2.0)
-            .then_some(())
-    })
-    .await;
-    monitor.wait_probes(2.0).await;
-    assert_eq!(
-        monitor
-            .metric("csi_volume_health_status_writes_dropped_total", &[])
-            .await,
+    wait_metric_at_least(
+        &monitor,
+        "the retry after the first hold",
+        "csi_volume_health_status_writes_dropped_total",
+        &[],
         2.0,
-        "the second hold is longer than the first"
-    );
+    )
+    .await;
+    assert_metric_stays(
+        &monitor,
+        "csi_volume_health_status_writes_dropped_total",
+        2.0,
+        2.0,
+        "the second hold is longer than the first",
+    )
+    .await;
     assert!(world.conditions("claim-a").await.is_empty());
     let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
     assert_eq!(
@@ -318,16 +324,9 @@ async fn monitor_releases_its_lease_on_shutdown() {
             &["--leader-election", "--leader-election-namespace", NS],
         )
         .await;
-    let lease_name = "external-health-monitor-leader-hostpathvolhealthio";
     let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
     wait_for_async(WAIT, "replica-1 to hold the lease", || async {
-        leases
-            .get(lease_name)
-            .await
-            .ok()?
-            .spec?
-            .holder_identity
-            .filter(|h| !h.is_empty())
+        holder(leases.get(LEASE).await.ok()?)
     })
     .await;
     let pid = one.proc.child.id().to_string();
@@ -341,10 +340,6 @@ async fn monitor_releases_its_lease_on_shutdown() {
     });
     assert!(exit.success(), "clean exit on SIGTERM: {exit:?}");
     // Released, not merely left to expire: the holder is gone from the Lease.
-    let lease = leases.get(lease_name).await.expect("get lease");
-    let holder = lease
-        .spec
-        .and_then(|s| s.holder_identity)
-        .filter(|h| !h.is_empty());
-    assert_eq!(holder, None, "the lease was released on shutdown");
+    let lease = leases.get(LEASE).await.expect("get lease");
+    assert_eq!(holder(lease), None, "the lease was released on shutdown");
 }
