@@ -9,6 +9,7 @@ use crate::findings::Snapshot;
 use crate::kubeconfig::Connection;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
@@ -34,54 +35,46 @@ fn probe_condition() -> serde_json::Value {
 /// Asks the API server, through a dry-run write on one object of `snapshot`, whether it keeps
 /// the health fields.
 pub async fn check(conn: &Connection, snapshot: &Snapshot) -> Gate {
-    let dry = PatchParams {
-        dry_run: true,
-        ..PatchParams::default()
-    };
     let client = conn.client.clone();
     let answer = if let Some(pvc) = snapshot.pvcs.first() {
-        let (ns, name) = (
-            pvc.metadata.namespace.clone().unwrap_or_default(),
-            pvc.metadata.name.clone().unwrap_or_default(),
-        );
+        let ns = pvc.metadata.namespace.clone().unwrap_or_default();
         let patch = json!({"status": {"healthStatus": {"healthConditions": [probe_condition()]}}});
-        Api::<PersistentVolumeClaim>::namespaced(client, &ns)
-            .patch_status(&name, &dry, &Patch::Merge(patch))
-            .await
-            .map(|o| {
-                let kept = o.status.and_then(|s| s.health_status).is_some();
-                (format!("pvc/{ns}/{name}"), kept)
-            })
+        dry_run(
+            Api::<PersistentVolumeClaim>::namespaced(client, &ns),
+            "pvc",
+            &pvc.metadata,
+            patch,
+            |o| o.status.and_then(|s| s.health_status).is_some(),
+        )
+        .await
     } else if let Some((pod, volume)) = snapshot.pods.iter().find_map(|p| {
         let v = p.spec.as_ref()?.volumes.as_ref()?.first()?.name.clone();
         Some((p, v))
     }) {
-        let (ns, name) = (
-            pod.metadata.namespace.clone().unwrap_or_default(),
-            pod.metadata.name.clone().unwrap_or_default(),
-        );
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
         let patch = json!({"status": {"volumeHealth": [{"name": volume, "healthConditions": [probe_condition()]}]}});
-        Api::<Pod>::namespaced(client, &ns)
-            .patch_status(&name, &dry, &Patch::Merge(patch))
-            .await
-            .map(|o| {
-                let kept = o.status.and_then(|s| s.volume_health).is_some();
-                (format!("pod/{ns}/{name}"), kept)
-            })
+        dry_run(
+            Api::<Pod>::namespaced(client, &ns),
+            "pod",
+            &pod.metadata,
+            patch,
+            |o| o.status.and_then(|s| s.volume_health).is_some(),
+        )
+        .await
     } else if let Some((node, driver)) = snapshot.csinodes.iter().find_map(|n| {
         let d = n.spec.drivers.first()?.name.clone();
         Some((n, d))
     }) {
-        let name = node.metadata.name.clone().unwrap_or_default();
         let patch = json!({"status": {"storageHealth": [{"name": driver, "healthConditions": [
             {"status": "StorageDegraded", "reason": "VolhealthStorageCheck", "message": "dry run by volhealth status; not stored"}]}]}});
-        Api::<CSINode>::all(client)
-            .patch_status(&name, &dry, &Patch::Merge(patch))
-            .await
-            .map(|o| {
-                let kept = o.status.and_then(|s| s.storage_health).is_some();
-                (format!("csinode/{name}"), kept)
-            })
+        dry_run(
+            Api::<CSINode>::all(client),
+            "csinode",
+            &node.metadata,
+            patch,
+            |o| o.status.and_then(|s| s.storage_health).is_some(),
+        )
+        .await
     } else {
         return Gate::Stored;
     };
@@ -91,6 +84,32 @@ pub async fn check(conn: &Connection, snapshot: &Snapshot) -> Gate {
         Err(kube::Error::Api(s)) => Gate::Unknown(format!("{} ({})", s.message, s.code)),
         Err(e) => Gate::Unknown(crate::kubeconfig::root_cause(&e)),
     }
+}
+
+/// Writes the status merge `patch` on the `kind` object of `meta` through `api` as a dry run:
+/// the object (`kind/NAMESPACE/NAME`, or `kind/NAME`), and whether the answer kept the health
+/// field (`kept` looks).
+async fn dry_run<K>(
+    api: Api<K>,
+    kind: &str,
+    meta: &ObjectMeta,
+    patch: serde_json::Value,
+    kept: impl FnOnce(K) -> bool,
+) -> kube::Result<(String, bool)>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let name = meta.name.clone().unwrap_or_default();
+    let object = match &meta.namespace {
+        Some(ns) => format!("{kind}/{ns}/{name}"),
+        None => format!("{kind}/{name}"),
+    };
+    let dry = PatchParams {
+        dry_run: true,
+        ..PatchParams::default()
+    };
+    let answer = api.patch_status(&name, &dry, &Patch::Merge(patch)).await?;
+    Ok((object, kept(answer)))
 }
 
 /// What the table says instead of "no conditions" when the gate is off.

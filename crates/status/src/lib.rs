@@ -109,14 +109,17 @@ pub async fn run_until<W: Write>(
         user: opts.as_user.clone(),
         groups: opts.as_groups.clone(),
     };
-    let conn = kubeconfig::connect_as(
-        opts.kubeconfig.as_deref(),
-        opts.context.as_deref(),
-        opts.request_timeout,
-        false,
-        &who,
-    )
-    .await?;
+    // A connection for single requests, or (`streaming`) one for watches.
+    let connect = |streaming| {
+        kubeconfig::connect_as(
+            opts.kubeconfig.as_deref(),
+            opts.context.as_deref(),
+            opts.request_timeout,
+            streaming,
+            &who,
+        )
+    };
+    let conn = connect(false).await?;
     let scope = Scope {
         namespace: if opts.all_namespaces {
             None
@@ -155,14 +158,7 @@ pub async fn run_until<W: Write>(
         view = View::of(&snapshot);
     }
     if opts.watch {
-        let streaming = kubeconfig::connect_as(
-            opts.kubeconfig.as_deref(),
-            opts.context.as_deref(),
-            opts.request_timeout,
-            true,
-            &who,
-        )
-        .await?;
+        let streaming = connect(true).await?;
         let in_place = opts.terminal && matches!(style.format, Format::Table | Format::Wide);
         return watch::run(streaming, scope, style, view, in_place, out, shutdown).await;
     }
@@ -176,7 +172,7 @@ pub async fn run_until<W: Write>(
         (gate::Gate::Dropped { object }, Format::Table | Format::Wide) => {
             gate::dropped_message(object)
         }
-        (gate::Gate::Dropped { object }, Format::Json | Format::Yaml) => render::document_with(
+        (gate::Gate::Dropped { object }, Format::Json | Format::Yaml) => render::document(
             &view.findings,
             &view.volumes,
             scope.namespace.as_deref(),

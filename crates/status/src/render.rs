@@ -48,21 +48,9 @@ pub struct Report<'a> {
     pub warnings: &'a [String],
 }
 
-/// Renders the machine-readable document (JSON pretty-printed unless `one_line`).
+/// Renders the machine-readable document (JSON pretty-printed unless `one_line`), with
+/// `warnings` (which make `healthy` false). Volumes nothing watches add a warning of their own.
 pub fn document(
-    findings: &[Finding],
-    volumes: &[VolumeCoverage],
-    namespace: Option<&str>,
-    now: Timestamp,
-    format: Format,
-    one_line: bool,
-) -> Result<String> {
-    document_with(findings, volumes, namespace, now, format, one_line, &[])
-}
-
-/// Like [`document`], with `warnings` (which make `healthy` false). Volumes nothing watches add
-/// a warning of their own.
-pub fn document_with(
     findings: &[Finding],
     volumes: &[VolumeCoverage],
     namespace: Option<&str>,
@@ -415,7 +403,7 @@ mod tests {
         let f = vec![finding("Inaccessible", "gone")];
         let now = ts("2026-01-01T00:01:00Z");
         let doc: serde_json::Value =
-            serde_json::from_str(&document(&f, &[], None, now, Format::Json, false).unwrap())
+            serde_json::from_str(&document(&f, &[], None, now, Format::Json, false, &[]).unwrap())
                 .unwrap();
         assert_eq!(doc["apiVersion"], REPORT_API_VERSION);
         assert_eq!(doc["kind"], REPORT_KIND);
@@ -442,14 +430,14 @@ mod tests {
             assert!(item.get(key).is_some(), "items[] lacks {key}: {item}");
         }
         assert_eq!(item["source"], "controller");
-        let line = document(&f, &[], None, now, Format::Json, true).unwrap();
+        let line = document(&f, &[], None, now, Format::Json, true, &[]).unwrap();
         assert_eq!(line.lines().count(), 1, "one document per line for streams");
         assert!(
             line.starts_with("{\"apiVersion\""),
             "field order is the documented one: {line}"
         );
         let yaml: serde_json::Value = serde_saphyr::from_str(
-            &document(&f, &[], Some("default"), now, Format::Yaml, false).unwrap(),
+            &document(&f, &[], Some("default"), now, Format::Yaml, false, &[]).unwrap(),
         )
         .unwrap();
         assert_eq!(yaml["items"][0]["status"], "Inaccessible");
@@ -491,7 +479,7 @@ default     pvc/rpc      rpc.example      rpc          rpc       Degraded
         let now = ts("2026-01-01T00:01:00Z");
         let v = volumes();
         let doc: serde_json::Value =
-            serde_json::from_str(&document(&[], &v, None, now, Format::Json, false).unwrap())
+            serde_json::from_str(&document(&[], &v, None, now, Format::Json, false, &[]).unwrap())
                 .unwrap();
         assert_eq!(doc["healthy"], false);
         assert!(
@@ -511,9 +499,10 @@ default     pvc/rpc      rpc.example      rpc          rpc       Degraded
             serde_json::json!(["Degraded"])
         );
         let watched: Vec<VolumeCoverage> = v.into_iter().filter(|v| v.claim != "bare").collect();
-        let doc: serde_json::Value =
-            serde_json::from_str(&document(&[], &watched, None, now, Format::Json, false).unwrap())
-                .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(
+            &document(&[], &watched, None, now, Format::Json, false, &[]).unwrap(),
+        )
+        .unwrap();
         assert_eq!(doc["healthy"], true, "unknown is not a warning: {doc}");
     }
 }

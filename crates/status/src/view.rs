@@ -46,6 +46,7 @@ pub fn frame(view: &View, scope: &Scope, style: Style, stream: bool) -> Result<S
                 now,
                 style.format,
                 stream,
+                &[],
             );
         }
         Format::Table | Format::Wide if view.findings.is_empty() => {
