@@ -10,6 +10,12 @@ use volhealth_deploy_tests::manifests;
 
 const AGENT: &str = "system:serviceaccount:kube-system:volhealth-agent";
 const NODE_CLAIM: &str = "authentication.kubernetes.io/node-name";
+// The policy's denials: a pod of another node, another node's CSINode, a token without its node.
+const NOT_ITS_POD: &str = "may only write the status of pods bound to that node";
+const NOT_ITS_CSINODE: &str = "may only write the CSINode of that node";
+const NO_NODE_CLAIM: &str = "has no authentication.kubernetes.io/node-name claim";
+/// The writes of a CSINode the agent makes: (operation, subresource).
+const CSINODE_WRITES: [(&str, &str); 3] = [("CREATE", ""), ("UPDATE", ""), ("UPDATE", "status")];
 
 fn policy_file() -> Vec<Value> {
     manifests::documents(&manifests::dir().join("agent/admission-policy.yaml")).unwrap()
@@ -39,6 +45,11 @@ fn user(username: &str, node: Option<&str>) -> Value {
         "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
         "extra": extra,
     })
+}
+
+/// The agent on node-a, the writer of most requests here.
+fn node_a_agent() -> Value {
+    user(AGENT, Some("node-a"))
 }
 
 fn pod(name: &str, node: Option<&str>) -> Value {
@@ -134,58 +145,45 @@ fn denied(decision: Decision, why: &str) {
 #[test]
 fn the_agent_may_write_the_status_of_its_own_nodes_pods() {
     let p = policy();
-    let d = p.admit(&pod_status_patch(
-        user(AGENT, Some("node-a")),
-        Some("node-a"),
-    ));
+    let d = p.admit(&pod_status_patch(node_a_agent(), Some("node-a")));
     assert_eq!(d, Decision::Allowed);
 }
 
 #[test]
 fn the_agent_may_not_write_the_status_of_another_nodes_pods() {
     let p = policy();
-    let d = p.admit(&pod_status_patch(
-        user(AGENT, Some("node-a")),
-        Some("node-b"),
-    ));
-    denied(d, "may only write the status of pods bound to that node");
+    let d = p.admit(&pod_status_patch(node_a_agent(), Some("node-b")));
+    denied(d, NOT_ITS_POD);
     // A pod not bound to any node is nobody's to write.
-    let d = p.admit(&pod_status_patch(user(AGENT, Some("node-a")), None));
-    denied(d, "may only write the status of pods bound to that node");
+    let d = p.admit(&pod_status_patch(node_a_agent(), None));
+    denied(d, NOT_ITS_POD);
+}
+
+/// What the policy answers node-a's agent writing the status of a pod stored on `stored` with a
+/// new object that names `new` as the pod's node.
+fn admit_moved_pod(stored: &str, new: &str) -> Decision {
+    let mut r = pod_status_patch(node_a_agent(), Some(stored));
+    r.object["spec"]["nodeName"] = json!(new);
+    policy().admit(&r)
 }
 
 #[test]
 fn a_pod_moved_onto_the_agents_node_in_the_request_is_still_refused() {
     // The stored pod is on node-b; a request whose new object claims node-a must not pass.
-    let mut r = pod_status_patch(user(AGENT, Some("node-a")), Some("node-b"));
-    r.object["spec"]["nodeName"] = json!("node-a");
-    denied(
-        policy().admit(&r),
-        "may only write the status of pods bound to that node",
-    );
+    denied(admit_moved_pod("node-b", "node-a"), NOT_ITS_POD);
 }
 
 #[test]
 fn a_write_naming_another_node_in_the_new_object_is_refused() {
     // The status subresource keeps the stored spec, but the policy does not rely on it.
-    let mut r = pod_status_patch(user(AGENT, Some("node-a")), Some("node-a"));
-    r.object["spec"]["nodeName"] = json!("node-b");
-    denied(
-        policy().admit(&r),
-        "may only write the status of pods bound to that node",
-    );
+    denied(admit_moved_pod("node-a", "node-b"), NOT_ITS_POD);
 }
 
 #[test]
 fn the_agent_may_write_its_own_nodes_csinode() {
     let p = policy();
-    for (operation, sub) in [("CREATE", ""), ("UPDATE", ""), ("UPDATE", "status")] {
-        let d = p.admit(&csinode_write(
-            user(AGENT, Some("node-a")),
-            "node-a",
-            operation,
-            sub,
-        ));
+    for (operation, sub) in CSINODE_WRITES {
+        let d = p.admit(&csinode_write(node_a_agent(), "node-a", operation, sub));
         assert_eq!(d, Decision::Allowed, "{operation} csinodes/{sub}");
     }
 }
@@ -193,14 +191,9 @@ fn the_agent_may_write_its_own_nodes_csinode() {
 #[test]
 fn the_agent_may_not_write_another_nodes_csinode() {
     let p = policy();
-    for (operation, sub) in [("CREATE", ""), ("UPDATE", ""), ("UPDATE", "status")] {
-        let d = p.admit(&csinode_write(
-            user(AGENT, Some("node-a")),
-            "node-b",
-            operation,
-            sub,
-        ));
-        denied(d, "may only write the CSINode of that node");
+    for (operation, sub) in CSINODE_WRITES {
+        let d = p.admit(&csinode_write(node_a_agent(), "node-b", operation, sub));
+        denied(d, NOT_ITS_CSINODE);
     }
 }
 
@@ -210,25 +203,25 @@ fn a_token_without_the_node_claim_is_refused() {
     let no_claim = user(AGENT, None);
     denied(
         p.admit(&pod_status_patch(no_claim.clone(), Some("node-a"))),
-        "has no authentication.kubernetes.io/node-name claim",
+        NO_NODE_CLAIM,
     );
     denied(
         p.admit(&csinode_write(no_claim, "node-a", "UPDATE", "status")),
-        "has no authentication.kubernetes.io/node-name claim",
+        NO_NODE_CLAIM,
     );
     // No extra info at all (a legacy secret-based token).
     let mut bare = user(AGENT, None);
     bare.as_object_mut().unwrap().remove("extra");
     denied(
         p.admit(&pod_status_patch(bare, Some("node-a"))),
-        "has no authentication.kubernetes.io/node-name claim",
+        NO_NODE_CLAIM,
     );
     // Two node names say nothing about which node the agent is on.
-    let mut two = user(AGENT, Some("node-a"));
+    let mut two = node_a_agent();
     two["extra"][NODE_CLAIM] = json!(["node-a", "node-b"]);
     denied(
         p.admit(&pod_status_patch(two, Some("node-a"))),
-        "has no authentication.kubernetes.io/node-name claim",
+        NO_NODE_CLAIM,
     );
 }
 
@@ -281,7 +274,7 @@ fn the_agent_is_kept_to_its_node_in_any_namespace() {
                 user(&agent, Some("node-a")),
                 Some("node-b"),
             )),
-            "may only write the status of pods bound to that node",
+            NOT_ITS_POD,
         );
         denied(
             p.admit(&csinode_write(
@@ -290,7 +283,7 @@ fn the_agent_is_kept_to_its_node_in_any_namespace() {
                 "UPDATE",
                 "status",
             )),
-            "may only write the CSINode of that node",
+            NOT_ITS_CSINODE,
         );
     }
 }
@@ -299,10 +292,10 @@ fn the_agent_is_kept_to_its_node_in_any_namespace() {
 fn requests_outside_the_constraints_are_not_matched() {
     let p = policy();
     // The pod itself (not its status), and a delete: the agent's RBAC grants neither.
-    let mut r = pod_status_patch(user(AGENT, Some("node-a")), Some("node-b"));
+    let mut r = pod_status_patch(node_a_agent(), Some("node-b"));
     r.request.as_object_mut().unwrap().remove("subResource");
     assert_eq!(p.admit(&r), Decision::NotMatched);
-    let mut r = csinode_write(user(AGENT, Some("node-a")), "node-b", "UPDATE", "");
+    let mut r = csinode_write(node_a_agent(), "node-b", "UPDATE", "");
     r.request["operation"] = json!("DELETE");
     r.object = Value::Null;
     assert_eq!(p.admit(&r), Decision::NotMatched);
@@ -312,7 +305,7 @@ fn requests_outside_the_constraints_are_not_matched() {
             "resource": {"group": "", "version": "v1", "resource": "events"},
             "operation": "CREATE",
             "namespace": "default",
-            "userInfo": user(AGENT, Some("node-a")),
+            "userInfo": node_a_agent(),
         }),
         object: json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}}),
         old_object: Value::Null,
