@@ -236,19 +236,9 @@ fn conformance(state: &StateDir, action: ConformanceAction) -> Result<String> {
             status,
             reason,
         } => {
-            let condition = StorageCondition {
-                status: injection::parse_storage_status(&status)?,
-                reason: reason.clone(),
-                message: "injected by volhealth conformance".to_string(),
-                access_mode: None,
-                volume_mode: None,
-            };
-            injection::update(state, |i| {
-                i.add_node_storage(NodeStorageInjection {
-                    node: target.clone(),
-                    condition,
-                })
-            })?;
+            let message = "injected by volhealth conformance".to_string();
+            let condition = storage_condition(&status, &reason, message, None, None)?;
+            add_node_storage_condition(state, &target, condition)?;
             format!("injected storage condition {status}/{reason} on node {target}")
         }
         ConformanceAction::Set {
@@ -302,6 +292,39 @@ fn add_volume_condition(
         i.add_volume(VolumeInjection {
             volume_id: volume_id.to_string(),
             side,
+            condition,
+        })
+    })?;
+    Ok(())
+}
+
+/// The storage condition `status` (its API name or number), `reason`, `message`, about the
+/// access mode and volume mode named (`None`: every one).
+fn storage_condition(
+    status: &str,
+    reason: &str,
+    message: String,
+    access_mode: Option<&str>,
+    volume_mode: Option<&str>,
+) -> Result<StorageCondition> {
+    Ok(StorageCondition {
+        status: injection::parse_storage_status(status)?,
+        reason: reason.to_string(),
+        message,
+        access_mode: access_mode.map(injection::parse_access_mode).transpose()?,
+        volume_mode: volume_mode.map(injection::parse_volume_mode).transpose()?,
+    })
+}
+
+/// Adds `condition` to what the node plugin of `node` reports of its storage.
+fn add_node_storage_condition(
+    state: &StateDir,
+    node: &str,
+    condition: StorageCondition,
+) -> Result<()> {
+    injection::update(state, |i| {
+        i.add_node_storage(NodeStorageInjection {
+            node: node.to_string(),
             condition,
         })
     })?;
@@ -386,28 +409,17 @@ async fn inject(args: InjectRequest) -> Result<String> {
             access_mode,
             volume_mode,
         } => {
-            let cond = StorageCondition {
-                status: injection::parse_storage_status(&status)?,
-                reason: reason.clone(),
+            let cond = storage_condition(
+                &status,
+                &reason,
                 message,
-                access_mode: access_mode
-                    .as_deref()
-                    .map(injection::parse_access_mode)
-                    .transpose()?,
-                volume_mode: volume_mode
-                    .as_deref()
-                    .map(injection::parse_volume_mode)
-                    .transpose()?,
-            };
+                access_mode.as_deref(),
+                volume_mode.as_deref(),
+            )?;
             let status = storage_status_name(cond.status);
             match node {
                 Some(node) => {
-                    injection::update(&state, |i| {
-                        i.add_node_storage(NodeStorageInjection {
-                            node: node.clone(),
-                            condition: cond,
-                        })
-                    })?;
+                    add_node_storage_condition(&state, &node, cond)?;
                     format!(
                         "injected storage condition status={status} reason={reason} on node {node}"
                     )
