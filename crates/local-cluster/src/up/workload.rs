@@ -184,12 +184,24 @@ pub fn capability(access_modes: &[String], block: bool) -> v1::VolumeCapability 
     }
 }
 
+/// A CSI request with the deadline of every call here.
+fn request<T>(message: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(message);
+    req.set_timeout(CSI_TIMEOUT);
+    req
+}
+
+/// A channel to `plugin` (say "the controller plugin") at `endpoint`.
+async fn connect(endpoint: &str, plugin: &str) -> Result<tonic::transport::Channel> {
+    volhealth_csi::client::connect(endpoint, CSI_TIMEOUT)
+        .await
+        .with_context(|| format!("connecting to {plugin} at {endpoint}"))
+}
+
 async fn controller_client(
     controller: &str,
 ) -> Result<v1::controller_client::ControllerClient<tonic::transport::Channel>> {
-    let channel = volhealth_csi::client::connect(controller, CSI_TIMEOUT)
-        .await
-        .with_context(|| format!("connecting to the controller plugin at {controller}"))?;
+    let channel = connect(controller, "the controller plugin").await?;
     Ok(v1::controller_client::ControllerClient::new(channel))
 }
 
@@ -206,7 +218,7 @@ pub async fn create_volume_with(
     cap: v1::VolumeCapability,
 ) -> Result<String> {
     let mut client = controller_client(controller).await?;
-    let mut req = tonic::Request::new(v1::CreateVolumeRequest {
+    let req = request(v1::CreateVolumeRequest {
         name: name.to_string(),
         capacity_range: Some(v1::CapacityRange {
             required_bytes: bytes,
@@ -215,7 +227,6 @@ pub async fn create_volume_with(
         volume_capabilities: vec![cap],
         ..Default::default()
     });
-    req.set_timeout(CSI_TIMEOUT);
     let resp = client
         .create_volume(req)
         .await
@@ -230,11 +241,10 @@ pub async fn create_volume_with(
 /// DeleteVolume (a volume already gone counts as deleted, as the CSI spec says).
 pub async fn delete_volume(controller: &str, volume_id: &str) -> Result<()> {
     let mut client = controller_client(controller).await?;
-    let mut req = tonic::Request::new(v1::DeleteVolumeRequest {
+    let req = request(v1::DeleteVolumeRequest {
         volume_id: volume_id.to_string(),
         ..Default::default()
     });
-    req.set_timeout(CSI_TIMEOUT);
     client
         .delete_volume(req)
         .await
@@ -246,9 +256,7 @@ async fn node_client(
     node_endpoint: &str,
     node: &str,
 ) -> Result<v1::node_client::NodeClient<tonic::transport::Channel>> {
-    let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
-        .await
-        .with_context(|| format!("connecting to the node plugin of {node} at {node_endpoint}"))?;
+    let channel = connect(node_endpoint, &format!("the node plugin of {node}")).await?;
     Ok(v1::node_client::NodeClient::new(channel))
 }
 
@@ -261,11 +269,10 @@ pub async fn unpublish(
 ) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
     let target = pod_dir.join("mount");
-    let mut req = tonic::Request::new(v1::NodeUnpublishVolumeRequest {
+    let req = request(v1::NodeUnpublishVolumeRequest {
         volume_id: volume_id.to_string(),
         target_path: target.display().to_string(),
     });
-    req.set_timeout(CSI_TIMEOUT);
     client
         .node_unpublish_volume(req)
         .await
@@ -281,16 +288,23 @@ pub async fn unstage(
     volume_id: &str,
 ) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
-    let mut req = tonic::Request::new(v1::NodeUnstageVolumeRequest {
+    let req = request(v1::NodeUnstageVolumeRequest {
         volume_id: volume_id.to_string(),
         staging_target_path: stage_dir.join("globalmount").display().to_string(),
     });
-    req.set_timeout(CSI_TIMEOUT);
     client
         .node_unstage_volume(req)
         .await
         .with_context(|| format!("NodeUnstageVolume {volume_id} on {node}"))?;
     remove_dir(stage_dir)
+}
+
+/// Creates `dir` and the `vol_data.json` in it that the kubelet keeps beside a volume's mount.
+fn write_vol_data(dir: &Path, vol_data: serde_json::Value) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join("vol_data.json");
+    std::fs::write(&file, vol_data.to_string())
+        .with_context(|| format!("writing {}", file.display()))
 }
 
 fn remove_dir(dir: &Path) -> Result<()> {
@@ -441,50 +455,38 @@ pub async fn stage_and_publish(
     volume_id: &str,
     pod_uid: &str,
 ) -> Result<()> {
-    let channel = volhealth_csi::client::connect(node_endpoint, CSI_TIMEOUT)
-        .await
-        .with_context(|| {
-            format!(
-                "connecting to the node plugin of {} at {node_endpoint}",
-                sample.node
-            )
-        })?;
-    let mut client = v1::node_client::NodeClient::new(channel);
+    let mut client = node_client(node_endpoint, &sample.node).await?;
     let stage_dir = staging_dir(kubelet_root, driver, volume_id);
     let staging = stage_dir.join("globalmount");
-    std::fs::create_dir_all(&stage_dir)
-        .with_context(|| format!("creating {}", stage_dir.display()))?;
-    let vol_data =
-        json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume});
-    std::fs::write(stage_dir.join("vol_data.json"), vol_data.to_string())
-        .with_context(|| format!("writing {}", stage_dir.join("vol_data.json").display()))?;
-    let mut req = tonic::Request::new(v1::NodeStageVolumeRequest {
+    write_vol_data(
+        &stage_dir,
+        json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume}),
+    )?;
+    let req = request(v1::NodeStageVolumeRequest {
         volume_id: volume_id.to_string(),
         staging_target_path: staging.display().to_string(),
         volume_capability: Some(mount_capability()),
         ..Default::default()
     });
-    req.set_timeout(CSI_TIMEOUT);
     client
         .node_stage_volume(req)
         .await
         .with_context(|| format!("NodeStageVolume {volume_id} on {}", sample.node))?;
 
     let pod_dir = publish_dir(kubelet_root, pod_uid, &sample.volume);
-    std::fs::create_dir_all(&pod_dir).with_context(|| format!("creating {}", pod_dir.display()))?;
-    let vol_data = json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume,
-        "nodeName": sample.node, "attachmentID": ""});
-    std::fs::write(pod_dir.join("vol_data.json"), vol_data.to_string())
-        .with_context(|| format!("writing {}", pod_dir.join("vol_data.json").display()))?;
+    write_vol_data(
+        &pod_dir,
+        json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume,
+            "nodeName": sample.node, "attachmentID": ""}),
+    )?;
     let target = pod_dir.join("mount");
-    let mut req = tonic::Request::new(v1::NodePublishVolumeRequest {
+    let req = request(v1::NodePublishVolumeRequest {
         volume_id: volume_id.to_string(),
         staging_target_path: staging.display().to_string(),
         target_path: target.display().to_string(),
         volume_capability: Some(mount_capability()),
         ..Default::default()
     });
-    req.set_timeout(CSI_TIMEOUT);
     client.node_publish_volume(req).await.with_context(|| {
         format!(
             "NodePublishVolume {volume_id} for pod {} on {}",
