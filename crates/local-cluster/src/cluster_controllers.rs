@@ -110,34 +110,26 @@ pub fn node_plugins(nodes: &[String], roots: &[String]) -> Result<BTreeMap<Strin
 }
 
 async fn snapshot(client: &kube::Client) -> Result<Snapshot> {
-    let lp = ListParams::default();
     Ok(Snapshot {
-        classes: Api::<StorageClass>::all(client.clone())
-            .list(&lp)
-            .await
-            .context("listing StorageClasses")?
-            .items,
-        claims: Api::<PersistentVolumeClaim>::all(client.clone())
-            .list(&lp)
-            .await
-            .context("listing PersistentVolumeClaims")?
-            .items,
-        volumes: Api::<PersistentVolume>::all(client.clone())
-            .list(&lp)
-            .await
-            .context("listing PersistentVolumes")?
-            .items,
-        pods: Api::<Pod>::all(client.clone())
-            .list(&lp)
-            .await
-            .context("listing Pods")?
-            .items,
-        nodes: Api::<Node>::all(client.clone())
-            .list(&lp)
-            .await
-            .context("listing Nodes")?
-            .items,
+        classes: list_all::<StorageClass>(client, "StorageClasses").await?,
+        claims: list_all::<PersistentVolumeClaim>(client, "PersistentVolumeClaims").await?,
+        volumes: list_all::<PersistentVolume>(client, "PersistentVolumes").await?,
+        pods: list_all::<Pod>(client, "Pods").await?,
+        nodes: list_all::<Node>(client, "Nodes").await?,
     })
+}
+
+/// Every object of kind `K` in the cluster, in every namespace (`kinds` names them for the error).
+async fn list_all<K>(client: &kube::Client, kinds: &str) -> Result<Vec<K>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let list = Api::<K>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing {kinds}"))?;
+    Ok(list.items)
 }
 
 /// A stream that yields once per change of any PVC, PV or pod (and once per watch restart).

@@ -77,29 +77,23 @@ fn pvc_unhealthy(p: &PersistentVolumeClaim) -> bool {
 }
 
 fn pod_unhealthy(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.volume_health.as_ref())
-        .is_some_and(|v| {
-            v.iter().any(|e| {
-                e.health_conditions
-                    .as_ref()
-                    .is_some_and(|c| c.iter().any(|c| c.reason == REASON))
-            })
-        })
+    let volumes = p
+        .status
+        .iter()
+        .flat_map(|s| s.volume_health.iter().flatten());
+    volumes
+        .flat_map(|v| v.health_conditions.iter().flatten())
+        .any(|c| c.reason == REASON)
 }
 
 fn csinode_unhealthy(n: &CSINode) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.storage_health.as_ref())
-        .is_some_and(|v| {
-            v.iter().any(|e| {
-                e.health_conditions
-                    .as_ref()
-                    .is_some_and(|c| c.iter().any(|c| c.reason == REASON))
-            })
-        })
+    let storages = n
+        .status
+        .iter()
+        .flat_map(|s| s.storage_health.iter().flatten());
+    storages
+        .flat_map(|s| s.health_conditions.iter().flatten())
+        .any(|c| c.reason == REASON)
 }
 
 impl Observer {

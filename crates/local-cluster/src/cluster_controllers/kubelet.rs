@@ -340,20 +340,16 @@ mod tests {
     #[test]
     fn publish_dirs_are_read_from_the_kubelet_layout() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = workload::publish_dir(tmp.path(), "pu", "pvc-cu");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("vol_data.json"),
-            r#"{"driverName": "d", "volumeHandle": "vol-1"}"#,
-        )
-        .unwrap();
-        let other = workload::publish_dir(tmp.path(), "pu2", "pv-x");
-        std::fs::create_dir_all(&other).unwrap();
-        std::fs::write(
-            other.join("vol_data.json"),
-            r#"{"driverName": "e", "volumeHandle": "vol-2"}"#,
-        )
-        .unwrap();
+        // Pod `uid` has volume `pv` of `driver` published: returns its publish dir.
+        let published = |uid: &str, pv: &str, driver: &str, handle: &str| {
+            let dir = workload::publish_dir(tmp.path(), uid, pv);
+            std::fs::create_dir_all(&dir).unwrap();
+            let vol_data = serde_json::json!({"driverName": driver, "volumeHandle": handle});
+            std::fs::write(dir.join("vol_data.json"), vol_data.to_string()).unwrap();
+            dir
+        };
+        let dir = published("pu", "pvc-cu", "d", "vol-1");
+        published("pu2", "pv-x", "e", "vol-2");
         assert_eq!(
             publish_dirs(tmp.path(), "d"),
             vec![("pu".to_string(), dir, "vol-1".to_string())]
