@@ -7,16 +7,15 @@ fn volhealth() -> Command {
     Command::new(env!("CARGO_BIN_EXE_volhealth"))
 }
 
+/// What `volhealth ARGS...` prints on standard output, asserting that it succeeds.
+fn stdout_of(args: &[&str]) -> String {
+    let out = volhealth().args(args).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+}
+
 #[test]
 fn help_lists_every_subcommand() {
-    let out = volhealth()
-        .arg("--help")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8_lossy(&out);
+    let text = stdout_of(&["--help"]);
     for sub in [
         "apiserver",
         "driver",
@@ -34,16 +33,9 @@ fn help_lists_every_subcommand() {
 
 #[test]
 fn version_names_the_binary_and_crate_version() {
-    let out = volhealth()
-        .arg("--version")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
     // The release and the git revision it was built from.
     assert_eq!(
-        String::from_utf8_lossy(&out).trim(),
+        stdout_of(&["--version"]).trim(),
         format!(
             "volhealth {} (git {})",
             env!("CARGO_PKG_VERSION"),
@@ -66,14 +58,7 @@ fn unknown_subcommand_fails_with_usage() {
 
 #[test]
 fn monitor_flags_follow_the_upstream_sidecar() {
-    let out = volhealth()
-        .args(["monitor", "--help"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8_lossy(&out);
+    let text = stdout_of(&["monitor", "--help"]);
     for flag in [
         "--csi-address",
         "--monitor-interval",
