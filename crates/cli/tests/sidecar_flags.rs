@@ -13,24 +13,52 @@ fn volhealth() -> Command {
     Command::cargo_bin("volhealth").expect("the volhealth binary")
 }
 
-/// An agent that logs one line (its endpoint) and then stops: its kubeconfig does not exist.
-fn failing_agent(extra: &[&str]) -> (bool, String) {
-    let out = volhealth()
-        .args([
-            "agent",
-            "--node-name",
-            "node-a",
-            "--kubeconfig",
-            "/nonexistent/kubeconfig",
-        ])
-        .args(["--http-endpoint", "127.0.0.1:0"])
-        .args(extra)
-        .timeout(Duration::from_secs(60))
+/// Runs `cmd` for at most `secs` seconds: whether it succeeded, and its standard error.
+fn outcome(cmd: &mut Command, secs: u64) -> (bool, String) {
+    let out = cmd
+        .timeout(Duration::from_secs(secs))
         .output()
-        .expect("run the agent");
+        .expect("run volhealth");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Asserts that a run (see [`outcome`]) failed with `want` in its standard error; returns that.
+fn failed_saying((ok, stderr): (bool, String), want: &str) -> String {
+    assert!(!ok, "succeeded: {stderr}");
+    assert!(stderr.contains(want), "{want:?} not in: {stderr}");
+    stderr
+}
+
+/// Runs `volhealth monitor ARGS`: whether it succeeded, and its standard error.
+fn monitor(args: &[&str]) -> (bool, String) {
+    outcome(volhealth().arg("monitor").args(args), 30)
+}
+
+/// Runs `volhealth ARGS`, asserts that it is refused as a usage error (exit code 2), and
+/// returns its standard error.
+fn usage_error(args: &[&str]) -> String {
+    let out = volhealth().args(args).output().expect("run");
+    assert_eq!(out.status.code(), Some(2), "volhealth {args:?}");
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// An agent that logs one line (its endpoint) and then stops: its kubeconfig does not exist.
+fn failing_agent(extra: &[&str]) -> (bool, String) {
+    outcome(
+        volhealth()
+            .args([
+                "agent",
+                "--node-name",
+                "node-a",
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+            ])
+            .args(["--http-endpoint", "127.0.0.1:0"])
+            .args(extra),
+        60,
     )
 }
 
@@ -66,9 +94,7 @@ fn json_logs_are_one_object_per_line_and_never_coloured() {
 
 #[test]
 fn text_logs_to_a_pipe_carry_no_colour_codes() {
-    let (ok, stderr) = failing_agent(&[]);
-    assert!(!ok, "{stderr}");
-    assert!(stderr.contains(" INFO "), "{stderr}");
+    let stderr = failed_saying(failing_agent(&[]), " INFO ");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
 
@@ -81,14 +107,10 @@ fn verbosity_and_format_are_accepted_by_every_daemon() {
             .success();
     }
     // A bad value is a usage error naming the flag.
-    let out = volhealth()
-        .args(["monitor", "--log-format", "xml"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+    let err = usage_error(&["monitor", "--log-format", "xml"]);
     // The flag is --logging-format, as the Kubernetes components name it; --log-format is its
     // other spelling.
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--logging-format"));
+    assert!(err.contains("--logging-format"));
     for sub in ["monitor", "agent", "remediate", "scheduler-extender"] {
         volhealth()
             .args([sub, "-v=5", "--logging-format=json", "--help"])
@@ -151,29 +173,22 @@ fn metrics_address_and_path_move_the_metrics_page() {
 
 #[test]
 fn metrics_address_and_http_endpoint_exclude_each_other() {
-    let out = volhealth()
-        .args([
-            "monitor",
-            "--http-endpoint",
-            ":8080",
-            "--metrics-address",
-            ":8081",
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = usage_error(&[
+        "monitor",
+        "--http-endpoint",
+        ":8080",
+        "--metrics-address",
+        ":8081",
+    ]);
     assert!(
         err.contains("--metrics-address") && err.contains("--http-endpoint"),
         "{err}"
     );
 
-    let out = volhealth()
-        .args(["monitor", "--v=3", "--metrics-path", "metrics"])
-        .output()
-        .expect("run");
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --metrics-path"));
+    failed_saying(
+        monitor(&["--v=3", "--metrics-path", "metrics"]),
+        "invalid --metrics-path",
+    );
 }
 
 #[test]
@@ -189,19 +204,18 @@ fn leader_election_timings_client_go_refuses_are_refused_naming_the_flag() {
             "--leader-election-lease-duration (10s) must be greater",
         ),
     ] {
-        let out = volhealth()
-            .args(["monitor", "--csi-address", "/nonexistent/csi.sock"])
-            .args(["--leader-election", "--leader-election-lease-duration"])
-            .arg(timings[0])
-            .arg("--leader-election-renew-deadline")
-            .arg(timings[1])
-            .arg("--leader-election-retry-period")
-            .arg(timings[2])
-            .timeout(Duration::from_secs(30))
-            .output()
-            .expect("run the monitor");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{timings:?} accepted");
+        let (ok, stderr) = monitor(&[
+            "--csi-address",
+            "/nonexistent/csi.sock",
+            "--leader-election",
+            "--leader-election-lease-duration",
+            timings[0],
+            "--leader-election-renew-deadline",
+            timings[1],
+            "--leader-election-retry-period",
+            timings[2],
+        ]);
+        assert!(!ok, "{timings:?} accepted");
         assert!(stderr.contains(named), "{timings:?}: {stderr}");
     }
 }
@@ -209,75 +223,52 @@ fn leader_election_timings_client_go_refuses_are_refused_naming_the_flag() {
 #[test]
 fn flags_as_go_parses_them_one_dash_bool_values_and_the_last_of_a_repeat() {
     // Parsed (the error is the missing kubeconfig's, not the command line's).
-    let out = Command::cargo_bin("volhealth-agent")
-        .expect("the agent binary")
-        .args([
-            "-v=5",
-            "-node-name=node-a",
-            "-kubeconfig=/nonexistent/kubeconfig",
-        ])
-        .args(["-http-endpoint=127.0.0.1:0", "--logtostderr=true"])
-        .timeout(Duration::from_secs(60))
-        .output()
-        .expect("run the agent");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    let agent = outcome(
+        Command::cargo_bin("volhealth-agent")
+            .expect("the agent binary")
+            .args([
+                "-v=5",
+                "-node-name=node-a",
+                "-kubeconfig=/nonexistent/kubeconfig",
+            ])
+            .args(["-http-endpoint=127.0.0.1:0", "--logtostderr=true"]),
+        60,
+    );
+    let stderr = failed_saying(agent, "/nonexistent/kubeconfig");
     assert!(!stderr.contains("unexpected argument"), "{stderr}");
 
     // --leader-election=false is off; the last --monitor-interval wins, as in Go.
-    let out = volhealth()
-        .args([
-            "monitor",
-            "-csi-address=/nonexistent/csi.sock",
-            "--leader-election=false",
-        ])
-        .args(["--monitor-interval=1m", "--monitor-interval=0s"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .expect("run the monitor");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        stderr.contains("--monitor-interval must be positive"),
-        "{stderr}"
-    );
+    let last_wins = monitor(&[
+        "-csi-address=/nonexistent/csi.sock",
+        "--leader-election=false",
+        "--monitor-interval=1m",
+        "--monitor-interval=0s",
+    ]);
+    failed_saying(last_wins, "--monitor-interval must be positive");
 
     // A bool flag never takes the next word as its value.
-    let out = volhealth()
-        .args(["monitor", "--leader-election", "false"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .expect("run the monitor");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = monitor(&["--leader-election", "false"]);
     assert!(stderr.contains("unexpected argument 'false'"), "{stderr}");
 }
 
 #[test]
 fn node_fault_flags_are_taken_in_either_spelling_and_checked() {
     // Accepted (Go's one-dash spelling too): the agent gets as far as its kubeconfig.
-    let (ok, stderr) = failing_agent(&[
+    let accepted = failing_agent(&[
         "-detect-node-faults=always",
         "-probe-timeout=2s",
         "--io-error-window",
         "1m30s",
     ]);
-    assert!(!ok);
-    assert!(stderr.contains("kubeconfig"), "{stderr}");
+    failed_saying(accepted, "kubeconfig");
     // A mode that does not exist is a usage error naming the flag.
-    let out = volhealth()
-        .args([
-            "agent",
-            "--node-name",
-            "node-a",
-            "--detect-node-faults=sometimes",
-        ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--detect-node-faults"));
+    let err = usage_error(&[
+        "agent",
+        "--node-name",
+        "node-a",
+        "--detect-node-faults=sometimes",
+    ]);
+    assert!(err.contains("--detect-node-faults"));
     // A zero timeout would call every mount unresponsive: refused.
-    let (ok, stderr) = failing_agent(&["--probe-timeout=0s"]);
-    assert!(!ok);
-    assert!(stderr.contains("--probe-timeout"), "{stderr}");
+    failed_saying(failing_agent(&["--probe-timeout=0s"]), "--probe-timeout");
 }
