@@ -7,15 +7,31 @@ mod support;
 use agent_world::*;
 use support::wait_for_async;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agent_keeps_conditions_when_the_driver_dies() {
-    let mut w = World::start().await;
+/// Waits until the sum of the samples on the metrics page at `url` that contain all of `parts`
+/// is at least `n`.
+async fn wait_metric_at_least(url: &str, what: &str, parts: &[&str], n: f64) {
+    wait_for_async(WAIT, what, || async {
+        (metric(url, parts).await >= n).then_some(())
+    })
+    .await;
+}
+
+/// Pod `web` with volume `vol-web` mounted on NODE, the volume Degraded (Slow) on the node side;
+/// returns the volume's handle.
+async fn slow_web_pod(w: &World) -> String {
     let handle = w.create_volume("vol-web").await;
     let uid = w.pod_with_volume("web", &handle, NODE).await;
     assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
     w.inject(&[
         "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
     ]);
+    handle
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_keeps_conditions_when_the_driver_dies() {
+    let mut w = World::start().await;
+    let handle = slow_web_pod(&w).await;
     w.inject(&[
         "storage",
         "--status",
@@ -49,19 +65,11 @@ async fn agent_keeps_conditions_when_the_driver_dies() {
         "--reason",
         "FromTheFuture",
     ]);
-    let unknown = || {
-        metric(
-            &url,
-            &["csi_volume_health_unknown_condition_total{", "status=\"9\""],
-        )
-    };
-    wait_for_async(WAIT, "the unknown status counted", || async {
-        (unknown().await >= 1.0).then_some(())
-    })
-    .await;
+    let unknown = ["csi_volume_health_unknown_condition_total{", "status=\"9\""];
+    wait_metric_at_least(&url, "the unknown status counted", &unknown, 1.0).await;
     wait_cycles(&url, 2.0).await;
     assert_eq!(
-        unknown().await,
+        metric(&url, &unknown).await,
         1.0,
         "counted once per transition, as the monitor counts it"
     );
@@ -70,20 +78,12 @@ async fn agent_keeps_conditions_when_the_driver_dies() {
         vec![("data".into(), "Degraded".into(), "Slow".into())]
     );
     w.driver.kill();
-    let errors = || {
-        metric(
-            &url,
-            &[
-                "csi_volume_health_probe_total{",
-                "method=\"NodeGetVolumeHealth\"",
-                "result=\"error\"",
-            ],
-        )
-    };
-    wait_for_async(WAIT, "failed probes of the dead driver", || async {
-        (errors().await >= 3.0).then_some(())
-    })
-    .await;
+    let errors = [
+        "csi_volume_health_probe_total{",
+        "method=\"NodeGetVolumeHealth\"",
+        "result=\"error\"",
+    ];
+    wait_metric_at_least(&url, "failed probes of the dead driver", &errors, 3.0).await;
     assert_eq!(
         w.pod_conditions("web").await,
         vec![("data".into(), "Degraded".into(), "Slow".into())]
@@ -171,27 +171,14 @@ async fn agent_picks_up_drivers_that_come_and_go() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_backs_off_when_the_api_server_drops_health_fields() {
     let w = World::start_with(&["--feature-gates", "CSIVolumeHealth=false"]).await;
-    let handle = w.create_volume("vol-web").await;
-    let uid = w.pod_with_volume("web", &handle, NODE).await;
-    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
-    w.inject(&[
-        "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
-    ]);
+    slow_web_pod(&w).await;
     let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
-    let dropped = || {
-        metric(
-            &url,
-            &[
-                "csi_volume_health_status_writes_total{",
-                "resource=\"pods/status\"",
-                "result=\"dropped\"",
-            ],
-        )
-    };
-    wait_for_async(WAIT, "a dropped pod status write", || async {
-        (dropped().await >= 1.0).then_some(())
-    })
-    .await;
+    let dropped = [
+        "csi_volume_health_status_writes_total{",
+        "resource=\"pods/status\"",
+        "result=\"dropped\"",
+    ];
+    wait_metric_at_least(&url, "a dropped pod status write", &dropped, 1.0).await;
     let before = api_patches(&w.api, "pods", "status").await;
     wait_cycles(&url, 8.0).await;
     let added = api_patches(&w.api, "pods", "status").await - before;

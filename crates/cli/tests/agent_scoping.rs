@@ -12,6 +12,15 @@ use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+/// Asserts that the API server refused a request as 403 Forbidden (`what` names a success).
+fn assert_forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
+    let err = result.expect_err(what);
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{what}: {err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_scoping_protects_other_nodes() {
     let w = World::start().await;
@@ -21,38 +30,32 @@ async fn node_scoping_protects_other_nodes() {
     // node-a may not write the status of a pod bound to node-b ...
     let patch = json!({"status": {"volumeHealth": [{"name": "data", "healthConditions": [
         {"status": "Degraded", "reason": "Forged"}]}]}});
-    let err = Api::<Pod>::namespaced(node_a.clone(), "default")
-        .patch_status("on-b", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect_err("node-a patched a pod of node-b");
-    assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 403),
-        "{err}"
+    assert_forbidden(
+        Api::<Pod>::namespaced(node_a.clone(), "default")
+            .patch_status("on-b", &PatchParams::default(), &Patch::Merge(&patch))
+            .await,
+        "node-a patched a pod of node-b",
     );
     // ... nor create or write node-b's CSINode.
     let csinode_b: CSINode =
         serde_json::from_value(json!({"metadata": {"name": "node-b"}, "spec": {"drivers": []}}))
             .unwrap();
-    let err = Api::<CSINode>::all(node_a.clone())
-        .create(&PostParams::default(), &csinode_b)
-        .await
-        .expect_err("created");
-    assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 403),
-        "{err}"
+    assert_forbidden(
+        Api::<CSINode>::all(node_a.clone())
+            .create(&PostParams::default(), &csinode_b)
+            .await,
+        "created",
     );
     Api::<CSINode>::all(w.admin.clone())
         .create(&PostParams::default(), &csinode_b)
         .await
         .expect("admin creates");
     let status = json!({"status": {"storageHealth": null}});
-    let err = Api::<CSINode>::all(node_a)
-        .patch_status("node-b", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect_err("node-a patched node-b's CSINode");
-    assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 403),
-        "{err}"
+    assert_forbidden(
+        Api::<CSINode>::all(node_a)
+            .patch_status("node-b", &PatchParams::default(), &Patch::Merge(&status))
+            .await,
+        "node-a patched node-b's CSINode",
     );
     Api::<CSINode>::all(w.admin.clone())
         .delete("node-b", &Default::default())
@@ -67,15 +70,10 @@ async fn node_scoping_protects_other_nodes() {
     let volumes = Api::<PersistentVolume>::all(node_a.clone());
     claims.get("claim-on-a").await.expect("its pod's claim");
     volumes.get("pv-on-a").await.expect("its pod's volume");
-    let forbidden = |e: kube::Error| matches!(&e, kube::Error::Api(s) if s.code == 403);
-    assert!(forbidden(claims.get("claim-on-b").await.unwrap_err()));
-    assert!(forbidden(volumes.get("pv-on-b").await.unwrap_err()));
-    assert!(forbidden(
-        claims.list(&Default::default()).await.unwrap_err()
-    ));
-    assert!(forbidden(
-        volumes.list(&Default::default()).await.unwrap_err()
-    ));
+    assert_forbidden(claims.get("claim-on-b").await, "got claim-on-b");
+    assert_forbidden(volumes.get("pv-on-b").await, "got pv-on-b");
+    assert_forbidden(claims.list(&Default::default()).await, "listed claims");
+    assert_forbidden(volumes.list(&Default::default()).await, "listed volumes");
 
     // An agent told it is node-b while holding node-a's token stops at its first write, loudly.
     let (mut agent, _) = w
