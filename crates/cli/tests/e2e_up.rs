@@ -8,12 +8,14 @@ mod e2e_cluster;
 mod support;
 
 use e2e_cluster::Cluster;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::bin;
 
-/// Runs `volhealth ARGS`, failing the test if it has not finished within `limit`.
-fn run_within(args: &[&str], limit: Duration) -> Output {
+/// Runs `volhealth ARGS`, failing the test unless it fails within 30 seconds; returns its
+/// standard error.
+fn fails_at_once(args: &[&str]) -> String {
+    let limit = Duration::from_secs(30);
     let mut child = Command::new(bin())
         .args(args)
         .stdout(Stdio::piped())
@@ -28,7 +30,13 @@ fn run_within(args: &[&str], limit: Duration) -> Output {
         }
         std::thread::park_timeout(Duration::from_millis(50));
     }
-    child.wait_with_output().unwrap()
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !out.status.success(),
+        "volhealth {} succeeded",
+        args.join(" ")
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A request to the API server as the identity of `kubeconfig` (a component's own: its client
@@ -37,10 +45,6 @@ fn request_as(kubeconfig: &std::path::Path, method: &str, path: &str, body: &str
     support::kube_request(kubeconfig, method, path, None, body)
         .unwrap_or_else(|| panic!("{method} {path} with {} failed", kubeconfig.display()))
         .0
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Names of the objects at a list path, read from the API server as the admin of `kubeconfig`.
@@ -67,24 +71,16 @@ fn second_up_resumes_without_duplicates_and_keeps_health_history() {
     let dir = c.dir.to_string_lossy().to_string();
 
     // While it runs, a second `up` on the same dir is refused at once.
-    let second = run_within(
-        &[
-            "up",
-            "--dir",
-            &dir,
-            "--nodes",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(!second.status.success());
-    assert!(
-        stderr(&second).contains("already running"),
-        "{}",
-        stderr(&second)
-    );
+    let err = fails_at_once(&[
+        "up",
+        "--dir",
+        &dir,
+        "--nodes",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(err.contains("already running"), "{err}");
 
     let pvcs = names(&c.kubeconfig, "/api/v1/persistentvolumeclaims");
     let pods = names(&c.kubeconfig, "/api/v1/pods");
@@ -294,12 +290,7 @@ fn a_port_in_use_is_a_clear_error_not_a_hang() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state").to_string_lossy().to_string();
     let listen = format!("127.0.0.1:{port}");
-    let out = run_within(
-        &["up", "--dir", &dir, "--listen", &listen],
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = fails_at_once(&["up", "--dir", &dir, "--listen", &listen]);
     assert!(
         err.contains(&format!("--listen {listen} is already in use")),
         "{err}"
@@ -311,63 +302,29 @@ fn a_broken_dir_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
-    let out = run_within(
-        &[
-            "up",
-            "--dir",
-            &file.to_string_lossy(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("is not a directory"),
-        "{}",
-        stderr(&out)
-    );
+    let file = file.to_string_lossy();
+    let err = fails_at_once(&["up", "--dir", &file, "--listen", "127.0.0.1:0"]);
+    assert!(err.contains("is not a directory"), "{err}");
 
     let dir = tmp.path().join("garbled");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("up.json"), "{not json").unwrap();
-    let out = run_within(
-        &[
-            "up",
-            "--dir",
-            &dir.to_string_lossy(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("is not a volhealth run record"),
-        "{}",
-        stderr(&out)
-    );
+    let dir = dir.to_string_lossy();
+    let err = fails_at_once(&["up", "--dir", &dir, "--listen", "127.0.0.1:0"]);
+    assert!(err.contains("is not a volhealth run record"), "{err}");
 
-    let out = run_within(
-        &[
-            "inject",
-            "--dir",
-            &tmp.path().to_string_lossy(),
-            "pvc",
-            "default/data-1",
-            "--side",
-            "node",
-            "--status",
-            "Degraded",
-            "--reason",
-            "X",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("holds no `volhealth up` state"),
-        "{}",
-        stderr(&out)
-    );
+    let err = fails_at_once(&[
+        "inject",
+        "--dir",
+        &tmp.path().to_string_lossy(),
+        "pvc",
+        "default/data-1",
+        "--side",
+        "node",
+        "--status",
+        "Degraded",
+        "--reason",
+        "X",
+    ]);
+    assert!(err.contains("holds no `volhealth up` state"), "{err}");
 }
