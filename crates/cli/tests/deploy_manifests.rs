@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The schemas every object is validated against.
@@ -62,21 +62,6 @@ fn documents(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn render(dir: &Path) -> String {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {}:\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// The Python interpreter with kubernetes-validate, if there is one (else the test should return).
 fn validator() -> Option<String> {
     if !support::have_tool("kubectl", &["version", "--client"]) {
@@ -91,23 +76,17 @@ fn validate(python: &str, yaml: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rendered.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let out = Command::new(python)
-        .args([
-            "-m",
-            "kubernetes_validate",
-            "--strict",
-            "-k",
-            KUBERNETES_VERSION,
-        ])
-        .arg(&file)
-        .output()
-        .expect("run kubernetes-validate");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    support::merged_output(
+        Command::new(python)
+            .args([
+                "-m",
+                "kubernetes_validate",
+                "--strict",
+                "-k",
+                KUBERNETES_VERSION,
+            ])
+            .arg(&file),
+    )
 }
 
 #[test]
@@ -135,7 +114,7 @@ fn every_base_and_overlay_renders_and_validates_against_kubernetes_1_37() {
         return;
     };
     for dir in &dirs {
-        let rendered = documents(&render(dir));
+        let rendered = documents(&support::kustomize(dir));
         assert!(!rendered.is_empty(), "{} renders nothing", dir.display());
         // The Prometheus Operator's kinds are CRDs, which kubernetes-validate has no schema
         // for: their structure is checked by crates/deploy-tests/tests/podmonitors.rs.
@@ -213,7 +192,7 @@ fn the_validation_refuses_a_misspelt_field() {
     let Some(python) = validator() else {
         return;
     };
-    let yaml = render(&manifests().join("agent"));
+    let yaml = support::kustomize(&manifests().join("agent"));
     let broken = yaml.replace("readOnlyRootFilesystem:", "readOnlyRootFileSystem:");
     assert_ne!(broken, yaml);
     let (ok, out) = validate(&python, &broken);

@@ -42,17 +42,7 @@ fn deploy() -> PathBuf {
 }
 
 fn promtool(args: &[&str], dir: &Path) -> (bool, String) {
-    let out = Command::new("promtool")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run promtool");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    support::merged_output(Command::new("promtool").args(args).current_dir(dir))
 }
 
 fn yaml(path: &Path) -> serde_json::Value {
@@ -362,17 +352,8 @@ fn the_dashboard_configmap_carries_the_dashboard_for_grafanas_sidecar() {
         return;
     }
     let dir = deploy().join("kubernetes/grafana-dashboard");
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(&dir)
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let cm: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("one ConfigMap");
+    let cm: serde_json::Value =
+        serde_saphyr::from_str(&support::kustomize(&dir)).expect("one ConfigMap");
     assert_eq!(cm["kind"], "ConfigMap");
     assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
     let data = cm["data"].as_object().unwrap();

@@ -98,15 +98,10 @@ fn up_runs_the_monitor_and_agents_against_an_outside_driver() {
         "{said}"
     );
     let inject = |args: &[&str]| {
-        let out = std::process::Command::new(bin())
-            .args(["inject", "--state-dir", &state_s])
-            .args(args)
-            .output()
-            .expect("run inject");
-        assert!(
-            out.status.success(),
-            "inject {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        support::output_ok(
+            std::process::Command::new(bin())
+                .args(["inject", "--state-dir", &state_s])
+                .args(args),
         );
     };
     for id in &ids {

@@ -101,16 +101,7 @@ fn loops_under(dir: &Path) -> Vec<String> {
 }
 
 fn run(program: &str, args: &[&Path], flags: &[&str]) {
-    let out = Command::new(program)
-        .args(flags)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{program} {flags:?} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::output_ok(Command::new(program).args(flags).args(args));
 }
 
 /// The reasons `volhealth status` shows for pod `name` from the node side.

@@ -20,26 +20,21 @@ fn the_release_command_packs_the_binary_and_fills_in_the_krew_manifest() {
     let out = tempfile::tempdir().unwrap();
     let binaries = support::bin().parent().unwrap().to_path_buf();
     let target = "x86_64-unknown-linux-gnu";
-    let run = Command::new("bash")
-        .arg(root.join("scripts/release"))
-        .args([
-            "--version",
-            "9.8.7",
-            "--target",
-            target,
-            "--base-url",
-            "https://example.invalid/dl",
-        ])
-        .arg("--binaries")
-        .arg(&binaries)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    support::output_ok(
+        Command::new("bash")
+            .arg(root.join("scripts/release"))
+            .args([
+                "--version",
+                "9.8.7",
+                "--target",
+                target,
+                "--base-url",
+                "https://example.invalid/dl",
+            ])
+            .arg("--binaries")
+            .arg(&binaries)
+            .arg("--out")
+            .arg(out.path()),
     );
 
     let archive = out.path().join("volhealth-v9.8.7-linux-amd64.tar.gz");

@@ -356,16 +356,11 @@ fn the_driver_answering_a_delayed_call_exits_and_says_on_what() {
     let channel = rt
         .block_on(volhealth_csi::client::connect(&endpoint, START_LIMIT))
         .unwrap();
-    let out = Command::new(bin())
-        .args(["inject", "--state-dir"])
-        .arg(&state)
-        .args(["rpc", "Probe", "--code", "OK", "--delay", "10m"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::output_ok(
+        Command::new(bin())
+            .args(["inject", "--state-dir"])
+            .arg(&state)
+            .args(["rpc", "Probe", "--code", "OK", "--delay", "10m"]),
     );
     // Answered ten minutes from now: the call is open when SIGTERM comes.
     let call = rt.spawn(async move {

@@ -8,6 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 use support::{ApiServer, bin, have_tool, start_apiserver};
 
@@ -261,22 +262,7 @@ async fn watch_prints_a_new_document_when_health_changes() {
     let tmp = tempfile::tempdir().unwrap();
     let api = start_apiserver(tmp.path(), &[]);
     seed(&api).await;
-    let mut child = Command::new(bin())
-        .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
-        .arg(&api.kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (_child, rx) = watch(&api, Stdio::null());
     let first = json_of(
         &rx.recv_timeout(Duration::from_secs(30))
             .expect("first document"),
@@ -292,8 +278,6 @@ async fn watch_prints_a_new_document_when_health_changes() {
             break;
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -316,17 +300,11 @@ async fn kubectl_volhealth_runs_status() {
     );
     // `kubectl ARGS` with the plugin on PATH, which must succeed: its stdout.
     let kubectl = |args: &[&str]| {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("PATH", &path)
-            .env("KUBECONFIG", &api.kubeconfig)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
+        let out = support::output_ok(
+            Command::new("kubectl")
+                .args(args)
+                .env("PATH", &path)
+                .env("KUBECONFIG", &api.kubeconfig),
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -368,25 +346,9 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
     let tmp = tempfile::tempdir().unwrap();
     let mut api = start_apiserver(tmp.path(), &[]);
     seed(&api).await;
-    let mut child = Command::new(bin())
-        .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
-        .arg(&api.kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let _reaped = Reaped(child);
+    let (mut child, rx) = watch(&api, Stdio::piped());
+    let stderr = child.0.stderr.take().unwrap();
 
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
     let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let seen = warnings.clone();
     std::thread::spawn(move || {
@@ -444,6 +406,28 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
 
 /// A child killed and reaped when the test ends, also when it fails.
 struct Reaped(std::process::Child);
+
+/// Starts `volhealth status --watch -A -o json` against `api`, its standard error going to
+/// `stderr`: the child, and the lines of its standard output as they come.
+fn watch(api: &ApiServer, stderr: Stdio) -> (Reaped, Receiver<String>) {
+    let mut child = Command::new(bin())
+        .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
+        .arg(&api.kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (Reaped(child), rx)
+}
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -506,23 +490,18 @@ async fn lists_come_in_pages_of_500_and_a_label_selector_narrows_them() {
     // The real kubectl reads the chunks too (its table requests included).
     if have_tool("kubectl", &["version", "--client"]) {
         for output in ["name", "wide"] {
-            let out = Command::new("kubectl")
-                .args([
-                    "get",
-                    "pvc",
-                    "-A",
-                    "--chunk-size=100",
-                    "--no-headers",
-                    "-o",
-                    output,
-                ])
-                .env("KUBECONFIG", &api.kubeconfig)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            let out = support::output_ok(
+                Command::new("kubectl")
+                    .args([
+                        "get",
+                        "pvc",
+                        "-A",
+                        "--chunk-size=100",
+                        "--no-headers",
+                        "-o",
+                        output,
+                    ])
+                    .env("KUBECONFIG", &api.kubeconfig),
             );
             let lines = String::from_utf8_lossy(&out.stdout).lines().count();
             assert_eq!(lines, 502, "kubectl -o {output} saw every claim");

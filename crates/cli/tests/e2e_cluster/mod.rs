@@ -3,7 +3,7 @@
 //! the real kubectl.
 #![allow(dead_code)]
 
-use crate::support::{Proc, bin, deep_dir, have_tool, wait_for};
+use crate::support::{Proc, bin, deep_dir, have_tool, output_ok, wait_for};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::PathBuf;
@@ -256,19 +256,13 @@ impl Cluster {
         if !self.kubectl {
             return None;
         }
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.tmp.path().join("kubectl-cache"))
-            .args(args)
-            .output()
-            .expect("run kubectl");
-        assert!(
-            out.status.success(),
-            "kubectl {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
+        let out = output_ok(
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(&self.kubeconfig)
+                .arg("--cache-dir")
+                .arg(self.tmp.path().join("kubectl-cache"))
+                .args(args),
         );
         Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }

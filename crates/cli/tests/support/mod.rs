@@ -37,6 +37,41 @@ pub fn volhealth_with_env(name: &str, log_dir: &Path, args: &[&str], env: &[(&st
     Proc::start(&bin(), name, log_dir, None, args, env)
 }
 
+/// Runs `cmd` to its end and returns its output, failing the test (showing the command and
+/// what it printed) unless it succeeded.
+pub fn output_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cmd` to its end: whether it succeeded, and its standard output followed by its
+/// standard error.
+pub fn merged_output(cmd: &mut std::process::Command) -> (bool, String) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `kubectl kustomize DIR`, which must succeed: the rendered YAML.
+pub fn kustomize(dir: &Path) -> String {
+    let out = output_ok(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(dir),
+    );
+    String::from_utf8(out.stdout).expect("kustomize renders UTF-8")
+}
+
 /// Waits until `proc` logs the address it serves HTTP on (`http://127.0.0.1:PORT`) and returns
 /// it; panics if the process exits before.
 pub fn served_url(proc: &mut Proc, timeout: Duration) -> String {
