@@ -36,6 +36,15 @@ pub fn the_one<'a>(docs: &'a [serde_json::Value], kind: &str) -> Option<&'a serd
     found.next().is_none().then_some(first)
 }
 
+/// A container's `args`, when it has a list of them and each is a string.
+pub fn args(container: &serde_json::Value) -> Option<Vec<&str>> {
+    container["args"]
+        .as_array()?
+        .iter()
+        .map(serde_json::Value::as_str)
+        .collect()
+}
+
 /// Whether a test that needs `kubectl` may skip without it: not when `VOLHEALTH_REQUIRE_TOOLS=1`.
 fn may_skip() -> bool {
     std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1")

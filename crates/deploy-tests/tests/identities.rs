@@ -173,12 +173,7 @@ fn the_agent_reads_the_kubelet_directories_read_only_at_their_host_paths() {
     let ds = docs("agent/daemonset.yaml");
     let spec = &the_one(&ds, "DaemonSet").unwrap()["spec"]["template"]["spec"];
     let container = &spec["containers"][0];
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = manifests::args(container).expect("the agent's args");
     // The image's single-component agent binary, which takes `volhealth agent`'s flags.
     assert_eq!(container["command"][0], "/usr/local/bin/volhealth-agent");
     assert!(!args.contains(&"agent"), "{args:?}");

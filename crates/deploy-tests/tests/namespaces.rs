@@ -126,12 +126,7 @@ fn remediate_takes_its_lease_namespace_from_its_pod() {
     };
     let d = named(&objects, "Deployment", "volhealth-remediate");
     let c = &d["spec"]["template"]["spec"]["containers"][0];
-    let args: Vec<&str> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = manifests::args(c).expect("remediate's args");
     assert!(args.contains(&"--leader-election"), "{args:?}");
     let ns_arg = args
         .iter()
