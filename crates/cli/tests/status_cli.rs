@@ -407,6 +407,13 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
 /// A child killed and reaped when the test ends, also when it fails.
 struct Reaped(std::process::Child);
 
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `volhealth status --watch -A -o json` against `api`, its standard error going to
 /// `stderr`: the child, and the lines of its standard output as they come.
 fn watch(api: &ApiServer, stderr: Stdio) -> (Reaped, Receiver<String>) {
@@ -427,13 +434,6 @@ fn watch(api: &ApiServer, stderr: Stdio) -> (Reaped, Receiver<String>) {
         }
     });
     (Reaped(child), rx)
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// `LIST` requests the API server has answered for `resource`, from its own metrics.
