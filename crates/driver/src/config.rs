@@ -11,9 +11,8 @@ pub const DEFAULT_DRIVER_NAME: &str = "hostpath.volhealth.io";
 pub const DEFAULT_IO_PROBE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Which CSI services this process serves (Identity is always served).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Identity, Controller and Node.
@@ -36,9 +35,8 @@ impl Mode {
 }
 
 /// How new volumes are stored.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// A plain directory `<state-dir>/volumes/<id>`.

@@ -10,7 +10,8 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Which side of the driver reports an injected volume condition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     /// ControllerGetVolumeHealth and ControllerListVolumeHealth.
