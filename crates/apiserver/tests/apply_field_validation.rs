@@ -67,9 +67,7 @@ fn warning(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owned() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, server, api) = start_server(&[]);
     let url = |name: &str| format!("{}{PVCS}/{name}", server.url);
 
     // Strict, on create: refused naming both fields, nothing stored.
@@ -141,9 +139,7 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
 /// the entries are applied and owned, the unknown fields are neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, server, api) = start_server(&[]);
     api.create(PODS, &pod("p", "n1", "data")).await;
     let url = format!("{}{PODS}/p/status", server.url);
     let body = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  volumeHealth:\n  - name: data\n    extra: 1\n    healthConditions:\n    - status: Degraded\n      reason: Slow\n      severity: high\n";
@@ -193,9 +189,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
 /// says so, Ignore keeps the last value silently.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_otherwise() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, server, api) = start_server(&[]);
     let url = format!("{}{PVCS}/d", server.url);
     let body = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: d\nspec:\n  volumeName: first\n  accessModes: [ReadWriteOnce]\n  volumeName: second\n  resources:\n    requests:\n      storage: 1Gi\n";
 
@@ -238,9 +232,7 @@ async fn kubectl_server_side_apply_validates_fields() {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     let file = dir.path().join("pvc.yaml");
     std::fs::write(&file, pvc_yaml("k", "a").replace("  bogus: 1\n", "")).unwrap();
     let run = |validate: &str| -> Output {

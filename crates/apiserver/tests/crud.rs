@@ -6,27 +6,11 @@ mod apiserver_http;
 mod support;
 
 use apiserver_http::*;
-use serde_json::{Value, json};
-
-fn start(extra: &[&str]) -> (tempfile::TempDir, support::ApiServer, Api) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = support::start_apiserver(dir.path(), extra);
-    let api = Api::new(&server.url);
-    (dir, server, api)
-}
-
-/// The resource `name` of a discovery document's `resources`.
-fn resource<'a>(discovery: &'a Value, name: &str) -> Option<&'a Value> {
-    discovery["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == name)
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crud_conflicts_and_the_status_rule() {
-    let (_d, _s, api) = start(&[]);
+    let (_dir, _server, api) = start_server(&[]);
     let created = api.create(PVCS, &pvc("data-1")).await;
     let meta = &created.json["metadata"];
     assert!(meta["uid"].as_str().is_some_and(|u| u.len() == 36));
@@ -35,10 +19,7 @@ async fn crud_conflicts_and_the_status_rule() {
     let rv1 = meta["resourceVersion"].as_str().unwrap().to_string();
 
     let again = api.post(PVCS, &pvc("data-1")).await;
-    assert_eq!(
-        (again.code, again.json["reason"].as_str()),
-        (409, Some("AlreadyExists"))
-    );
+    assert_eq!(again.code_and_reason(), (409, Some("AlreadyExists")));
     assert_eq!(again.json["kind"], "Status");
 
     // The main resource cannot change status; /status can change only status.
@@ -73,7 +54,7 @@ async fn crud_conflicts_and_the_status_rule() {
     stale["metadata"]["resourceVersion"] = json!(rv1);
     let put = api.put(&format!("{PVCS}/data-1"), &stale).await;
     assert_eq!(
-        (put.code, put.json["reason"].as_str()),
+        put.code_and_reason(),
         (409, Some("Conflict")),
         "{}",
         put.text
@@ -166,19 +147,8 @@ async fn crud_conflicts_and_the_status_rule() {
     let del = api.delete(&format!("{PVCS}/data-1")).await;
     assert_eq!(del.code, 200);
     let gone = api.get(&format!("{PVCS}/data-1")).await;
-    assert_eq!(
-        (gone.code, gone.json["reason"].as_str()),
-        (404, Some("NotFound"))
-    );
-    let dc = api
-        .raw(
-            "DELETE",
-            &format!("{PVCS}?labelSelector=tier%3Ddb"),
-            None,
-            None,
-            Vec::new(),
-        )
-        .await;
+    assert_eq!(gone.code_and_reason(), (404, Some("NotFound")));
+    let dc = api.delete(&format!("{PVCS}?labelSelector=tier%3Ddb")).await;
     assert_eq!(dc.code, 200);
     assert_eq!(
         api.get(PVCS).await.json["items"].as_array().unwrap().len(),
@@ -188,14 +158,11 @@ async fn crud_conflicts_and_the_status_rule() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_status_objects() {
-    let (_d, _s, api) = start(&[]);
+    let (_dir, _server, api) = start_server(&[]);
     let missing_ns = api
         .post("/api/v1/namespaces/nope/persistentvolumeclaims", &pvc("x"))
         .await;
-    assert_eq!(
-        (missing_ns.code, missing_ns.json["reason"].as_str()),
-        (404, Some("NotFound"))
-    );
+    assert_eq!(missing_ns.code_and_reason(), (404, Some("NotFound")));
     let malformed = api
         .raw(
             "POST",
@@ -205,10 +172,7 @@ async fn errors_are_status_objects() {
             b"{not json".to_vec(),
         )
         .await;
-    assert_eq!(
-        (malformed.code, malformed.json["reason"].as_str()),
-        (400, Some("BadRequest"))
-    );
+    assert_eq!(malformed.code_and_reason(), (400, Some("BadRequest")));
     let ct = api
         .raw(
             "PATCH",
@@ -218,10 +182,7 @@ async fn errors_are_status_objects() {
             b"{}".to_vec(),
         )
         .await;
-    assert_eq!(
-        (ct.code, ct.json["reason"].as_str()),
-        (415, Some("UnsupportedMediaType"))
-    );
+    assert_eq!(ct.code_and_reason(), (415, Some("UnsupportedMediaType")));
     let big = vec![b' '; 3 * 1024 * 1024 + 10];
     let large = api
         .raw("POST", PVCS, Some("application/json"), None, big)
@@ -260,7 +221,7 @@ async fn errors_are_status_objects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_version_openapi_tables_and_metrics() {
-    let (_d, _s, api) = start(&[]);
+    let (_dir, _server, api) = start_server(&[]);
     let v = api.get("/version/").await;
     assert_eq!(
         (v.json["major"].as_str(), v.json["minor"].as_str()),
@@ -270,12 +231,15 @@ async fn discovery_version_openapi_tables_and_metrics() {
     let legacy = api.get("/api").await;
     assert_eq!(legacy.json["kind"], "APIVersions");
     let aggregated = api
-        .raw("GET", "/apis", None, Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"), Vec::new())
+        .get_as(
+            "/apis",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )
         .await;
     assert!(aggregated.content_type.contains("as=APIGroupDiscoveryList"));
     assert_eq!(aggregated.json["kind"], "APIGroupDiscoveryList");
     let v2beta1 = api
-        .raw("GET", "/apis", None, Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"), Vec::new())
+        .get_as("/apis", "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
         .await;
     assert_eq!(v2beta1.json["kind"], "APIGroupList");
     let core = api.get("/api/v1").await;
@@ -312,21 +276,10 @@ async fn discovery_version_openapi_tables_and_metrics() {
         {"status": "Inaccessible", "reason": "VolumeNotFound"}, {"status": "Degraded", "reason": "Slow"}]}}})).await;
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     let t = api
-        .raw(
-            "GET",
-            "/api/v1/persistentvolumeclaims?limit=500",
-            None,
-            Some(accept),
-            Vec::new(),
-        )
+        .get_as("/api/v1/persistentvolumeclaims?limit=500", accept)
         .await;
     assert_eq!((t.code, t.json["kind"].as_str()), (200, Some("Table")));
-    let cols: Vec<&str> = t.json["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let cols = names(&t.json["columnDefinitions"]);
     let hi = cols
         .iter()
         .position(|c| *c == "Health")
@@ -338,12 +291,9 @@ async fn discovery_version_openapi_tables_and_metrics() {
     );
     assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
     let proto = api
-        .raw(
-            "GET",
+        .get_as(
             &format!("{PVCS}/t1"),
-            None,
-            Some("application/vnd.kubernetes.protobuf,application/json"),
-            Vec::new(),
+            "application/vnd.kubernetes.protobuf,application/json",
         )
         .await;
     assert_eq!(proto.json["kind"], "PersistentVolumeClaim");
@@ -355,7 +305,7 @@ async fn discovery_version_openapi_tables_and_metrics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_are_one_store_behind_both_apis() {
-    let (_d, _s, api) = start(&[]);
+    let (_dir, _server, api) = start_server(&[]);
     let v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
     let sent = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "d.17a"},
         "eventTime": "2026-11-30T04:33:11.123456Z", "action": "Probe", "reason": "VolumeUnhealthy", "type": "Warning",

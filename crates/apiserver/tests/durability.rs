@@ -110,10 +110,10 @@ async fn watch_resumes_after_a_restart_from_a_retained_version() {
     api.delete(&format!("{PVCS}/d")).await;
 
     let events = api
-        .watch(
+        .watch_n(
             &format!("{PVCS}?watch=true&resourceVersion={start}"),
             Duration::from_secs(20),
-            |e| e.len() >= 4,
+            4,
         )
         .await;
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -126,10 +126,10 @@ async fn watch_resumes_after_a_restart_from_a_retained_version() {
     );
     // From the middle too.
     let mid = api
-        .watch(
+        .watch_n(
             &format!("{PVCS}?watch=1&resourceVersion={}", versions[1]),
             Duration::from_secs(20),
-            |e| e.len() >= 2,
+            2,
         )
         .await;
     assert_eq!(rv(&mid[0]["object"]), versions[2]);

@@ -64,9 +64,7 @@ async fn a_forbidden_request_is_refused_before_its_body_is_buffered_or_parsed() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn yaml_nesting_is_bounded_before_parsing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let _server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&_server.url);
+    let (_dir, _server, api) = start_server(&[]);
     for (method, path, ct) in [
         ("POST", PVCS.to_string(), "application/yaml"),
         (

@@ -82,9 +82,7 @@ async fn gate_off_drops_new_fields_unless_the_old_object_had_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validation_answers_422_with_field_paths() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     api.post(PVCS, &pvc("d")).await;
     let long_reason = "R".repeat(257);
     let mut seventeen = Vec::new();
@@ -126,7 +124,7 @@ async fn validation_answers_422_with_field_paths() {
             )
             .await;
         assert_eq!(
-            (r.code, r.json["reason"].as_str()),
+            r.code_and_reason(),
             (422, Some("Invalid")),
             "{field}: {}",
             r.text
@@ -228,10 +226,7 @@ async fn node_tokens_are_scoped_to_their_node() {
     let other = node
         .patch(&format!("{PODS}/on-b/status"), STRATEGIC, &vh)
         .await;
-    assert_eq!(
-        (other.code, other.json["reason"].as_str()),
-        (403, Some("Forbidden"))
-    );
+    assert_eq!(other.code_and_reason(), (403, Some("Forbidden")));
     let msg = other.json["message"].as_str().unwrap();
     assert!(msg.starts_with("pods \"on-b\" is forbidden: User \"system:node:node-a\" cannot patch resource \"pods/status\""), "{msg}");
     assert!(msg.contains("node \"node-a\" can only"), "{msg}");

@@ -10,18 +10,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::time::Duration;
-
-async fn client(server: &support::ApiServer) -> kube::Client {
-    let kc = Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .expect("kube config");
-    kube::Client::try_from(config).expect("kube client")
-}
 
 fn pvc(name: &str) -> PersistentVolumeClaim {
     serde_json::from_value(
@@ -42,7 +33,7 @@ fn condition(status: &str, reason: &str) -> VolumeHealthCondition {
 async fn typed_health_fields_and_every_patch_type() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let client = client(&server).await;
+    let client = support::client_for(&server.kubeconfig).await;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
     pvcs.create(&PostParams::default(), &pvc("data-1"))
         .await
@@ -198,7 +189,7 @@ async fn recv(rx: &mut Events) -> Result<watcher::Event<PersistentVolumeClaim>, 
 async fn watcher_sees_patches(config: watcher::Config) {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &["--bookmark-interval-seconds", "1"]);
-    let client = client(&server).await;
+    let client = support::client_for(&server.kubeconfig).await;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
     pvcs.create(&PostParams::default(), &pvc("w"))
         .await
@@ -250,7 +241,7 @@ async fn runtime_watcher_streaming_list() {
 async fn runtime_watcher_relists_after_410() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &["--retained-changes", "16"]);
-    let client = client(&server).await;
+    let client = support::client_for(&server.kubeconfig).await;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
     pvcs.create(&PostParams::default(), &pvc("w"))
         .await
@@ -298,7 +289,7 @@ async fn server_side_apply_drops_what_the_manager_no_longer_applies() {
     use k8s_openapi::api::core::v1::Pod;
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let pods: Api<Pod> = Api::namespaced(client(&server).await, "default");
+    let pods: Api<Pod> = Api::namespaced(support::client_for(&server.kubeconfig).await, "default");
     let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n",
         "containers": [{"name": "c", "image": "busybox"}], "volumes": [{"name": "a"}, {"name": "b"}]}})).unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();

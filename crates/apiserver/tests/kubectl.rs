@@ -21,9 +21,7 @@ fn setup() -> Option<(tempfile::TempDir, support::ApiServer, Api, Kubectl)> {
     if !have_kubectl() {
         return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     let k = Kubectl::new(&server, dir.path());
     Some((dir, server, api, k))
 }
@@ -328,12 +326,7 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
     );
     let listed = admin.get(&sel).await;
     assert_eq!(listed.code, 200, "{}", listed.text);
-    let names: Vec<&str> = listed.json["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names = item_names(&listed.json);
     assert_eq!(names, ["node-a.storage"]);
 
     let described = k.ok(&["describe", "pod", "app"]);

@@ -21,9 +21,7 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     let k = |args: &[&str]| kubectl(&server, dir.path(), args);
 
     k(&["create", "namespace", "team-a"]);
@@ -194,9 +192,7 @@ async fn kubectl_explain_reaches_the_health_fields() {
 /// the request with a Warning header, Ignore says nothing; no mode stores them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     let client = reqwest::Client::new();
     let mut body = pvc("strict");
     body["spec"]["foo"] = json!("bar");
@@ -299,9 +295,7 @@ async fn send_patch(
 /// stores them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patches_are_field_validated_and_unknown_fields_never_stored() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     api.create(PVCS, &pvc("p")).await;
     let url = format!("{}{PVCS}/p", server.url);
     let stored = || async { api.get(&format!("{PVCS}/p")).await.json };

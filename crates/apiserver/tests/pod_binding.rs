@@ -10,9 +10,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_is_bound_to_a_node_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
     let created = api.create(PODS, &pod).await;

@@ -25,9 +25,7 @@ use std::collections::BTreeMap;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rich_pod_in_protobuf_is_stored_as_its_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     let stored = same_as_json(
         &api,
         PODS,
@@ -49,9 +47,7 @@ async fn a_rich_pod_in_protobuf_is_stored_as_its_json() {
 /// IntOrString, inlined volume sources, int32 and bool fields), against its JSON.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stored_kind_in_protobuf_is_stored_as_its_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     let storage = BTreeMap::from([("storage".to_string(), q("1Gi"))]);
 
     let claim = core::PersistentVolumeClaim {
@@ -307,9 +303,7 @@ async fn every_stored_kind_in_protobuf_is_stored_as_its_json() {
 /// writes), pods/binding (the scheduler) and pods/eviction (`kubectl drain`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_status_binding_and_eviction_in_protobuf() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     let a = api
         .raw(
             "POST",
@@ -466,10 +460,8 @@ fn cases() -> u32 {
 #[test]
 fn hostile_protobuf_bodies_are_400_and_store_nothing() {
     use proptest::prelude::*;
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
+    let (_dir, _server, api) = start_server(&[]);
     let rt = volhealth_testkit::runtime();
-    let api = Api::new(&server.url);
     let paths = [
         ("v1", "Pod", PODS),
         ("v1", "PersistentVolumeClaim", PVCS),

@@ -57,12 +57,7 @@ async fn bindings_decide_what_token_users_may_do() {
     // The bootstrap policy exists.
     let crs = admin.get(&format!("{RBAC}/clusterroles")).await;
     assert_eq!(crs.code, 200, "{}", crs.text);
-    let names: Vec<&str> = crs.json["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names = item_names(&crs.json);
     for want in [
         "cluster-admin",
         "system:basic-user",
@@ -213,12 +208,9 @@ async fn bindings_decide_what_token_users_may_do() {
 
     // Tables: the binding's role and subjects.
     let table = admin
-        .raw(
-            "GET",
+        .get_as(
             &format!("{RBAC}/namespaces/default/rolebindings"),
-            None,
-            Some("application/json;as=Table;v=v1;g=meta.k8s.io"),
-            Vec::new(),
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
         )
         .await;
     assert_eq!(table.json["kind"], "Table", "{}", table.text);
@@ -397,12 +389,7 @@ async fn discovery_paths_nodes_and_anonymous_requests() {
 
     // Discovery lists the RBAC kinds and the reviews, which only take create.
     let d = alice.get(RBAC).await;
-    let names: Vec<&str> = d.json["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
+    let names = names(&d.json["resources"]);
     assert_eq!(
         names,
         [
@@ -413,12 +400,8 @@ async fn discovery_paths_nodes_and_anonymous_requests() {
         ]
     );
     let d = alice.get("/apis/authorization.k8s.io/v1").await;
-    let ssar = d.json["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == "selfsubjectaccessreviews")
-        .unwrap_or_else(|| panic!("{}", d.text));
+    let ssar =
+        resource(&d.json, "selfsubjectaccessreviews").unwrap_or_else(|| panic!("{}", d.text));
     assert_eq!(ssar["verbs"], json!(["create"]));
     let d = alice.get("/apis/authentication.k8s.io/v1").await;
     assert_eq!(

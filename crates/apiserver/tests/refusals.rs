@@ -134,10 +134,8 @@ async fn stored(api: &Api) -> Vec<Value> {
 
 #[test]
 fn refused_inputs_get_a_status_and_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
+    let (_dir, _server, api) = start_server(&[]);
     let rt = volhealth_testkit::runtime();
-    let api = Api::new(&server.url);
     rt.block_on(async {
         api.create(PVCS, &pvc("data")).await;
         api.create(PODS, &pod("app", "node-a", "data")).await;
@@ -244,9 +242,7 @@ fn fixed_refusals() -> Vec<(Refused, &'static str)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_apiserver_refusals_name_the_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&[]);
     api.create(PVCS, &pvc("data")).await;
     api.create(PODS, &pod("app", "node-a", "data")).await;
     let before = stored(&api).await;

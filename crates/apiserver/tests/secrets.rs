@@ -7,10 +7,9 @@
 mod apiserver_http;
 mod support;
 
-use apiserver_http::{Api, MERGE, STRATEGIC};
+use apiserver_http::{Api, MERGE, PODS, STRATEGIC, names};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api as KubeApi, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use volhealth_testkit::b64;
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
-const PODS: &str = "/api/v1/namespaces/default/pods";
 const PASSWORD: &str = "pw-Zq8vN3kTx1";
 const USER: &str = "user-Lm4Rb7Yc2";
 const TOKEN: &str = "tok-Hs6Wd9Pf5";
@@ -70,14 +68,6 @@ fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> (support::ApiServer, Log
     (support::start_apiserver(dir, extra), log)
 }
 
-async fn kube_client(server: &support::ApiServer) -> kube::Client {
-    let kc = Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .expect("kube config");
-    kube::Client::try_from(config).expect("kube client")
-}
-
 fn data_of(s: &Secret) -> BTreeMap<String, String> {
     s.data
         .clone()
@@ -104,7 +94,7 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
     .unwrap();
     let (server, server_log) =
         start_debug_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
-    let client = kube_client(&server).await;
+    let client = support::client_for(&server.kubeconfig).await;
     let secrets: KubeApi<Secret> = KubeApi::namespaced(client, "default");
 
     // Create with data and stringData: stringData lands in data and is not kept.
@@ -222,21 +212,13 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
 
     // The kubectl table: NAME, TYPE, DATA, AGE.
     let table = admin
-        .raw(
-            "GET",
+        .get_as(
             SECRETS,
-            None,
-            Some("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"),
-            Vec::new(),
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
         )
         .await;
     assert_eq!(table.code, 200, "{}", table.text);
-    let names: Vec<&str> = table.json["columnDefinitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = names(&table.json["columnDefinitions"]);
     assert_eq!(names, ["Name", "Type", "Data", "Age"]);
     let rows = table.json["rows"].as_array().unwrap();
     let creds = rows

@@ -51,9 +51,7 @@ async fn an_empty_database_file_is_refused_but_a_missing_one_is_new() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let api = Api::new(&server.url);
+    let (dir, server, api) = start_server(&[]);
     let start = rv(&api.post(PVCS, &pvc("d")).await.json);
     let mut last = 0;
     for r in ["A", "B"] {

@@ -11,9 +11,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_version_gets_one_error_event_with_410() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &["--retained-changes", "16"]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&["--retained-changes", "16"]);
     api.post(PVCS, &pvc("d")).await;
     for i in 0..300 {
         api.patch(
@@ -24,10 +22,9 @@ async fn expired_version_gets_one_error_event_with_410() {
         .await;
     }
     let events = api
-        .watch(
+        .watch_all(
             &format!("{PVCS}?watch=true&resourceVersion=2&timeoutSeconds=10"),
             Duration::from_secs(20),
-            |_| false,
         )
         .await;
     assert_eq!(events.len(), 1, "{events:?}");
@@ -49,10 +46,9 @@ async fn expired_version_gets_one_error_event_with_410() {
     );
     // A version from the future (a replaced data directory) also makes clients list again.
     let future = api
-        .watch(
+        .watch_all(
             &format!("{PVCS}?watch=true&resourceVersion=999999"),
             Duration::from_secs(20),
-            |_| false,
         )
         .await;
     assert_eq!(
@@ -62,10 +58,9 @@ async fn expired_version_gets_one_error_event_with_410() {
     // A current version still works.
     let now = rv(&api.get(&format!("{PVCS}/d")).await.json);
     let ok = api
-        .watch(
+        .watch_all(
             &format!("{PVCS}?watch=true&resourceVersion={now}&timeoutSeconds=1"),
             Duration::from_secs(10),
-            |_| false,
         )
         .await;
     assert!(ok.is_empty());
@@ -73,18 +68,15 @@ async fn expired_version_gets_one_error_event_with_410() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookmarks_initial_events_and_table_watches() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &["--bookmark-interval-seconds", "1"]);
-    let api = Api::new(&server.url);
+    let (_dir, _server, api) = start_server(&["--bookmark-interval-seconds", "1"]);
     api.post(PVCS, &pvc("a")).await;
     api.post(PVCS, &pvc("b")).await;
 
     // No resourceVersion: synthetic ADDED for what exists (Python's watch.stream relies on it).
     let added = api
-        .watch(
+        .watch_all(
             &format!("{PVCS}?watch=True&timeoutSeconds=2"),
             Duration::from_secs(10),
-            |_| false,
         )
         .await;
     let types: Vec<&str> = added.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -92,12 +84,12 @@ async fn bookmarks_initial_events_and_table_watches() {
 
     let now = rv(&api.get(&format!("{PVCS}/b")).await.json);
     let bm = api
-        .watch(
+        .watch_n(
             &format!(
                 "{PVCS}?watch=true&resourceVersion={now}&allowWatchBookmarks=true&timeoutSeconds=5"
             ),
             Duration::from_secs(10),
-            |e| !e.is_empty(),
+            1,
         )
         .await;
     assert_eq!(bm[0]["type"], "BOOKMARK");
@@ -109,10 +101,10 @@ async fn bookmarks_initial_events_and_table_watches() {
     assert!(rv(o) >= now);
 
     let streaming = api
-        .watch(
+        .watch_n(
             &format!("{PVCS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=5"),
             Duration::from_secs(10),
-            |e| e.len() >= 3,
+            3,
         )
         .await;
     assert_eq!(streaming[0]["type"], "ADDED");
@@ -126,10 +118,10 @@ async fn bookmarks_initial_events_and_table_watches() {
     // Label selector transitions: an object leaving the selection is DELETED for this watcher.
     let api2 = api.clone();
     let watcher = tokio::spawn(async move {
-        api2.watch(
+        api2.watch_n(
             &format!("{PVCS}?watch=true&resourceVersion={now}&labelSelector=app%3Ddb"),
             Duration::from_secs(20),
-            |e| e.len() >= 2,
+            2,
         )
         .await
     });

@@ -5,6 +5,15 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// A server on a fresh data directory, started with the `extra` flags, and a client for it
+/// (the directory is removed when the first is dropped: keep it for as long as the server runs).
+pub fn start_server(extra: &[&str]) -> (tempfile::TempDir, volhealth_testkit::ApiServer, Api) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = volhealth_testkit::start_apiserver(dir.path(), extra);
+    let api = Api::new(&server.url);
+    (dir, server, api)
+}
+
 /// The `metadata.resourceVersion` of an object, as a number.
 pub fn rv(v: &Value) -> u64 {
     v["metadata"]["resourceVersion"]
@@ -14,6 +23,11 @@ pub fn rv(v: &Value) -> u64 {
 }
 
 impl Answer {
+    /// The status code and the `reason` of the body (a Status' reason, such as `NotFound`).
+    pub fn code_and_reason(&self) -> (u16, Option<&str>) {
+        (self.code, self.json["reason"].as_str())
+    }
+
     /// The answer of `resp`: None when its body cannot be read.
     async fn read(resp: reqwest::Response) -> Option<Answer> {
         let code = resp.status().as_u16();
@@ -133,6 +147,11 @@ impl Api {
         self.raw("GET", path, None, None, Vec::new()).await
     }
 
+    /// GET with an `Accept` header.
+    pub async fn get_as(&self, path: &str, accept: &str) -> Answer {
+        self.raw("GET", path, None, Some(accept), Vec::new()).await
+    }
+
     /// POST a JSON object.
     pub async fn post(&self, path: &str, body: &Value) -> Answer {
         self.raw(
@@ -181,6 +200,17 @@ impl Api {
         self.raw("DELETE", path, None, None, Vec::new()).await
     }
 
+    /// Every event of a watch until the stream ends or `limit` passes.
+    pub async fn watch_all(&self, path: &str, limit: Duration) -> Vec<Value> {
+        self.watch(path, limit, |_| false).await
+    }
+
+    /// The events of a watch once there are `count` of them (fewer when the stream ends or
+    /// `limit` passes first).
+    pub async fn watch_n(&self, path: &str, limit: Duration, count: usize) -> Vec<Value> {
+        self.watch(path, limit, |e| e.len() >= count).await
+    }
+
     /// Runs a watch request and collects events until `done` says so, the stream ends, or
     /// `limit` passes.
     pub async fn watch(
@@ -220,6 +250,35 @@ impl Api {
             }
         }
     }
+}
+
+/// The `name` of each entry of a JSON array (API resources, table columns).
+pub fn names(entries: &Value) -> Vec<&str> {
+    entries
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {entries}"))
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect()
+}
+
+/// The `metadata.name` of each item of a list.
+pub fn item_names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect()
+}
+
+/// The resource `name` of a discovery document's `resources`.
+pub fn resource<'a>(discovery: &'a Value, name: &str) -> Option<&'a Value> {
+    discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
 }
 
 /// A minimal PVC.

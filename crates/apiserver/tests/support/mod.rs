@@ -12,7 +12,7 @@ use std::time::Duration;
 // The one in-process server, wait and tool probe of every crate's tests.
 #[allow(unused_imports)]
 pub use volhealth_testkit::{
-    ApiServer, TESTS_AUTHORIZATION_MODE, config_from_flags, have_tool, http_get_ok,
+    ApiServer, TESTS_AUTHORIZATION_MODE, client_for, config_from_flags, have_tool, http_get_ok,
     start_apiserver, start_apiserver_with_tokens, start_tls_apiserver, start_with_config,
     token_flags, wait_for as wait_for_async, wait_for_blocking as wait_for, write_token_file,
 };
