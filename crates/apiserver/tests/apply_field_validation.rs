@@ -10,7 +10,7 @@ mod support;
 
 use apiserver_http::*;
 use serde_json::{Value, json};
-use std::process::{Command, Output};
+use support::kubectl::Kubectl;
 
 const APPLY: &str = "application/apply-patch+yaml";
 
@@ -229,24 +229,14 @@ async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_ot
 /// kubectl's field manager own it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_server_side_apply_validates_fields() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    let Some((dir, server, kubectl)) = Kubectl::start(&[]) else {
         return;
-    }
-    let (dir, server, api) = start_server(&[]);
+    };
+    let api = Api::new(&server.url);
     let file = dir.path().join("pvc.yaml");
     std::fs::write(&file, pvc_yaml("k", "a").replace("  bogus: 1\n", "")).unwrap();
-    let run = |validate: &str| -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
-            .arg("--cache-dir")
-            .arg(dir.path().join("kubectl-cache"))
-            .args(["apply", "--server-side", validate, "-f"])
-            .arg(&file)
-            .env_remove("KUBECONFIG")
-            .output()
-            .unwrap()
-    };
+    let file = file.to_str().unwrap();
+    let run = |validate: &str| kubectl.run(&["apply", "--server-side", validate, "-f", file]);
     let strict = run("--validate=strict");
     let err = String::from_utf8_lossy(&strict.stderr);
     assert!(!strict.status.success(), "{err}");

@@ -13,16 +13,9 @@ use std::process::Stdio;
 use std::time::Duration;
 use support::kubectl::Kubectl;
 
-fn have_kubectl() -> bool {
-    support::have_tool("kubectl", &["version", "--client"])
-}
-
 fn setup() -> Option<(tempfile::TempDir, support::ApiServer, Api, Kubectl)> {
-    if !have_kubectl() {
-        return None;
-    }
-    let (dir, server, api) = start_server(&[]);
-    let k = Kubectl::new(&server, dir.path());
+    let (dir, server, k) = Kubectl::start(&[])?;
+    let api = Api::new(&server.url);
     Some((dir, server, api, k))
 }
 
@@ -238,7 +231,7 @@ async fn get_watch_and_wait_follow_patches() {
 /// namespace (empty for the cluster-scoped CSINode, whose Event lives in `default`) and uid.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_lists_node_events_for_pods_and_csinodes() {
-    if !have_kubectl() {
+    if !support::kubectl::available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -9,20 +9,15 @@ mod support;
 
 use apiserver_http::*;
 use serde_json::json;
-use std::path::Path;
 use support::kubectl::Kubectl;
-
-fn kubectl(server: &support::ApiServer, dir: &Path, args: &[&str]) -> String {
-    Kubectl::new(server, dir).ok(args)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_sends_protobuf_and_it_is_stored() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    let Some((_dir, server, kubectl)) = Kubectl::start(&[]) else {
         return;
-    }
-    let (dir, server, api) = start_server(&[]);
-    let k = |args: &[&str]| kubectl(&server, dir.path(), args);
+    };
+    let api = Api::new(&server.url);
+    let k = |args: &[&str]| kubectl.ok(args);
 
     k(&["create", "namespace", "team-a"]);
     let ns = api.get("/api/v1/namespaces/team-a").await;
@@ -121,7 +116,7 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
         (["create", "namespace", "team-a"], "AlreadyExists"),
         (["create", "namespace", "Bad_Name"], "Invalid"),
     ] {
-        let out = Kubectl::new(&server, dir.path()).run(&args);
+        let out = kubectl.run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}");
         assert!(stderr.contains(refusal), "{stderr}");
@@ -161,12 +156,10 @@ async fn kubectl_create_sends_protobuf_and_it_is_stored() {
 /// fields of KEP-1432.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_explain_reaches_the_health_fields() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    let Some((_dir, _server, kubectl)) = Kubectl::start(&[]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
-    let k = |args: &[&str]| kubectl(&server, dir.path(), args);
+    };
+    let k = |args: &[&str]| kubectl.ok(args);
     let out = k(&["explain", "pvc.status.healthStatus"]);
     assert!(
         out.contains("healthConditions") && out.contains("lastTransitionTime"),
@@ -250,7 +243,7 @@ async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
 
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    if !support::kubectl::available() {
         return;
     }
     let file = dir.path().join("pvc.yaml");
@@ -394,7 +387,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let (code, _, _) = send_patch(&format!("{url}?fieldValidation=Loose"), MERGE, &merge).await;
     assert_eq!(code, 400);
 
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    if !support::kubectl::available() {
         return;
     }
     let kubectl = Kubectl::new(&server, dir.path());

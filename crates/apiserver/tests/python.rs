@@ -7,30 +7,16 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Command;
-
-const PROBE: &str =
-    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
 
 #[test]
 fn python_client_lists_patches_and_watches() {
-    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
-    if !support::have_tool(&python, &["-c", PROBE]) {
+    let Some(python) = support::python::with_client() else {
         return;
-    }
+    };
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/test_client.py");
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
-    let out = Command::new(&python)
-        .arg(&script)
-        .arg(&server.kubeconfig)
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "test_client.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [script.as_os_str(), server.kubeconfig.as_os_str()];
+    support::python::run_ok(&python, &args, "test_client.py");
 }

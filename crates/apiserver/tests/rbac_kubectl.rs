@@ -74,7 +74,7 @@ roleRef:
 "#;
 
 fn setup(dir: &Path) -> Option<(support::ApiServer, Kubectl)> {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    if !support::kubectl::available() {
         return None;
     }
     let server = support::start_apiserver_with_tokens(

@@ -365,9 +365,6 @@ async fn kube_rs_asks_who_it_is_and_what_it_may_do() {
     assert_eq!(info.groups, Some(vec!["system:authenticated".to_string()]));
 }
 
-const PROBE: &str =
-    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
-
 const PYTHON_SSAR: &str = r#"
 import sys
 from kubernetes import client, config
@@ -386,26 +383,15 @@ print("OK")
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_makes_access_reviews() {
-    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
-    if !support::have_tool(&python, &["-c", PROBE]) {
+    let Some(python) = support::python::with_client() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
     grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
     let kubeconfig = write_kubeconfig(&server, dir.path(), "alicetok");
-    let out = std::process::Command::new(&python)
-        .arg("-c")
-        .arg(PYTHON_SSAR)
-        .arg(&kubeconfig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "python SSAR failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["-c".as_ref(), PYTHON_SSAR.as_ref(), kubeconfig.as_os_str()];
+    support::python::run_ok(&python, &args, "python SSAR");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -363,7 +363,7 @@ fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> std::process::Outp
 
 #[test]
 fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    if !support::kubectl::available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -391,9 +391,6 @@ fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
     );
 }
 
-const PROBE: &str =
-    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
-
 /// Lists namespaces with the kubeconfig in argv[1]; with argv[2], expects listing secrets to be
 /// refused with a message naming the user argv[2].
 const SCRIPT: &str = r#"
@@ -415,10 +412,9 @@ print("OK")
 
 #[test]
 fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
-    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
-    if !support::have_tool(&python, &["-c", PROBE]) {
+    let Some(python) = support::python::with_client() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &[]);
     let node_kc = node_kubeconfig(&server, dir.path());
@@ -427,18 +423,8 @@ fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
         vec![node_kc.as_os_str(), "system:node:node-a".as_ref()],
     ];
     for args in runs {
-        let out = Command::new(&python)
-            .arg("-c")
-            .arg(SCRIPT)
-            .args(&args)
-            .output()
-            .expect("run python");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.contains("OK"),
-            "{args:?}: {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let run = [&["-c".as_ref(), SCRIPT.as_ref()], &args[..]].concat();
+        support::python::run_ok(&python, &run, &format!("{args:?}"));
     }
 }
 

@@ -1,8 +1,14 @@
 //! The real kubectl against a test's server, with the server's kubeconfig and a cache of its own
-//! (never the user's `KUBECONFIG`). Callers check `have_tool("kubectl", ...)` first.
+//! (never the user's `KUBECONFIG`). Callers check [`available`] first.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+/// Whether kubectl runs here; when not, the test is skipped (a failure instead under
+/// `VOLHEALTH_REQUIRE_TOOLS=1`, see `have_tool`).
+pub fn available() -> bool {
+    super::have_tool("kubectl", &["version", "--client"])
+}
 
 /// kubectl for one server.
 pub struct Kubectl {
@@ -19,6 +25,18 @@ impl Kubectl {
             kubeconfig: server.kubeconfig.clone(),
             cache: dir.join("kubectl-cache"),
         }
+    }
+
+    /// A server on a fresh data directory, started with the `extra` flags, and kubectl for it;
+    /// None when kubectl is not [`available`].
+    pub fn start(extra: &[&str]) -> Option<(tempfile::TempDir, super::ApiServer, Kubectl)> {
+        if !available() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = super::start_apiserver(dir.path(), extra);
+        let kubectl = Kubectl::new(&server, dir.path());
+        Some((dir, server, kubectl))
     }
 
     /// `kubectl ARGS...`, not started yet.

@@ -6,6 +6,7 @@
 
 pub mod child;
 pub mod kubectl;
+pub mod python;
 
 use std::time::Duration;
 
