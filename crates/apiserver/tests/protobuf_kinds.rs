@@ -304,15 +304,8 @@ async fn every_stored_kind_in_protobuf_is_stored_as_its_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_status_binding_and_eviction_in_protobuf() {
     let (_dir, _server, api) = start_server(&[]);
-    let a = api
-        .raw(
-            "POST",
-            PODS,
-            Some(PROTOBUF),
-            None,
-            body("v1", "Pod", &simple_pod("web")),
-        )
-        .await;
+    let web = format!("{PODS}/web");
+    let a = send(&api, "POST", PODS, body("v1", "Pod", &simple_pod("web"))).await;
     assert_eq!(a.code, 201, "{}", a.text);
 
     // PUT with the stored resourceVersion and a new label.
@@ -322,45 +315,33 @@ async fn updates_status_binding_and_eviction_in_protobuf() {
         .as_str()
         .map(str::to_string);
     m.labels.insert("tier".into(), "front".into());
-    let u = api
-        .raw(
-            "PUT",
-            &format!("{PODS}/web"),
-            Some(PROTOBUF),
-            None,
-            body("v1", "Pod", &pod),
-        )
-        .await;
+    let u = send(&api, "PUT", &web, body("v1", "Pod", &pod)).await;
     assert_eq!(u.code, 200, "{}", u.text);
     assert_eq!(
-        api.get(&format!("{PODS}/web")).await.json["metadata"]["labels"]["tier"],
+        api.get(&web).await.json["metadata"]["labels"]["tier"],
         "front"
     );
 
     // pods/binding with a Binding message.
-    let binding = core::Binding {
-        metadata: Some(meta::ObjectMeta {
-            name: s("web"),
-            ..Default::default()
-        }),
-        target: Some(core::ObjectReference {
-            kind: s("Node"),
-            name: s("node-a"),
-            api_version: s("v1"),
-            ..Default::default()
-        }),
-    };
-    let b = api
-        .raw(
-            "POST",
-            &format!("{PODS}/web/binding"),
-            Some(PROTOBUF),
-            None,
-            body("v1", "Binding", &binding),
-        )
-        .await;
+    let binding = body(
+        "v1",
+        "Binding",
+        &core::Binding {
+            metadata: Some(meta::ObjectMeta {
+                name: s("web"),
+                ..Default::default()
+            }),
+            target: Some(core::ObjectReference {
+                kind: s("Node"),
+                name: s("node-a"),
+                api_version: s("v1"),
+                ..Default::default()
+            }),
+        },
+    );
+    let b = send(&api, "POST", &format!("{web}/binding"), binding).await;
     assert_eq!(b.code, 201, "{}", b.text);
-    let stored = api.get(&format!("{PODS}/web")).await.json;
+    let stored = api.get(&web).await.json;
     assert_eq!(stored["spec"]["nodeName"], "node-a", "{stored}");
 
     // The status a kubelet writes, through the status subresource.
@@ -398,17 +379,15 @@ async fn updates_status_binding_and_eviction_in_protobuf() {
         qos_class: s("BestEffort"),
         ..Default::default()
     });
-    let st = api
-        .raw(
-            "PUT",
-            &format!("{PODS}/web/status"),
-            Some(PROTOBUF),
-            None,
-            body("v1", "Pod", &pod),
-        )
-        .await;
+    let st = send(
+        &api,
+        "PUT",
+        &format!("{web}/status"),
+        body("v1", "Pod", &pod),
+    )
+    .await;
     assert_eq!(st.code, 200, "{}", st.text);
-    let status = &api.get(&format!("{PODS}/web")).await.json["status"];
+    let status = &api.get(&web).await.json["status"];
     assert_eq!(status["phase"], "Running", "{status}");
     assert_eq!(status["podIPs"], json!([{"ip": "10.1.0.7"}]), "{status}");
     assert_eq!(
@@ -418,28 +397,24 @@ async fn updates_status_binding_and_eviction_in_protobuf() {
     assert_eq!(status["containerStatuses"][0]["restartCount"], 0);
 
     // pods/eviction with an Eviction message (policy/v1) on the core pod.
-    let eviction = policy::Eviction {
-        metadata: Some(meta::ObjectMeta {
-            name: s("web"),
-            namespace: s("default"),
-            ..Default::default()
-        }),
-        delete_options: Some(meta::DeleteOptions {
-            grace_period_seconds: Some(0),
-            ..Default::default()
-        }),
-    };
-    let e = api
-        .raw(
-            "POST",
-            &format!("{PODS}/web/eviction"),
-            Some(PROTOBUF),
-            None,
-            body("policy/v1", "Eviction", &eviction),
-        )
-        .await;
+    let eviction = body(
+        "policy/v1",
+        "Eviction",
+        &policy::Eviction {
+            metadata: Some(meta::ObjectMeta {
+                name: s("web"),
+                namespace: s("default"),
+                ..Default::default()
+            }),
+            delete_options: Some(meta::DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            }),
+        },
+    );
+    let e = send(&api, "POST", &format!("{web}/eviction"), eviction).await;
     assert_eq!(e.code, 201, "{}", e.text);
-    let gone = api.get(&format!("{PODS}/web")).await;
+    let gone = api.get(&web).await;
     assert!(
         gone.code == 404 || gone.json["metadata"]["deletionTimestamp"].is_string(),
         "{}",
@@ -506,7 +481,7 @@ fn hostile_protobuf_bodies_are_400_and_store_nothing() {
         };
         let mut sent = [b"k8s\0".to_vec(), unknown.encode_to_vec()].concat();
         sent.extend(raw);
-        let answer = rt.block_on(api.raw("POST", path, Some(PROTOBUF), None, sent));
+        let answer = rt.block_on(send(&api, "POST", path, sent));
         if answer.code == 201 {
             // Bytes that happen to be a valid, named object (rare, for long fuzz runs) are an
             // object like any other: removed, so the count stays meaningful.

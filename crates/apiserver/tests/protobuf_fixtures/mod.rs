@@ -2,7 +2,7 @@
 //! server's tables), their JSON twins, and the create-both-and-compare check.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use crate::apiserver_http::Api;
+use crate::apiserver_http::{Answer, Api};
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
@@ -27,6 +27,11 @@ pub fn body(api_version: &str, kind: &str, msg: &impl Message) -> Vec<u8> {
         content_type: Some(String::new()),
     };
     [b"k8s\0".to_vec(), unknown.encode_to_vec()].concat()
+}
+
+/// Sends `body` (see [`body`]) to `path` with `method`, as protobuf.
+pub async fn send(api: &Api, method: &str, path: &str, body: Vec<u8>) -> Answer {
+    api.raw(method, path, Some(PROTOBUF), None, body).await
 }
 
 /// Some of a string.
@@ -94,7 +99,7 @@ pub fn comparable(mut v: Value) -> Value {
 /// Creates `proto` (named `NAME-pb`) and `json` (named `NAME-json`) at `path`; both must be
 /// stored as the same object.
 pub async fn same_as_json(api: &Api, path: &str, proto: Vec<u8>, mut json: Value) -> Value {
-    let a = api.raw("POST", path, Some(PROTOBUF), None, proto).await;
+    let a = send(api, "POST", path, proto).await;
     assert_eq!(a.code, 201, "{path} protobuf: {}", a.text);
     let name = a.json["metadata"]["name"].as_str().unwrap().to_string();
     json["metadata"]["name"] = json!(format!("{name}-json"));
