@@ -186,62 +186,47 @@ async fn kubectl_explain_reaches_the_health_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
     let (dir, server, api) = start_server(&[]);
-    let client = reqwest::Client::new();
     let mut body = pvc("strict");
     body["spec"]["foo"] = json!("bar");
-    let url = format!("{}{PVCS}", server.url);
-    let r = client
-        .post(format!("{url}?fieldValidation=Strict"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
-    let v: serde_json::Value = r.json().await.unwrap();
+    let r = api
+        .post(&format!("{PVCS}?fieldValidation=Strict"), &body)
+        .await;
+    assert_eq!(r.code, 400);
     assert!(
-        v["message"]
+        r.json["message"]
             .as_str()
             .unwrap()
             .contains("unknown field \"spec.foo\""),
-        "{v}"
+        "{}",
+        r.json
     );
     assert_eq!(api.get(&format!("{PVCS}/strict")).await.code, 404);
 
-    let r = client.post(&url).json(&body).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let warning = r
-        .headers()
-        .get("warning")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(warning, "299 - \"unknown field \\\"spec.foo\\\"\"");
+    let r = api.post(PVCS, &body).await;
+    assert_eq!(r.code, 201);
+    assert_eq!(
+        r.warnings.first().map(String::as_str),
+        Some("299 - \"unknown field \\\"spec.foo\\\"\"")
+    );
     let stored = api.get(&format!("{PVCS}/strict")).await.json;
     assert!(stored["spec"].get("foo").is_none(), "{stored}");
 
     let mut put = stored.clone();
     put["spec"]["bar"] = json!(1);
-    let r = client
-        .put(format!("{url}/strict?fieldValidation=Ignore"))
-        .json(&put)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    assert!(r.headers().get("warning").is_none());
+    let r = api
+        .put(&format!("{PVCS}/strict?fieldValidation=Ignore"), &put)
+        .await;
+    assert_eq!(r.code, 200);
+    assert!(r.warnings.is_empty());
     assert!(
         api.get(&format!("{PVCS}/strict")).await.json["spec"]
             .get("bar")
             .is_none()
     );
-    let r = client
-        .put(format!("{url}/strict?fieldValidation=Loose"))
-        .json(&put)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
+    let r = api
+        .put(&format!("{PVCS}/strict?fieldValidation=Loose"), &put)
+        .await;
+    assert_eq!(r.code, 400);
 
     if !support::kubectl::available() {
         return;

@@ -37,11 +37,18 @@ impl Answer {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
+        let warnings = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect();
         let text = resp.text().await.ok()?;
         let json = serde_json::from_str(&text).unwrap_or(Value::Null);
         Some(Answer {
             code,
             content_type,
+            warnings,
             text,
             json,
         })
@@ -58,13 +65,16 @@ pub struct Api {
     client: reqwest::Client,
 }
 
-/// One answer: status code, Content-Type and decoded JSON body (Null when not JSON).
+/// One answer: status code, Content-Type, Warning headers and decoded JSON body (Null when not
+/// JSON).
 #[derive(Debug)]
 pub struct Answer {
     /// HTTP status.
     pub code: u16,
     /// Content-Type header.
     pub content_type: String,
+    /// Every Warning header, in order.
+    pub warnings: Vec<String>,
     /// The raw body.
     pub text: String,
     /// The body as JSON.
