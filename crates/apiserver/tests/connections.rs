@@ -24,11 +24,6 @@ fn start(
     support::start_with_config(config)
 }
 
-fn connect(server: &support::ApiServer) -> TcpStream {
-    let addr = server.url.strip_prefix("http://").expect("http URL");
-    TcpStream::connect(addr).expect("connect")
-}
-
 /// Checks that `r` is a `code` answer with a Status body of that code; returns the body.
 async fn status_body(r: reqwest::Response, code: u16) -> Value {
     assert_eq!(r.status().as_u16(), code);
@@ -47,20 +42,20 @@ fn half_sent_requests_and_idle_connections_are_closed() {
     let server = start(dir.path(), |c| {
         c.header_read_timeout = Duration::from_secs(1)
     });
-    let mut half = connect(&server);
+    let mut half = support::connect(&server);
     half.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
         .expect("write");
     assert!(
         support::read_to_close(&mut half, PATIENCE).is_some(),
         "a request head never finished must not hold its connection"
     );
-    let mut idle = connect(&server);
+    let mut idle = support::connect(&server);
     assert!(
         support::read_to_close(&mut idle, PATIENCE).is_some(),
         "a connection that never sends must not be held"
     );
     // A kept-alive connection is closed once it idles, after its answer.
-    let mut kept = connect(&server);
+    let mut kept = support::connect(&server);
     kept.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
         .expect("write");
     let answer = support::read_to_close(&mut kept, PATIENCE).expect("closed after idling");
@@ -70,7 +65,7 @@ fn half_sent_requests_and_idle_connections_are_closed() {
 /// A kept-alive connection that has been answered one request (so it is never shed).
 fn served_once(server: &support::ApiServer) -> TcpStream {
     use std::io::Read;
-    let mut s = connect(server);
+    let mut s = support::connect(server);
     s.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
         .expect("write");
     s.set_read_timeout(Some(PATIENCE)).expect("read timeout");
@@ -88,7 +83,7 @@ fn connections_beyond_the_cap_wait_until_one_closes() {
         c.header_read_timeout = Duration::from_secs(120);
     });
     let mut idle: Vec<TcpStream> = (0..4).map(|_| served_once(&server)).collect();
-    let mut fifth = connect(&server);
+    let mut fifth = support::connect(&server);
     fifth
         .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .expect("write");
@@ -110,12 +105,12 @@ fn connections_without_a_request_are_shed_for_a_new_client_oldest_first() {
         c.header_read_timeout = Duration::from_secs(120);
     });
     let mut active = served_once(&server);
-    let mut half = connect(&server);
+    let mut half = support::connect(&server);
     half.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
         .expect("write");
-    let mut idle: Vec<TcpStream> = (0..2).map(|_| connect(&server)).collect();
+    let mut idle: Vec<TcpStream> = (0..2).map(|_| support::connect(&server)).collect();
     // Full: one served, one half-sent head, two silent. A new client is served at once...
-    let mut fifth = connect(&server);
+    let mut fifth = support::connect(&server);
     fifth
         .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .expect("write");
@@ -149,7 +144,7 @@ fn a_connection_has_the_first_request_deadline_to_send_its_request() {
         c.header_read_timeout = Duration::from_secs(120);
     });
     let started = std::time::Instant::now();
-    let mut idle = connect(&server);
+    let mut idle = support::connect(&server);
     let closed = support::read_to_close(&mut idle, Duration::from_secs(60));
     let took = started.elapsed();
     assert!(closed.is_some(), "a silent connection is closed");
@@ -164,7 +159,7 @@ fn a_half_closed_client_still_gets_its_answer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start(dir.path(), |_| {});
     let body = br#"{"metadata":{"name":"half"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}"#;
-    let mut s = connect(&server);
+    let mut s = support::connect(&server);
     write!(
         s,
         "POST /api/v1/namespaces/default/persistentvolumeclaims HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -189,27 +184,21 @@ async fn over_long_targets_and_heads_get_a_status_body() {
     );
     let r = client.get(&long).send().await.expect("send");
     status_body(r, 414).await;
-    let r = client
-        .get(format!(
-            "{}/api/v1/namespaces/default/persistentvolumeclaims",
-            server.url
-        ))
-        .header("x-padding", "p".repeat(300 * 1024))
-        .send()
-        .await
-        .expect("send");
-    status_body(r, 431).await;
+    // A request with a header of `kib` KiB.
+    let padded = async |kib: usize| {
+        client
+            .get(format!(
+                "{}/api/v1/namespaces/default/persistentvolumeclaims",
+                server.url
+            ))
+            .header("x-padding", "p".repeat(kib * 1024))
+            .send()
+            .await
+            .expect("send")
+    };
+    status_body(padded(300).await, 431).await;
     // Past the 512 KiB hyper buffers, hyper refuses the head itself: still a Status body.
-    let r = client
-        .get(format!(
-            "{}/api/v1/namespaces/default/persistentvolumeclaims",
-            server.url
-        ))
-        .header("x-padding", "p".repeat(600 * 1024))
-        .send()
-        .await
-        .expect("send");
-    let v = status_body(r, 431).await;
+    let v = status_body(padded(600).await, 431).await;
     assert_eq!(
         v["reason"].as_str(),
         Some("RequestHeaderFieldsTooLarge"),

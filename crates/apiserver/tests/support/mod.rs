@@ -18,6 +18,20 @@ pub use volhealth_testkit::{
     token_flags, wait_for as wait_for_async, wait_for_blocking as wait_for, write_token_file,
 };
 
+/// A new connection to `server`.
+pub fn connect(server: &ApiServer) -> std::net::TcpStream {
+    let addr = server.url.strip_prefix("http://").expect("http URL");
+    std::net::TcpStream::connect(addr).expect("connect")
+}
+
+/// Sends `request` as is, without a client library tidying it, on a new connection to
+/// `server`; answers what the server sent before it closed the connection.
+pub fn send_as_is(server: &ApiServer, request: &str) -> String {
+    let mut s = connect(server);
+    std::io::Write::write_all(&mut s, request.as_bytes()).expect("write");
+    read_to_close(&mut s, Duration::from_secs(20)).expect("the server closes the connection")
+}
+
 /// Reads until the server closes the connection; None if it keeps it open for `limit`.
 pub fn read_to_close(s: &mut std::net::TcpStream, limit: Duration) -> Option<String> {
     s.set_read_timeout(Some(limit)).expect("read timeout");
