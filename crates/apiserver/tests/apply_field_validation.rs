@@ -14,25 +14,11 @@ use support::kubectl::Kubectl;
 
 const APPLY: &str = "application/apply-patch+yaml";
 
-/// One apply: the status code, the Warning headers and the answer.
-struct Applied {
-    code: u16,
-    warnings: Vec<String>,
-    json: Value,
-}
-
-async fn apply(url: &str, query: &str, yaml: &str) -> Applied {
-    let (code, warnings, json) = support::patch_raw(
-        &format!("{url}?fieldManager=m{query}"),
-        APPLY,
-        yaml.as_bytes().to_vec(),
-    )
-    .await;
-    Applied {
-        code,
-        warnings,
-        json,
-    }
+/// Applies `yaml` to `path` as manager `m`, with more of the query in `query`.
+async fn apply(api: &Api, path: &str, query: &str, yaml: &str) -> Answer {
+    let path = format!("{path}?fieldManager=m{query}");
+    api.raw("PATCH", &path, Some(APPLY), None, yaml.as_bytes().to_vec())
+        .await
 }
 
 /// A PVC apply body with `label` and the unknown `metadata.bogus` and `spec.foo`.
@@ -67,11 +53,17 @@ fn warning(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owned() {
-    let (_dir, server, api) = start_server(&[]);
-    let url = |name: &str| format!("{}{PVCS}/{name}", server.url);
+    let (_dir, _server, api) = start_server(&[]);
+    let target = |name: &str| format!("{PVCS}/{name}");
 
     // Strict, on create: refused naming both fields, nothing stored.
-    let a = apply(&url("s"), "&fieldValidation=Strict", &pvc_yaml("s", "a")).await;
+    let a = apply(
+        &api,
+        &target("s"),
+        "&fieldValidation=Strict",
+        &pvc_yaml("s", "a"),
+    )
+    .await;
     assert_eq!(a.code, 400, "{}", a.json);
     assert_eq!(a.json["kind"], "Status", "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
@@ -94,10 +86,16 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
     let clean = pvc_yaml("s", "a")
         .replace("  bogus: 1\n", "")
         .replace("  foo: bar\n", "");
-    let a = apply(&url("s"), "&fieldValidation=Strict", &clean).await;
+    let a = apply(&api, &target("s"), "&fieldValidation=Strict", &clean).await;
     assert_eq!(a.code, 201, "{}", a.json);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-    let a = apply(&url("s"), "&fieldValidation=Strict", &pvc_yaml("s", "b")).await;
+    let a = apply(
+        &api,
+        &target("s"),
+        "&fieldValidation=Strict",
+        &pvc_yaml("s", "b"),
+    )
+    .await;
     assert_eq!(a.code, 400, "{}", a.json);
     let s = api.get(&format!("{PVCS}/s")).await.json;
     assert_eq!(s["metadata"]["labels"], json!({"a": "1"}), "{s}");
@@ -107,7 +105,7 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
     // from the object and from the manager's field set; Warn names each in a Warning.
     for (name, query, warned) in [("w", "", true), ("i", "&fieldValidation=Ignore", false)] {
         for (label, code) in [("a", 201), ("b", 200)] {
-            let a = apply(&url(name), query, &pvc_yaml(name, label)).await;
+            let a = apply(&api, &target(name), query, &pvc_yaml(name, label)).await;
             assert_eq!(a.code, code, "{name}: {}", a.json);
             let mut got = a.warnings.clone();
             got.sort();
@@ -139,13 +137,13 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
 /// the entries are applied and owned, the unknown fields are neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership() {
-    let (_dir, server, api) = start_server(&[]);
+    let (_dir, _server, api) = start_server(&[]);
     api.create(PODS, &pod("p", "n1", "data")).await;
-    let url = format!("{}{PODS}/p/status", server.url);
+    let target = format!("{PODS}/p/status");
     let body = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  volumeHealth:\n  - name: data\n    extra: 1\n    healthConditions:\n    - status: Degraded\n      reason: Slow\n      severity: high\n";
     let path = "status.volumeHealth[0].healthConditions[0].severity";
 
-    let a = apply(&url, "&fieldValidation=Strict", body).await;
+    let a = apply(&api, &target, "&fieldValidation=Strict", body).await;
     assert_eq!(a.code, 400, "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
     assert!(
@@ -159,7 +157,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
     let s = api.get(&format!("{PODS}/p")).await.json;
     assert!(s["status"].get("volumeHealth").is_none(), "{s}");
 
-    let a = apply(&url, "", body).await;
+    let a = apply(&api, &target, "", body).await;
     assert_eq!(a.code, 200, "{}", a.json);
     let mut got = a.warnings.clone();
     got.sort();
@@ -189,17 +187,17 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
 /// says so, Ignore keeps the last value silently.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_otherwise() {
-    let (_dir, server, api) = start_server(&[]);
-    let url = format!("{}{PVCS}/d", server.url);
+    let (_dir, _server, api) = start_server(&[]);
+    let target = format!("{PVCS}/d");
     let body = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: d\nspec:\n  volumeName: first\n  accessModes: [ReadWriteOnce]\n  volumeName: second\n  resources:\n    requests:\n      storage: 1Gi\n";
 
-    let a = apply(&url, "&fieldValidation=Strict", body).await;
+    let a = apply(&api, &target, "&fieldValidation=Strict", body).await;
     assert_eq!(a.code, 400, "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
     assert!(msg.contains("duplicate field \"spec.volumeName\""), "{msg}");
     assert_eq!(api.get(&format!("{PVCS}/d")).await.code, 404);
 
-    let a = apply(&url, "", body).await;
+    let a = apply(&api, &target, "", body).await;
     assert_eq!(a.code, 201, "{}", a.json);
     assert_eq!(
         a.warnings,
@@ -211,7 +209,8 @@ async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_ot
     );
 
     let a = apply(
-        &url,
+        &api,
+        &target,
         "&fieldValidation=Ignore",
         &body.replace("second", "third"),
     )

@@ -258,13 +258,15 @@ async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
     );
 }
 
-/// Sends a patch of `content_type` to `url`: the status and the Warning headers.
+/// Sends a patch of `content_type` to `path`: the status, the Warning headers and the answer.
 async fn send_patch(
-    url: &str,
+    api: &Api,
+    path: &str,
     content_type: &str,
     body: &serde_json::Value,
 ) -> (u16, Vec<String>, serde_json::Value) {
-    support::patch_raw(url, content_type, serde_json::to_vec(body).unwrap()).await
+    let a = api.patch(path, content_type, body).await;
+    (a.code, a.warnings, a.json)
 }
 
 /// `fieldValidation` on PATCH: a merge, strategic or JSON patch is applied and the patched object
@@ -275,7 +277,7 @@ async fn send_patch(
 async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let (dir, server, api) = start_server(&[]);
     api.create(PVCS, &pvc("p")).await;
-    let url = format!("{}{PVCS}/p", server.url);
+    let claim = format!("{PVCS}/p");
     let stored = || async { api.get(&format!("{PVCS}/p")).await.json };
 
     let merge = json!({"metadata": {"labels": {"a": "1"}, "bogus": 1}, "spec": {"foo": "x"}});
@@ -291,7 +293,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         (JSONPATCH, &jsonpatch, &["spec.bar", "spec.foo"][..]),
     ] {
         let (code, _, status) =
-            send_patch(&format!("{url}?fieldValidation=Strict"), ct, body).await;
+            send_patch(&api, &format!("{claim}?fieldValidation=Strict"), ct, body).await;
         assert_eq!(code, 400, "{ct}: {status}");
         let msg = status["message"].as_str().unwrap();
         for f in unknown {
@@ -303,7 +305,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         // Refused whole: not even the known label is kept.
         assert!(stored().await["metadata"].get("labels").is_none(), "{ct}");
 
-        let (code, warnings, obj) = send_patch(&url, ct, body).await;
+        let (code, warnings, obj) = send_patch(&api, &claim, ct, body).await;
         assert_eq!(code, 200, "{ct}: {obj}");
         let mut want: Vec<String> = unknown
             .iter()
@@ -323,13 +325,14 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         assert!(s["metadata"].get("bogus").is_none(), "{ct}: {s}");
 
         let (code, warnings, _) =
-            send_patch(&format!("{url}?fieldValidation=Ignore"), ct, body).await;
+            send_patch(&api, &format!("{claim}?fieldValidation=Ignore"), ct, body).await;
         assert_eq!(code, 200, "{ct}");
         assert!(warnings.is_empty(), "{ct}: {warnings:?}");
         assert!(stored().await["spec"].get("foo").is_none(), "{ct}");
         // Back to no labels for the next patch type.
         let (code, _, _) = send_patch(
-            &url,
+            &api,
+            &claim,
             JSONPATCH,
             &json!([{"op": "remove", "path": "/metadata/labels"}]),
         )
@@ -340,9 +343,14 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     // The status subresource: the same checks on the patched status.
     let status = json!({"status": {"phase": "Bound", "healthStatus": {"healthConditions": [
         {"status": "Degraded", "reason": "Slow", "extra": true}]}}});
-    let surl = format!("{url}/status");
-    let (code, _, answer) =
-        send_patch(&format!("{surl}?fieldValidation=Strict"), MERGE, &status).await;
+    let claim_status = format!("{claim}/status");
+    let (code, _, answer) = send_patch(
+        &api,
+        &format!("{claim_status}?fieldValidation=Strict"),
+        MERGE,
+        &status,
+    )
+    .await;
     assert_eq!(code, 400, "{answer}");
     assert!(
         answer["message"]
@@ -354,7 +362,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let s = stored().await;
     assert_ne!(s["status"]["phase"], "Bound", "{s}");
     assert!(s["status"].get("healthStatus").is_none(), "{s}");
-    let (code, warnings, _) = send_patch(&surl, MERGE, &status).await;
+    let (code, warnings, _) = send_patch(&api, &claim_status, MERGE, &status).await;
     assert_eq!(code, 200);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let s = stored().await;
@@ -369,7 +377,13 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
             .is_none(),
         "{s}"
     );
-    let (code, _, _) = send_patch(&format!("{url}?fieldValidation=Loose"), MERGE, &merge).await;
+    let (code, _, _) = send_patch(
+        &api,
+        &format!("{claim}?fieldValidation=Loose"),
+        MERGE,
+        &merge,
+    )
+    .await;
     assert_eq!(code, 400);
 
     if !support::kubectl::available() {

@@ -57,30 +57,6 @@ pub fn read_to_close(s: &mut std::net::TcpStream, limit: Duration) -> Option<Str
     }
 }
 
-/// Sends a PATCH with `content_type` and `body`; answers the status code, every `Warning`
-/// header, and the JSON body (null when there is none).
-pub async fn patch_raw(
-    url: &str,
-    content_type: &str,
-    body: Vec<u8>,
-) -> (u16, Vec<String>, serde_json::Value) {
-    let r = reqwest::Client::new()
-        .patch(url)
-        .header("content-type", content_type)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let code = r.status().as_u16();
-    let warnings = r
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    (code, warnings, r.json().await.unwrap_or_default())
-}
-
 /// One request to `server` as `token` with extra `headers` (impersonation and the like) and a
 /// body sent as `content_type`; answers the status code and the JSON body (null when none).
 pub async fn request_with_headers(
