@@ -14,9 +14,13 @@ use support::kubectl::Kubectl;
 
 const APPLY: &str = "application/apply-patch+yaml";
 
-/// Applies `yaml` to `path` as manager `m`, with more of the query in `query`.
-async fn apply(api: &Api, path: &str, query: &str, yaml: &str) -> Answer {
-    let path = format!("{path}?fieldManager=m{query}");
+/// Applies `yaml` to `path` as manager `m`, under `fieldValidation=MODE` when `validation` is
+/// `Some(MODE)`.
+async fn apply(api: &Api, path: &str, validation: Option<&str>, yaml: &str) -> Answer {
+    let mut path = format!("{path}?fieldManager=m");
+    if let Some(mode) = validation {
+        path.push_str(&format!("&fieldValidation={mode}"));
+    }
     api.raw("PATCH", &path, Some(APPLY), None, yaml.as_bytes().to_vec())
         .await
 }
@@ -57,13 +61,7 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
     let target = |name: &str| format!("{PVCS}/{name}");
 
     // Strict, on create: refused naming both fields, nothing stored.
-    let a = apply(
-        &api,
-        &target("s"),
-        "&fieldValidation=Strict",
-        &pvc_yaml("s", "a"),
-    )
-    .await;
+    let a = apply(&api, &target("s"), Some("Strict"), &pvc_yaml("s", "a")).await;
     assert_eq!(a.code, 400, "{}", a.json);
     assert_eq!(a.json["kind"], "Status", "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
@@ -86,16 +84,10 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
     let clean = pvc_yaml("s", "a")
         .replace("  bogus: 1\n", "")
         .replace("  foo: bar\n", "");
-    let a = apply(&api, &target("s"), "&fieldValidation=Strict", &clean).await;
+    let a = apply(&api, &target("s"), Some("Strict"), &clean).await;
     assert_eq!(a.code, 201, "{}", a.json);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-    let a = apply(
-        &api,
-        &target("s"),
-        "&fieldValidation=Strict",
-        &pvc_yaml("s", "b"),
-    )
-    .await;
+    let a = apply(&api, &target("s"), Some("Strict"), &pvc_yaml("s", "b")).await;
     assert_eq!(a.code, 400, "{}", a.json);
     let s = api.get(&format!("{PVCS}/s")).await.json;
     assert_eq!(s["metadata"]["labels"], json!({"a": "1"}), "{s}");
@@ -103,9 +95,9 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
 
     // Warn (the default) and Ignore, on create and then on update: accepted, the fields dropped
     // from the object and from the manager's field set; Warn names each in a Warning.
-    for (name, query, warned) in [("w", "", true), ("i", "&fieldValidation=Ignore", false)] {
+    for (name, validation, warned) in [("w", None, true), ("i", Some("Ignore"), false)] {
         for (label, code) in [("a", 201), ("b", 200)] {
-            let a = apply(&api, &target(name), query, &pvc_yaml(name, label)).await;
+            let a = apply(&api, &target(name), validation, &pvc_yaml(name, label)).await;
             assert_eq!(a.code, code, "{name}: {}", a.json);
             let mut got = a.warnings.clone();
             got.sort();
@@ -143,7 +135,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
     let body = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  volumeHealth:\n  - name: data\n    extra: 1\n    healthConditions:\n    - status: Degraded\n      reason: Slow\n      severity: high\n";
     let path = "status.volumeHealth[0].healthConditions[0].severity";
 
-    let a = apply(&api, &target, "&fieldValidation=Strict", body).await;
+    let a = apply(&api, &target, Some("Strict"), body).await;
     assert_eq!(a.code, 400, "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
     assert!(
@@ -157,7 +149,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
     let s = api.get(&format!("{PODS}/p")).await.json;
     assert!(s["status"].get("volumeHealth").is_none(), "{s}");
 
-    let a = apply(&api, &target, "", body).await;
+    let a = apply(&api, &target, None, body).await;
     assert_eq!(a.code, 200, "{}", a.json);
     let mut got = a.warnings.clone();
     got.sort();
@@ -191,13 +183,13 @@ async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_ot
     let target = format!("{PVCS}/d");
     let body = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: d\nspec:\n  volumeName: first\n  accessModes: [ReadWriteOnce]\n  volumeName: second\n  resources:\n    requests:\n      storage: 1Gi\n";
 
-    let a = apply(&api, &target, "&fieldValidation=Strict", body).await;
+    let a = apply(&api, &target, Some("Strict"), body).await;
     assert_eq!(a.code, 400, "{}", a.json);
     let msg = a.json["message"].as_str().unwrap();
     assert!(msg.contains("duplicate field \"spec.volumeName\""), "{msg}");
     assert_eq!(api.get(&format!("{PVCS}/d")).await.code, 404);
 
-    let a = apply(&api, &target, "", body).await;
+    let a = apply(&api, &target, None, body).await;
     assert_eq!(a.code, 201, "{}", a.json);
     assert_eq!(
         a.warnings,
@@ -211,7 +203,7 @@ async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_ot
     let a = apply(
         &api,
         &target,
-        "&fieldValidation=Ignore",
+        Some("Ignore"),
         &body.replace("second", "third"),
     )
     .await;

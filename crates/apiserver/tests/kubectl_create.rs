@@ -258,14 +258,20 @@ async fn unknown_fields_are_refused_warned_or_dropped_and_never_stored() {
     );
 }
 
-/// Sends a patch of `content_type` to `path`: the status, the Warning headers and the answer.
+/// Sends a patch of `content_type` to `path`, under `fieldValidation=MODE` when `validation` is
+/// `Some(MODE)`: the status, the Warning headers and the answer.
 async fn send_patch(
     api: &Api,
     path: &str,
+    validation: Option<&str>,
     content_type: &str,
     body: &serde_json::Value,
 ) -> (u16, Vec<String>, serde_json::Value) {
-    let a = api.patch(path, content_type, body).await;
+    let path = match validation {
+        Some(mode) => format!("{path}?fieldValidation={mode}"),
+        None => path.to_string(),
+    };
+    let a = api.patch(&path, content_type, body).await;
     (a.code, a.warnings, a.json)
 }
 
@@ -292,8 +298,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         (STRATEGIC, &strategic, &["spec.bar", "spec.foo"][..]),
         (JSONPATCH, &jsonpatch, &["spec.bar", "spec.foo"][..]),
     ] {
-        let (code, _, status) =
-            send_patch(&api, &format!("{claim}?fieldValidation=Strict"), ct, body).await;
+        let (code, _, status) = send_patch(&api, &claim, Some("Strict"), ct, body).await;
         assert_eq!(code, 400, "{ct}: {status}");
         let msg = status["message"].as_str().unwrap();
         for f in unknown {
@@ -305,7 +310,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         // Refused whole: not even the known label is kept.
         assert!(stored().await["metadata"].get("labels").is_none(), "{ct}");
 
-        let (code, warnings, obj) = send_patch(&api, &claim, ct, body).await;
+        let (code, warnings, obj) = send_patch(&api, &claim, None, ct, body).await;
         assert_eq!(code, 200, "{ct}: {obj}");
         let mut want: Vec<String> = unknown
             .iter()
@@ -324,8 +329,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         );
         assert!(s["metadata"].get("bogus").is_none(), "{ct}: {s}");
 
-        let (code, warnings, _) =
-            send_patch(&api, &format!("{claim}?fieldValidation=Ignore"), ct, body).await;
+        let (code, warnings, _) = send_patch(&api, &claim, Some("Ignore"), ct, body).await;
         assert_eq!(code, 200, "{ct}");
         assert!(warnings.is_empty(), "{ct}: {warnings:?}");
         assert!(stored().await["spec"].get("foo").is_none(), "{ct}");
@@ -333,6 +337,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
         let (code, _, _) = send_patch(
             &api,
             &claim,
+            None,
             JSONPATCH,
             &json!([{"op": "remove", "path": "/metadata/labels"}]),
         )
@@ -344,13 +349,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let status = json!({"status": {"phase": "Bound", "healthStatus": {"healthConditions": [
         {"status": "Degraded", "reason": "Slow", "extra": true}]}}});
     let claim_status = format!("{claim}/status");
-    let (code, _, answer) = send_patch(
-        &api,
-        &format!("{claim_status}?fieldValidation=Strict"),
-        MERGE,
-        &status,
-    )
-    .await;
+    let (code, _, answer) = send_patch(&api, &claim_status, Some("Strict"), MERGE, &status).await;
     assert_eq!(code, 400, "{answer}");
     assert!(
         answer["message"]
@@ -362,7 +361,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
     let s = stored().await;
     assert_ne!(s["status"]["phase"], "Bound", "{s}");
     assert!(s["status"].get("healthStatus").is_none(), "{s}");
-    let (code, warnings, _) = send_patch(&api, &claim_status, MERGE, &status).await;
+    let (code, warnings, _) = send_patch(&api, &claim_status, None, MERGE, &status).await;
     assert_eq!(code, 200);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let s = stored().await;
@@ -377,13 +376,7 @@ async fn patches_are_field_validated_and_unknown_fields_never_stored() {
             .is_none(),
         "{s}"
     );
-    let (code, _, _) = send_patch(
-        &api,
-        &format!("{claim}?fieldValidation=Loose"),
-        MERGE,
-        &merge,
-    )
-    .await;
+    let (code, _, _) = send_patch(&api, &claim, Some("Loose"), MERGE, &merge).await;
     assert_eq!(code, 400);
 
     if !support::kubectl::available() {
