@@ -116,7 +116,7 @@ async fn watch_resumes_after_a_restart_from_a_retained_version() {
             4,
         )
         .await;
-    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let types = event_types(&events);
     assert_eq!(types, ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]);
     let seen: Vec<u64> = events.iter().take(3).map(|e| rv(&e["object"])).collect();
     assert_eq!(seen, versions);

@@ -79,7 +79,7 @@ async fn bookmarks_initial_events_and_table_watches() {
             Duration::from_secs(10),
         )
         .await;
-    let types: Vec<&str> = added.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let types = event_types(&added);
     assert_eq!(types, ["ADDED", "ADDED"], "no bookmarks unless allowed");
 
     let now = rv(&api.get(&format!("{PVCS}/b")).await.json);
@@ -139,7 +139,7 @@ async fn bookmarks_initial_events_and_table_watches() {
     )
     .await;
     let sel = watcher.await.unwrap();
-    let types: Vec<&str> = sel.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let types = event_types(&sel);
     assert_eq!(types, ["ADDED", "DELETED"]);
 
     // Table watches: one-row Tables, column definitions only in the first event.

@@ -14,6 +14,23 @@ pub fn start_server(extra: &[&str]) -> (tempfile::TempDir, volhealth_testkit::Ap
     (dir, server, api)
 }
 
+/// Like [`start_server`], with the identities of the token file `tokens` (see testkit's
+/// `start_apiserver_with_tokens`); the client sends no token.
+pub fn start_server_with_tokens(
+    tokens: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, volhealth_testkit::ApiServer, Api) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = volhealth_testkit::start_apiserver_with_tokens(dir.path(), tokens, extra);
+    let api = Api::new(&server.url);
+    (dir, server, api)
+}
+
+/// The `type` of each watch event.
+pub fn event_types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
 /// The `metadata.resourceVersion` of an object, as a number.
 pub fn rv(v: &Value) -> u64 {
     v["metadata"]["resourceVersion"]
