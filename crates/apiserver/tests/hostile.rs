@@ -10,13 +10,6 @@ use apiserver_http::*;
 const TOKENS: &str =
     "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\n";
 
-fn start_with_tokens() -> (tempfile::TempDir, support::ApiServer, Api) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = support::start_apiserver_with_tokens(dir.path(), TOKENS, &[]);
-    let api = Api::new(&server.url);
-    (dir, server, api)
-}
-
 /// A YAML body nested `depth` levels deep in flow style.
 fn deep_yaml(depth: usize) -> Vec<u8> {
     format!(
@@ -29,7 +22,7 @@ fn deep_yaml(depth: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forbidden_request_is_refused_before_its_body_is_buffered_or_parsed() {
-    let (_d, _s, api) = start_with_tokens();
+    let (_d, _s, api) = start_server_with_tokens(TOKENS, &[]);
     let node = api.with_token("node-a-token");
     // Larger than any accepted body: buffering it first would answer 413.
     let huge = vec![b' '; 4 * 1024 * 1024];

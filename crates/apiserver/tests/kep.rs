@@ -194,9 +194,7 @@ async fn validation_answers_422_with_field_paths() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_tokens_are_scoped_to_their_node() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver_with_tokens(
-        dir.path(),
+    let (_dir, server, anon) = start_server_with_tokens(
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nmonitor-token,system:serviceaccount:kube-system:monitor,3\n",
         &[],
     );
@@ -205,7 +203,6 @@ async fn node_tokens_are_scoped_to_their_node() {
         kc.contains("admin-token"),
         "kubeconfig carries the first token: {kc}"
     );
-    let anon = Api::new(&server.url);
     assert_eq!(anon.get(PVCS).await.code, 401);
     assert_eq!(anon.with_token("wrong").get(PVCS).await.code, 401);
     let admin = anon.with_token("admin-token");

@@ -234,15 +234,13 @@ async fn describe_lists_node_events_for_pods_and_csinodes() {
     if !support::kubectl::available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     // kubectl sends no token over plain HTTP: it is the anonymous administrator.
-    let server = support::start_apiserver_with_tokens(
-        dir.path(),
+    let (dir, server, anonymous) = start_server_with_tokens(
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\n",
         &["--anonymous-admin"],
     );
     let k = Kubectl::new(&server, dir.path());
-    let admin = Api::new(&server.url).with_token("admin-token");
+    let admin = anonymous.with_token("admin-token");
     let node = admin.with_token("node-a-token");
     admin.post(PVCS, &pvc("data-1")).await;
     let pod_uid = admin.post(PODS, &pod("app", "node-a", "data-1")).await.json["metadata"]["uid"]

@@ -19,8 +19,12 @@ satok,system:serviceaccount:default:monitor,5,\"system:serviceaccounts,system:se
 
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 
-fn start(dir: &std::path::Path) -> support::ApiServer {
-    support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
+/// A server with the identities of [`TOKENS`] under `--authorization-mode Node,RBAC`, and a client
+/// for it as the administrator.
+fn start() -> (tempfile::TempDir, support::ApiServer, Api) {
+    let (dir, server, anonymous) =
+        start_server_with_tokens(TOKENS, &["--authorization-mode", "Node,RBAC"]);
+    (dir, server, anonymous.with_token("admintok"))
 }
 
 fn role(name: &str, rules: Value) -> Value {
@@ -48,9 +52,7 @@ fn causes(a: &Answer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_decide_what_token_users_may_do() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    let admin = Api::new(&server.url).with_token("admintok");
+    let (_dir, _server, admin) = start();
     let alice = admin.with_token("alicetok");
     let bob = admin.with_token("bobtok");
 
@@ -230,9 +232,7 @@ async fn bindings_decide_what_token_users_may_do() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_objects_are_validated_as_kube_apiserver_does() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    let admin = Api::new(&server.url).with_token("admintok");
+    let (_dir, _server, admin) = start();
     let rbs = format!("{RBAC}/namespaces/default/rolebindings");
 
     let bad = binding(
@@ -357,8 +357,7 @@ async fn rbac_objects_are_validated_as_kube_apiserver_does() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_paths_nodes_and_anonymous_requests() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
+    let (_dir, server, admin) = start();
     let anonymous = Api::new(&server.url);
     let alice = anonymous.with_token("alicetok");
     let node = anonymous.with_token("nodetok");
@@ -382,10 +381,7 @@ async fn discovery_paths_nodes_and_anonymous_requests() {
         m.json["message"],
         "forbidden: User \"alice\" cannot get path \"/metrics\""
     );
-    assert_eq!(
-        anonymous.with_token("admintok").get("/metrics").await.code,
-        200
-    );
+    assert_eq!(admin.get("/metrics").await.code, 200);
 
     // Discovery lists the RBAC kinds and the reviews, which only take create.
     let d = alice.get(RBAC).await;
@@ -434,7 +430,6 @@ async fn discovery_paths_nodes_and_anonymous_requests() {
         json!(["system:nodes", "system:authenticated"])
     );
     // Nodes get nothing from RBAC that the node authorizer refuses.
-    let admin = anonymous.with_token("admintok");
     admin.create(CSINODES, &csinode("node-b", "d")).await;
     let c = node
         .patch(

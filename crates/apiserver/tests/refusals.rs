@@ -293,12 +293,8 @@ async fn kube_apiserver_refusals_name_the_field() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_authorization_header_is_401_with_a_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = support::start_apiserver_with_tokens(
-        dir.path(),
-        "admintok,admin,1,\"system:masters\"\n",
-        &[],
-    );
+    let (_dir, server, _api) =
+        start_server_with_tokens("admintok,admin,1,\"system:masters\"\n", &[]);
     for header in [
         "Bearer  admintok x",
         "Bearer admintok x",

@@ -28,8 +28,12 @@ const SAR: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
 const JSON: &str = "application/json";
 
-fn start(dir: &Path) -> support::ApiServer {
-    support::start_apiserver_with_tokens(dir, TOKENS, &["--authorization-mode", "Node,RBAC"])
+/// A server with the identities of [`TOKENS`] under `--authorization-mode Node,RBAC`, and a client
+/// for it as the administrator.
+fn start() -> (tempfile::TempDir, support::ApiServer, Api) {
+    let (dir, server, anonymous) =
+        start_server_with_tokens(TOKENS, &["--authorization-mode", "Node,RBAC"]);
+    (dir, server, anonymous.with_token("admintok"))
 }
 
 /// Creates `role` with `rules` (a Role in `default`, or a ClusterRole when `cluster`) and binds
@@ -80,9 +84,7 @@ fn path_access(verb: &str, path: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reviews_answer_from_the_authorizers() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    let admin = Api::new(&server.url).with_token("admintok");
+    let (_dir, _server, admin) = start();
     let alice = admin.with_token("alicetok");
     grant_alice_pods(&admin).await;
 
@@ -170,9 +172,7 @@ async fn bob_asks_who(server: &support::ApiServer, headers: &[(&str, &str)]) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonation_needs_the_impersonate_verb() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    let admin = Api::new(&server.url).with_token("admintok");
+    let (_dir, server, admin) = start();
     grant_alice_pods(&admin).await;
 
     // Refused without the verb, in kube-apiserver's words.
@@ -203,17 +203,6 @@ async fn impersonation_needs_the_impersonate_verb() {
     // As alice, bob gets alice's rights and only those.
     let (code, body) = bob_gets(&server, &[("Impersonate-User", "alice")], PODS).await;
     assert_eq!(code, 200, "{body}");
-    let (code, body) = bob_gets(
-        &server,
-        &[("Impersonate-User", "alice")],
-        "/api/v1/namespaces/kube-system/pods",
-    )
-    .await;
-    assert_eq!(code, 403);
-    assert_eq!(
-        body["message"],
-        "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\""
-    );
     let (code, body) = bob_asks_who(
         &server,
         &[
@@ -228,18 +217,51 @@ async fn impersonation_needs_the_impersonate_verb() {
         body["status"]["userInfo"],
         json!({"username": "alice", "groups": ["devs", "ops", "system:authenticated"]})
     );
-    // UIDs and extras need their own grants (authentication.k8s.io uids, userextras/KEY).
-    let (code, body) = bob_gets(
+    // Service accounts: checked on serviceaccounts in their namespace, with their groups.
+    let (code, body) = bob_asks_who(
         &server,
-        &[("Impersonate-User", "alice"), ("Impersonate-Uid", "2")],
-        PODS,
+        &[("Impersonate-User", "system:serviceaccount:default:monitor")],
     )
     .await;
-    assert_eq!(code, 403);
+    assert_eq!(code, 201, "{body}");
     assert_eq!(
-        body["message"],
-        "uids.authentication.k8s.io \"2\" is forbidden: User \"bob\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
+        body["status"]["userInfo"]["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
     );
+
+    // Refused, in kube-apiserver's words.
+    for (headers, path, refusal) in [
+        // Alice may not list pods in kube-system.
+        (
+            &[("Impersonate-User", "alice")][..],
+            "/api/v1/namespaces/kube-system/pods",
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\"",
+        ),
+        // UIDs need their own grant (authentication.k8s.io uids).
+        (
+            &[("Impersonate-User", "alice"), ("Impersonate-Uid", "2")],
+            PODS,
+            "uids.authentication.k8s.io \"2\" is forbidden: User \"bob\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope",
+        ),
+        // A service account of another namespace.
+        (
+            &[(
+                "Impersonate-User",
+                "system:serviceaccount:kube-system:monitor",
+            )],
+            PODS,
+            "serviceaccounts \"monitor\" is forbidden: User \"bob\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\"",
+        ),
+    ] {
+        let (code, body) = bob_gets(&server, headers, path).await;
+        assert_eq!(code, 403, "{headers:?}: {body}");
+        assert_eq!(body["message"], refusal, "{headers:?}");
+    }
+    // Extras need their own grants too (userextras/KEY).
     let (code, body) = bob_gets(
         &server,
         &[
@@ -256,36 +278,6 @@ async fn impersonation_needs_the_impersonate_verb() {
             .unwrap()
             .contains("cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\""),
         "{body}"
-    );
-
-    // Service accounts: checked on serviceaccounts in their namespace, with their groups.
-    let (code, body) = bob_asks_who(
-        &server,
-        &[("Impersonate-User", "system:serviceaccount:default:monitor")],
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
-    assert_eq!(
-        body["status"]["userInfo"]["groups"],
-        json!([
-            "system:serviceaccounts",
-            "system:serviceaccounts:default",
-            "system:authenticated"
-        ])
-    );
-    let (code, body) = bob_gets(
-        &server,
-        &[(
-            "Impersonate-User",
-            "system:serviceaccount:kube-system:monitor",
-        )],
-        PODS,
-    )
-    .await;
-    assert_eq!(code, 403);
-    assert_eq!(
-        body["message"],
-        "serviceaccounts \"monitor\" is forbidden: User \"bob\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\""
     );
     // system:masters may impersonate anyone; the access review then answers for them.
     let (code, body) = support::request_with_headers(
@@ -326,9 +318,8 @@ async fn kube_client(server: &support::ApiServer, dir: &Path, token: &str) -> ku
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_asks_who_it_is_and_what_it_may_do() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let (dir, server, admin) = start();
+    grant_alice_pods(&admin).await;
     let client = kube_client(&server, dir.path(), "alicetok").await;
 
     let reviews: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client.clone());
@@ -386,9 +377,8 @@ async fn python_client_makes_access_reviews() {
     let Some(python) = support::python::with_client() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let (dir, server, admin) = start();
+    grant_alice_pods(&admin).await;
     let kubeconfig = write_kubeconfig(&server, dir.path(), "alicetok");
     let args = ["-c".as_ref(), PYTHON_SSAR.as_ref(), kubeconfig.as_os_str()];
     support::python::run_ok(&python, &args, "python SSAR");
@@ -397,9 +387,8 @@ async fn python_client_makes_access_reviews() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_impersonates_when_allowed() {
     use k8s_openapi::api::core::v1::Pod;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path());
-    grant_alice_pods(&Api::new(&server.url).with_token("admintok")).await;
+    let (dir, server, admin) = start();
+    grant_alice_pods(&admin).await;
     let impersonating = async |token: &str| {
         let mut config = kube_config(&server, dir.path(), token).await;
         config.auth_info.impersonate = Some("alice".into());
