@@ -24,6 +24,15 @@ fn start(
     support::start_with_config(config)
 }
 
+/// A request that asks the server to close the connection once it has answered.
+const LAST_REQUEST: &[u8] = b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+/// Reads `s` until the server closes it (`what` says why it must): the answer must be a 200.
+fn answered_ok(s: &mut TcpStream, what: &str) {
+    let answer = support::read_to_close(s, PATIENCE).expect(what);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 /// Checks that `r` is a `code` answer with a Status body of that code; returns the body.
 async fn status_body(r: reqwest::Response, code: u16) -> Value {
     assert_eq!(r.status().as_u16(), code);
@@ -58,8 +67,7 @@ fn half_sent_requests_and_idle_connections_are_closed() {
     let mut kept = support::connect(&server);
     kept.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
         .expect("write");
-    let answer = support::read_to_close(&mut kept, PATIENCE).expect("closed after idling");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    answered_ok(&mut kept, "closed after idling");
 }
 
 /// A kept-alive connection that has been answered one request (so it is never shed).
@@ -84,17 +92,14 @@ fn connections_beyond_the_cap_wait_until_one_closes() {
     });
     let mut idle: Vec<TcpStream> = (0..4).map(|_| served_once(&server)).collect();
     let mut fifth = support::connect(&server);
-    fifth
-        .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .expect("write");
+    fifth.write_all(LAST_REQUEST).expect("write");
     assert_eq!(
         support::read_to_close(&mut fifth, Duration::from_secs(1)),
         None,
         "a fifth connection is not served while four are open"
     );
     drop(idle.pop());
-    let answer = support::read_to_close(&mut fifth, PATIENCE).expect("served once a slot is free");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    answered_ok(&mut fifth, "served once a slot is free");
 }
 
 #[test]
@@ -111,11 +116,8 @@ fn connections_without_a_request_are_shed_for_a_new_client_oldest_first() {
     let mut idle: Vec<TcpStream> = (0..2).map(|_| support::connect(&server)).collect();
     // Full: one served, one half-sent head, two silent. A new client is served at once...
     let mut fifth = support::connect(&server);
-    fifth
-        .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .expect("write");
-    let answer = support::read_to_close(&mut fifth, PATIENCE).expect("served");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    fifth.write_all(LAST_REQUEST).expect("write");
+    answered_ok(&mut fifth, "served");
     // ...because the oldest connection without a complete request was closed for it.
     assert!(
         support::read_to_close(&mut half, PATIENCE).is_some(),
@@ -130,11 +132,8 @@ fn connections_without_a_request_are_shed_for_a_new_client_oldest_first() {
         "the newest connection without a request is not shed"
     );
     // The served connection is never shed: it still answers.
-    active
-        .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .expect("write");
-    let answer = support::read_to_close(&mut active, PATIENCE).expect("answered");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    active.write_all(LAST_REQUEST).expect("write");
+    answered_ok(&mut active, "answered");
 }
 
 #[test]
