@@ -9,19 +9,20 @@ mod support;
 use serde_json::Value;
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
 /// How long a test waits for the server to do something it must do.
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// A server on a fresh data directory (removed when the first is dropped), with the default
+/// configuration changed by `configure`.
 fn start(
-    dir: &Path,
     configure: impl FnOnce(&mut volhealth_apiserver::ServerConfig),
-) -> support::ApiServer {
-    let mut config = support::config_from_flags(dir, &[]);
+) -> (tempfile::TempDir, support::ApiServer) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = support::config_from_flags(dir.path(), &[]);
     configure(&mut config);
-    support::start_with_config(config)
+    (dir, support::start_with_config(config))
 }
 
 /// A request that asks the server to close the connection once it has answered.
@@ -47,10 +48,7 @@ async fn status_body(r: reqwest::Response, code: u16) -> Value {
 
 #[test]
 fn half_sent_requests_and_idle_connections_are_closed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |c| {
-        c.header_read_timeout = Duration::from_secs(1)
-    });
+    let (_dir, server) = start(|c| c.header_read_timeout = Duration::from_secs(1));
     let mut half = support::connect(&server);
     half.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
         .expect("write");
@@ -85,8 +83,7 @@ fn served_once(server: &support::ApiServer) -> TcpStream {
 
 #[test]
 fn connections_beyond_the_cap_wait_until_one_closes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |c| {
+    let (_dir, server) = start(|c| {
         c.max_connections = 4;
         c.header_read_timeout = Duration::from_secs(120);
     });
@@ -104,8 +101,7 @@ fn connections_beyond_the_cap_wait_until_one_closes() {
 
 #[test]
 fn connections_without_a_request_are_shed_for_a_new_client_oldest_first() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |c| {
+    let (_dir, server) = start(|c| {
         c.max_connections = 4;
         c.header_read_timeout = Duration::from_secs(120);
     });
@@ -138,8 +134,7 @@ fn connections_without_a_request_are_shed_for_a_new_client_oldest_first() {
 
 #[test]
 fn a_connection_has_the_first_request_deadline_to_send_its_request() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |c| {
+    let (_dir, server) = start(|c| {
         c.header_read_timeout = Duration::from_secs(120);
     });
     let started = std::time::Instant::now();
@@ -155,8 +150,7 @@ fn a_connection_has_the_first_request_deadline_to_send_its_request() {
 
 #[test]
 fn a_half_closed_client_still_gets_its_answer() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |_| {});
+    let (_dir, server) = start(|_| {});
     let body = br#"{"metadata":{"name":"half"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}"#;
     let mut s = support::connect(&server);
     write!(
@@ -173,8 +167,7 @@ fn a_half_closed_client_still_gets_its_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_long_targets_and_heads_get_a_status_body() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = start(dir.path(), |_| {});
+    let (_dir, server) = start(|_| {});
     let client = reqwest::Client::new();
     let long = format!(
         "{}/api/v1/namespaces/default/persistentvolumeclaims?labelSelector=a%3D{}",
