@@ -49,30 +49,26 @@ pub(crate) fn or_none(x: String) -> String {
 pub fn human_duration(secs: i64) -> String {
     let secs = secs.max(0);
     let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
+    // `3m` or `3m20s`: whole units and, when there is any, what is left in the next smaller unit.
+    let with_rest = |n: i64, unit: char, rest: i64, smaller: char| {
+        if rest == 0 {
+            format!("{n}{unit}")
+        } else {
+            format!("{n}{unit}{rest}{smaller}")
+        }
+    };
     if secs < 120 {
         format!("{secs}s")
     } else if m < 10 {
-        if secs % 60 == 0 {
-            format!("{m}m")
-        } else {
-            format!("{m}m{}s", secs % 60)
-        }
+        with_rest(m, 'm', secs % 60, 's')
     } else if m < 180 {
         format!("{m}m")
     } else if h < 8 {
-        if m % 60 == 0 {
-            format!("{h}h")
-        } else {
-            format!("{h}h{}m", m % 60)
-        }
+        with_rest(h, 'h', m % 60, 'm')
     } else if h < 48 {
         format!("{h}h")
     } else if h < 24 * 8 {
-        if h % 24 == 0 {
-            format!("{d}d")
-        } else {
-            format!("{d}d{}h", h % 24)
-        }
+        with_rest(d, 'd', h % 24, 'h')
     } else if d < 365 * 2 {
         format!("{d}d")
     } else if d < 365 * 8 {
