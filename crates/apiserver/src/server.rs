@@ -414,24 +414,16 @@ async fn dispatch(
                 .ok_or_else(ApiError::no_route);
         }
         p if p.starts_with("/openapi/") => return Err(ApiError::no_route()),
-        "/api" if is_get => {
+        "/api" | "/apis" if is_get => {
+            let core = path == "/api";
             return Ok(if discovery::wants_aggregated(&accept) {
                 json_response_typed(
                     200,
-                    &discovery::aggregated(true),
+                    &discovery::aggregated(core),
                     discovery::AGGREGATED_CONTENT_TYPE,
                 )
-            } else {
+            } else if core {
                 json_response(200, &discovery::core_versions(&st.address))
-            });
-        }
-        "/apis" if is_get => {
-            return Ok(if discovery::wants_aggregated(&accept) {
-                json_response_typed(
-                    200,
-                    &discovery::aggregated(false),
-                    discovery::AGGREGATED_CONTENT_TYPE,
-                )
             } else {
                 json_response(200, &discovery::group_list())
             });
