@@ -5,6 +5,13 @@
 use crate::errors::Cause;
 use serde_json::Value;
 
+/// An object's `metadata.name`; empty when it has none.
+pub fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 /// Most bytes all annotations of one object may hold, keys and values together.
 pub const MAX_ANNOTATIONS: usize = 256 * 1024;
 /// Longest DNS-1123 label, and longest label value and qualified-name name part.

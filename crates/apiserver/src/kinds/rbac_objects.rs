@@ -3,6 +3,7 @@
 //! group, kind, name; immutable) and subjects (User, Group, ServiceAccount).
 
 use crate::errors::{ApiError, Cause};
+use crate::kinds::names::name_of;
 use crate::registry::ResourceDef;
 use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef, Subject};
 use serde::Deserialize;
@@ -208,10 +209,7 @@ pub fn check_update(def: &ResourceDef, old: &Value, new: &Value) -> Result<(), A
     if !def.kind.ends_with("Binding") || old.get("roleRef") == new.get("roleRef") {
         return Ok(());
     }
-    let name = new
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = name_of(new);
     let value = new.get("roleRef").cloned().unwrap_or(Value::Null);
     Err(ApiError::invalid(
         def.group,

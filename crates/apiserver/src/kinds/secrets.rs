@@ -3,6 +3,7 @@
 //! which Secrets a node identity may read. Messages name keys only, never values.
 
 use crate::errors::{ApiError, Cause};
+use crate::kinds::names::name_of;
 use serde_json::{Map, Value, json};
 
 /// Largest total size of a Secret's data, in bytes (as the real server).
@@ -94,10 +95,7 @@ pub fn normalize(old: Option<&Value>, new: &mut Value) -> Result<(), ApiError> {
             }
         }
         if !causes.is_empty() {
-            let name = new
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let name = name_of(new);
             return Err(ApiError::invalid("", "Secret", name, causes));
         }
     }

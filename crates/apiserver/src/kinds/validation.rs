@@ -40,10 +40,7 @@ fn supported(vals: &[&str]) -> String {
 
 /// Validates an object about to be stored.
 pub fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = names::name_of(obj);
     let mut causes = Vec::new();
     if name.is_empty() {
         causes.push(Cause::new(
@@ -198,10 +195,7 @@ pub fn check_create_status(def: &ResourceDef, obj: &Value) -> Result<(), ApiErro
         }
     }
     if !causes.is_empty() {
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = names::name_of(obj);
         return Err(ApiError::invalid(def.group, def.kind, name, causes));
     }
     // Anything else of the wrong type fails decoding, as in kube-apiserver.

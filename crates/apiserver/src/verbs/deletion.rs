@@ -5,6 +5,7 @@ use crate::errors::ApiError;
 use crate::http::call::Call;
 use crate::http::response::{json_response, list_response, render_one};
 use crate::http::state::AppState;
+use crate::kinds::names::name_of;
 use crate::kinds::objects;
 use crate::kinds::patch;
 use crate::registry::{self, ResourceDef};
@@ -35,11 +36,7 @@ pub(crate) fn delete_one(
             for r in registry::RESOURCES.iter().filter(|r| r.namespaced) {
                 let (_, items) = st.store.list(&r.store_name(), Some(name));
                 for o in items {
-                    let n = o
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
+                    let n = name_of(&o).to_string();
                     st.store
                         .mutate(&r.store_name(), name, &n, |_| Ok(Outcome::Delete))?;
                 }
@@ -175,11 +172,7 @@ pub fn delete_collection(st: &AppState, c: &Call) -> Result<Response, ApiError> 
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let name = o
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let name = name_of(&o).to_string();
         if c.dry_run() {
             deleted.push(o);
             continue;

@@ -7,6 +7,7 @@ use crate::errors::ApiError;
 use crate::http::call::Call;
 use crate::http::response::json_response;
 use crate::http::state::AppState;
+use crate::kinds::names::name_of;
 use crate::registry;
 use crate::storage::store::Outcome;
 use axum::response::Response;
@@ -140,11 +141,7 @@ pub fn create(st: &AppState, c: &Call) -> Result<Response, ApiError> {
         if !selects(&selector, &labels) {
             continue;
         }
-        let pdb_name = pdb
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let pdb_name = name_of(pdb).to_string();
         let mut s = status(pdb, &pods);
         // An unready or finished pod counts for no budget: evicting it disrupts nothing.
         let allowed = s["disruptionsAllowed"].as_i64().unwrap_or(0);

@@ -5,6 +5,7 @@
 use super::rbac::GROUP;
 use super::{AUTHENTICATED, MASTERS, UNAUTHENTICATED};
 use crate::errors::ApiError;
+use crate::kinds::names::name_of;
 use crate::registry;
 use crate::storage::store::{Outcome, Store};
 use serde_json::{Value, json};
@@ -112,11 +113,7 @@ pub fn ensure(store: &Store) -> Result<(), ApiError> {
     for (plural, mut obj) in policy() {
         let def = registry::find(GROUP, "v1", plural)
             .ok_or_else(|| ApiError::internal(format!("{plural} are not registered")))?;
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let name = name_of(&obj).to_string();
         if store.get(&def.store_name(), "", &name).is_some() {
             continue;
         }

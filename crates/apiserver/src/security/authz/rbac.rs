@@ -4,6 +4,7 @@
 //! everything without a binding.
 
 use super::{Attributes, Decision, MASTERS, Request, User, service_account_of};
+use crate::kinds::names::name_of;
 use crate::registry;
 use crate::storage::store::Store;
 use k8s_openapi::api::rbac::v1::{AggregationRule, PolicyRule, RoleRef, Subject};
@@ -157,12 +158,6 @@ fn rules_of(store: &Store, obj: &Value, seen: &mut Vec<String>) -> Vec<PolicyRul
 fn store_name(plural: &str) -> String {
     registry::find(GROUP, "v1", plural)
         .map_or_else(|| format!("{plural}.{GROUP}"), |d| d.store_name())
-}
-
-fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 /// One binding that applies to the user, with the rules of the role it names.
