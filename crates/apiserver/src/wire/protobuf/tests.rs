@@ -27,6 +27,16 @@ fn int(n: u64, v: u64) -> Vec<u8> {
     out.extend(varint(v));
     out
 }
+/// Decodes `raw` as a v1 `kind` of `group`, in the envelope a client sends it in.
+fn decode_v1(group: &str, kind: &str, raw: &[u8]) -> Result<Value, ApiError> {
+    let api_version = if group.is_empty() {
+        "v1".to_string()
+    } else {
+        format!("{group}/v1")
+    };
+    decode(group, kind, &envelope(&api_version, kind, raw))
+}
+
 fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let tm = [bytes(1, api_version.as_bytes()), bytes(2, kind.as_bytes())].concat();
     [
@@ -60,7 +70,7 @@ fn reads_a_secret_as_kubectl_sends_it() {
         int(5, 1),
     ]
     .concat();
-    let got = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap();
+    let got = decode_v1("", "Secret", &raw).unwrap();
     assert_eq!(
         got,
         json!({"apiVersion": "v1", "kind": "Secret",
@@ -90,12 +100,7 @@ fn reads_a_role_binding_with_lists_and_nested_messages() {
         bytes(3, &role_ref),
     ]
     .concat();
-    let got = decode(
-        "rbac.authorization.k8s.io",
-        "RoleBinding",
-        &envelope("rbac.authorization.k8s.io/v1", "RoleBinding", &raw),
-    )
-    .unwrap();
+    let got = decode_v1("rbac.authorization.k8s.io", "RoleBinding", &raw).unwrap();
     assert_eq!(got["subjects"].as_array().unwrap().len(), 2);
     assert_eq!(got["subjects"][1]["name"], "alice");
     assert_eq!(
@@ -108,7 +113,7 @@ fn reads_a_role_binding_with_lists_and_nested_messages() {
         bytes(2, &bytes(1, b"kubernetes")),
     ]
     .concat();
-    let got = decode("", "Namespace", &envelope("v1", "Namespace", &raw)).unwrap();
+    let got = decode_v1("", "Namespace", &raw).unwrap();
     assert_eq!(got["metadata"]["creationTimestamp"], "2023-11-14T22:13:20Z");
     assert_eq!(got["spec"], json!({"finalizers": ["kubernetes"]}));
 }
@@ -116,7 +121,7 @@ fn reads_a_role_binding_with_lists_and_nested_messages() {
 #[test]
 fn unknown_fields_are_refused_not_dropped() {
     let raw = [bytes(1, &bytes(1, b"s")), bytes(99, b"x")].concat();
-    let e = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap_err();
+    let e = decode_v1("", "Secret", &raw).unwrap_err();
     assert_eq!(e.code, 400);
     assert!(
         e.message.contains("unknown field number 99 in Secret"),
@@ -124,16 +129,11 @@ fn unknown_fields_are_refused_not_dropped() {
         e.message
     );
     let raw = bytes(1, &int(16, 1));
-    let e = decode("", "Secret", &envelope("v1", "Secret", &raw)).unwrap_err();
+    let e = decode_v1("", "Secret", &raw).unwrap_err();
     assert!(e.message.contains("in ObjectMeta"), "{}", e.message);
     // A string field sent as a varint: the wrong wire type.
     let raw = bytes(1, &int(1, 5));
-    assert_eq!(
-        decode("", "Secret", &envelope("v1", "Secret", &raw))
-            .unwrap_err()
-            .code,
-        400
-    );
+    assert_eq!(decode_v1("", "Secret", &raw).unwrap_err().code, 400);
 }
 
 #[test]
@@ -187,7 +187,7 @@ fn special_wire_types_read_as_go_writes_their_json() {
     let sc = [bytes(4, &packed), int(4, 7)].concat();
     let spec = [bytes(2, &container), int(4, (-1i64) as u64), bytes(14, &sc)].concat();
     let raw = [bytes(1, &bytes(1, b"p")), bytes(2, &spec)].concat();
-    let got = decode("", "Pod", &envelope("v1", "Pod", &raw)).unwrap();
+    let got = decode_v1("", "Pod", &raw).unwrap();
     let c = &got["spec"]["containers"][0];
     assert_eq!(c["resources"]["limits"], json!({"cpu": "500m"}));
     assert_eq!(c["readinessProbe"]["httpGet"]["port"], json!(8080));
@@ -205,23 +205,13 @@ fn special_wire_types_read_as_go_writes_their_json() {
         bytes(2, &[bytes(1, b"me"), bytes(4, &renew)].concat()),
     ]
     .concat();
-    let got = decode(
-        "coordination.k8s.io",
-        "Lease",
-        &envelope("coordination.k8s.io/v1", "Lease", &raw),
-    )
-    .unwrap();
+    let got = decode_v1("coordination.k8s.io", "Lease", &raw).unwrap();
     assert_eq!(got["spec"]["renewTime"], "2023-11-14T22:13:20.123456Z");
     assert_eq!(got["spec"]["holderIdentity"], "me");
     // A claim's empty storageClassName means "no class" and is kept.
     let spec = [bytes(5, b"")].concat();
     let raw = [bytes(1, &bytes(1, b"c")), bytes(2, &spec)].concat();
-    let got = decode(
-        "",
-        "PersistentVolumeClaim",
-        &envelope("v1", "PersistentVolumeClaim", &raw),
-    )
-    .unwrap();
+    let got = decode_v1("", "PersistentVolumeClaim", &raw).unwrap();
     assert_eq!(got["spec"]["storageClassName"], "");
     // An Eviction sent to a core pod's subresource is read by its own group's table.
     let raw = [bytes(1, &bytes(1, b"p")), bytes(2, &int(1, 0))].concat();
