@@ -18,6 +18,16 @@ pub fn wants_aggregated(accept: &str) -> bool {
     })
 }
 
+/// The short names and categories of `r` (kubectl's `po`, `all`), on its discovery entry `v`.
+fn add_aliases(v: &mut Value, r: &ResourceDef) {
+    if !r.short_names.is_empty() {
+        v["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        v["categories"] = json!(r.categories);
+    }
+}
+
 fn legacy_resource(r: &ResourceDef) -> Value {
     let mut v = json!({
         "name": r.plural,
@@ -26,12 +36,7 @@ fn legacy_resource(r: &ResourceDef) -> Value {
         "kind": r.kind,
         "verbs": r.verbs(),
     });
-    if !r.short_names.is_empty() {
-        v["shortNames"] = json!(r.short_names);
-    }
-    if !r.categories.is_empty() {
-        v["categories"] = json!(r.categories);
-    }
+    add_aliases(&mut v, r);
     v
 }
 
@@ -126,12 +131,7 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
         "singularResource": r.singular,
         "verbs": r.verbs(),
     });
-    if !r.short_names.is_empty() {
-        v["shortNames"] = json!(r.short_names);
-    }
-    if !r.categories.is_empty() {
-        v["categories"] = json!(r.categories);
-    }
+    add_aliases(&mut v, r);
     if r.has_status {
         v["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
     }
