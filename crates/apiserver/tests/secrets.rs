@@ -161,24 +161,16 @@ async fn secrets_round_trip_and_stay_out_of_the_log() {
     );
 
     // Patches: stringData through a merge patch, a key removed through a strategic patch.
-    let p = secrets
-        .patch(
-            "creds",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"stringData": {"token": TOKEN}})),
-        )
-        .await
-        .unwrap();
+    let patch_creds = async |patch: Patch<Value>| {
+        secrets
+            .patch("creds", &PatchParams::default(), &patch)
+            .await
+            .unwrap()
+    };
+    let p = patch_creds(Patch::Merge(json!({"stringData": {"token": TOKEN}}))).await;
     assert_eq!(data_of(&p).get("token").map(String::as_str), Some(TOKEN));
     assert!(p.string_data.is_none());
-    let p = secrets
-        .patch(
-            "creds",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"data": {"user": null}})),
-        )
-        .await
-        .unwrap();
+    let p = patch_creds(Patch::Strategic(json!({"data": {"user": null}}))).await;
     assert_eq!(
         data_of(&p).keys().collect::<Vec<_>>(),
         ["password", "token"]
