@@ -179,11 +179,12 @@ pub fn decide(user: &User, a: &Attributes<'_>, bound_node: Option<&str>) -> Deci
                 ));
             }
         }
-        // As kube's Node authorizer: a node gets the claims and volumes its pods use, one by
-        // name, and lists or watches none of them.
+        // As kube's Node authorizer: a node gets the claims, volumes and secrets its pods use,
+        // one by name, and lists or watches none of them.
         ("", "persistentvolumeclaims", "")
         | ("", "persistentvolumeclaims", "status")
         | ("", "persistentvolumes", "")
+        | ("", "secrets", "")
             if a.verb == "get" =>
         {
             if bound_node == Some(node) {
@@ -204,15 +205,6 @@ pub fn decide(user: &User, a: &Attributes<'_>, bound_node: Option<&str>) -> Deci
                 "nodes may not write PersistentVolumeClaim status; only the health monitor does"
                     .into(),
             );
-        }
-        ("", "secrets", "") if a.verb == "get" => {
-            if bound_node == Some(node) {
-                true
-            } else {
-                return Decision::Deny(format!(
-                    "no relationship found between node '{node}' and this object"
-                ));
-            }
         }
         ("", "secrets", "") => {
             return Decision::Deny(format!(
