@@ -2,13 +2,15 @@
 //! by hand in paused tokio time, and the write loops run until what a cycle queued is written.
 
 use crate::agent::{Agent, AgentDeps};
+use crate::cluster::ApiFailure;
 use crate::drivers::DriverSet;
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::tests::fakes::{FakeClock, FakeCluster, FakeDirs, FakeNode, driver};
+use crate::tests::fakes::{FakeClock, FakeCluster, FakeDirs, FakeNode, driver, entry};
 use std::sync::Arc;
 use std::time::Duration;
 use volhealth_csi::v1;
+use volhealth_csi::v1::VolumeHealthErrorType;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
 use volhealth_writer::intervals::{DriverIntervals, NODE_ANNOTATION};
 
@@ -72,6 +74,15 @@ pub(crate) fn world() -> World {
     world_with(true, true, 4, Duration::ZERO)
 }
 
+/// A world of [`world`] whose pod `ns/web` (see [`World::one_pod`]) the driver reports
+/// `status` for, with `reason`.
+pub(crate) fn reporting(status: VolumeHealthErrorType, reason: &str) -> World {
+    let w = world();
+    w.one_pod();
+    w.report(status, reason);
+    w
+}
+
 impl World {
     /// One cycle, then the writes it queued, then the interval passes.
     pub(crate) async fn cycle(&self) -> Result<(), Error> {
@@ -100,6 +111,51 @@ impl World {
         match self.agent.forbidden_error() {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// `n` cycles, each as [`World::cycle`], none failing.
+    pub(crate) async fn cycles(&self, n: usize) {
+        for _ in 0..n {
+            self.cycle().await.unwrap();
+        }
+    }
+
+    /// One cycle whose writes stay queued (the write loops are not run).
+    pub(crate) async fn queue_cycle(&self) {
+        self.agent
+            .run_cycle(tokio::time::Instant::now())
+            .await
+            .unwrap();
+    }
+
+    /// The driver's answer for `vol-1` from now on: one entry of `status` and `reason`.
+    pub(crate) fn report(&self, status: VolumeHealthErrorType, reason: &str) {
+        self.node
+            .set_volume("vol-1", Ok(vec![entry(status, reason, "m")]));
+    }
+
+    /// Every write from now on fails with HTTP `code`.
+    pub(crate) fn fail_writes(&self, code: u16, message: &str) {
+        *self.cluster.fail_writes.lock().unwrap() = Some(ApiFailure {
+            code: Some(code),
+            message: message.into(),
+        });
+    }
+
+    /// Pods `p<i>`, each with volume `data` of PV volume `vol-<i>`, attempted.
+    pub(crate) fn add_pods(&self, range: std::ops::Range<usize>) {
+        for i in range {
+            let uid = format!("uid-{i}");
+            self.cluster.add_pod_with_pv(
+                "ns",
+                &format!("p{i}"),
+                &uid,
+                "data",
+                DRIVER,
+                &format!("vol-{i}"),
+            );
+            self.dirs.attempt(&uid, "data");
         }
     }
 

@@ -177,6 +177,20 @@ impl FakeCluster {
             None => Ok(()),
         }
     }
+
+    /// Applies `edit` to the stored CSINode and answers the result; 404 when there is none.
+    fn edit_csinode(
+        &self,
+        edit: impl FnOnce(&mut CSINode) -> Result<(), ApiFailure>,
+    ) -> Result<CSINode, ApiFailure> {
+        let mut guard = self.csinode.lock().unwrap();
+        let c = guard.as_mut().ok_or(ApiFailure {
+            code: Some(404),
+            message: "no csinode".into(),
+        })?;
+        edit(c)?;
+        Ok(c.clone())
+    }
 }
 
 #[async_trait]
@@ -260,14 +274,11 @@ impl Cluster for FakeCluster {
     ) -> Result<CSINode, ApiFailure> {
         self.check_write("csinodes".into())?;
         let rv = self.next_rv();
-        let mut guard = self.csinode.lock().unwrap();
-        let c = guard.as_mut().ok_or(ApiFailure {
-            code: Some(404),
-            message: "no csinode".into(),
-        })?;
-        c.spec.drivers = drivers.to_vec();
-        c.metadata.resource_version = Some(rv);
-        Ok(c.clone())
+        self.edit_csinode(|c| {
+            c.spec.drivers = drivers.to_vec();
+            c.metadata.resource_version = Some(rv);
+            Ok(())
+        })
     }
 
     async fn patch_csinode_metadata(
@@ -279,18 +290,15 @@ impl Cluster for FakeCluster {
             return Err(e);
         }
         let rv = self.next_rv();
-        let mut guard = self.csinode.lock().unwrap();
-        let c = guard.as_mut().ok_or(ApiFailure {
-            code: Some(404),
-            message: "no csinode".into(),
-        })?;
-        let held = c.metadata.annotations.get_or_insert_with(BTreeMap::new);
-        for (k, v) in patch["metadata"]["annotations"].as_object().unwrap() {
-            held.insert(k.clone(), v.as_str().unwrap().to_string());
-        }
-        c.metadata.resource_version = Some(rv);
-        self.annotation_writes.lock().unwrap().push(patch.clone());
-        Ok(c.clone())
+        self.edit_csinode(|c| {
+            let held = c.metadata.annotations.get_or_insert_with(BTreeMap::new);
+            for (k, v) in patch["metadata"]["annotations"].as_object().unwrap() {
+                held.insert(k.clone(), v.as_str().unwrap().to_string());
+            }
+            c.metadata.resource_version = Some(rv);
+            self.annotation_writes.lock().unwrap().push(patch.clone());
+            Ok(())
+        })
     }
 
     async fn patch_csinode_storage_health(
@@ -300,23 +308,21 @@ impl Cluster for FakeCluster {
     ) -> Result<CSINode, ApiFailure> {
         self.check_write("csinodes/status".into())?;
         let drop = *self.drop_health_fields.lock().unwrap();
-        let mut guard = self.csinode.lock().unwrap();
-        let c = guard.as_mut().ok_or(ApiFailure {
-            code: Some(404),
-            message: "no csinode".into(),
-        })?;
-        let registered: BTreeSet<&str> = c.spec.drivers.iter().map(|d| d.name.as_str()).collect();
-        if value.iter().any(|e| !registered.contains(e.name.as_str())) {
-            return Err(ApiFailure {
-                code: Some(422),
-                message: "driver not in spec.drivers".into(),
-            });
-        }
-        if !drop {
-            c.status.get_or_insert_with(Default::default).storage_health =
-                (!value.is_empty()).then(|| value.to_vec());
-        }
-        Ok(c.clone())
+        self.edit_csinode(|c| {
+            let registered: BTreeSet<&str> =
+                c.spec.drivers.iter().map(|d| d.name.as_str()).collect();
+            if value.iter().any(|e| !registered.contains(e.name.as_str())) {
+                return Err(ApiFailure {
+                    code: Some(422),
+                    message: "driver not in spec.drivers".into(),
+                });
+            }
+            if !drop {
+                c.status.get_or_insert_with(Default::default).storage_health =
+                    (!value.is_empty()).then(|| value.to_vec());
+            }
+            Ok(())
+        })
     }
 
     async fn create_event(&self, event: &HealthEvent, count: i32) -> Result<(), ApiFailure> {

@@ -1,32 +1,16 @@
 //! When the agent probes: bounded concurrency, pods spread over the interval, and each driver at
 //! its own interval.
 
-use crate::tests::agent_world::{DRIVER, INTERVAL, World, world_with};
+use crate::tests::agent_world::{DRIVER, INTERVAL, world_with};
 use crate::tests::fakes::{FakeNode, driver};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_writer::intervals::NODE_ANNOTATION;
 
-/// Pods `p<i>` of the one driver, each with a volume whose stage the kubelet has attempted.
-fn add_pods(w: &World, range: std::ops::Range<u32>) {
-    for i in range {
-        let uid = format!("uid-{i}");
-        w.cluster.add_pod_with_pv(
-            "ns",
-            &format!("p{i}"),
-            &uid,
-            "data",
-            DRIVER,
-            &format!("vol-{i}"),
-        );
-        w.dirs.attempt(&uid, "data");
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn probes_are_bounded_and_spread_over_the_interval() {
     let w = world_with(true, false, 3, Duration::from_millis(1500));
-    add_pods(&w, 0..20);
+    w.add_pods(0..20);
     let start = tokio::time::Instant::now();
     w.agent.run_cycle(start).await.unwrap();
     assert_eq!(w.node.volume_call_count(), 20);
@@ -91,10 +75,7 @@ async fn a_late_wake_up_keeps_the_cadence_and_a_late_start_gets_a_whole_interval
     for i in 1..10u32 {
         let due = first + INTERVAL * i;
         tokio::time::advance(due + Duration::from_millis(2) - tokio::time::Instant::now()).await;
-        w.agent
-            .run_cycle(tokio::time::Instant::now())
-            .await
-            .unwrap();
+        w.queue_cycle().await;
         assert_eq!(probed(), Some(due), "cycle {i}");
     }
     assert_eq!(w.node.storage_calls.load(Ordering::SeqCst), 10);
@@ -105,10 +86,7 @@ async fn a_late_wake_up_keeps_the_cadence_and_a_late_start_gets_a_whole_interval
     w.agent.run_cycle(late).await.unwrap();
     assert_eq!(probed(), Some(late));
     tokio::time::advance(INTERVAL - Duration::from_millis(1)).await;
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    w.queue_cycle().await;
     assert_eq!(
         w.node.storage_calls.load(Ordering::SeqCst),
         11,
@@ -136,26 +114,20 @@ async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
     let overruns = "csi_volume_health_cycle_overruns_total";
 
     // Three pods: probes due at 0, 3 and 6 s, the last answered at 7.5 s, within the interval.
-    add_pods(&w, 0..3);
+    w.add_pods(0..3);
     let first = tokio::time::Instant::now();
     w.agent.run_cycle(first).await.unwrap();
     assert_eq!(metric(count), "1");
     assert_eq!(metric(sum), "7.5");
     assert_eq!(metric(overruns), "absent", "no cycle overran");
     // A cycle with no driver due probes nothing and times nothing.
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    w.queue_cycle().await;
     assert_eq!(metric(count), "1");
 
     // Eight pods: one probe at a time keeps the permit busy for 12 s, past the next due time.
-    add_pods(&w, 3..8);
+    w.add_pods(3..8);
     tokio::time::advance(first + INTERVAL - tokio::time::Instant::now()).await;
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    w.queue_cycle().await;
     assert_eq!(w.node.volume_call_count(), 3 + 8);
     assert_eq!(metric(count), "2");
     assert_eq!(metric(sum), "19.5");

@@ -1,7 +1,7 @@
 //! CSINode storage health against fakes: spec.drivers kept current, status written and cleared,
 //! and the Events of both object kinds.
 
-use crate::tests::agent_world::{DRIVER, backend, event_reasons, world};
+use crate::tests::agent_world::{DRIVER, World, backend, event_reasons, world};
 use crate::tests::fakes::entry;
 use volhealth_csi::v1;
 use volhealth_csi::v1::VolumeHealthErrorType as V;
@@ -93,6 +93,20 @@ async fn missing_driver_is_added_to_spec_drivers_before_status() {
     assert_eq!(names, vec!["someone.else".to_string(), DRIVER.to_string()]);
 }
 
+/// Takes the waiting Events and asserts they are one of reason `csinode` on node-a's CSINode
+/// and one of reason `pod` on pod `web`.
+fn assert_csinode_and_pod_events(w: &World, csinode: &'static str, pod: &'static str) {
+    let mut got = event_reasons(w);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("CSINode".into(), csinode, "node-a".into()),
+            ("Pod".into(), pod, "web".into()),
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn transitions_raise_events_on_the_pod_and_the_csinode() {
     use v1::StorageHealthErrorType as S;
@@ -103,19 +117,10 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
     let w = world();
     w.one_pod();
     w.cluster.set_csinode(&[DRIVER], vec![]);
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Inaccessible, "Gone", "m")]));
+    w.report(V::Inaccessible, "Gone");
     *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
     w.cycle().await.unwrap();
-    let mut got = event_reasons(&w);
-    got.sort();
-    assert_eq!(
-        got,
-        vec![
-            ("CSINode".into(), REASON_STORAGE_DEGRADED, "node-a".into()),
-            ("Pod".into(), REASON_VOLUME_DEGRADED, "web".into()),
-        ]
-    );
+    assert_csinode_and_pod_events(&w, REASON_STORAGE_DEGRADED, REASON_VOLUME_DEGRADED);
     // Unchanged: no Event. Unknown value: a Warning, once.
     w.node.set_volume(
         "vol-1",
@@ -137,15 +142,7 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
     w.node.set_volume("vol-1", Ok(vec![]));
     *w.node.storage.lock().unwrap() = Ok(vec![]);
     w.cycle().await.unwrap();
-    let mut got = event_reasons(&w);
-    got.sort();
-    assert_eq!(
-        got,
-        vec![
-            ("CSINode".into(), REASON_STORAGE_RECOVERED, "node-a".into()),
-            ("Pod".into(), REASON_VOLUME_RECOVERED, "web".into()),
-        ]
-    );
+    assert_csinode_and_pod_events(&w, REASON_STORAGE_RECOVERED, REASON_VOLUME_RECOVERED);
     assert!(
         w.metrics
             .encode()
@@ -155,7 +152,7 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
 }
 
 /// The coverage annotation on the fake's CSINode.
-fn published(w: &crate::tests::agent_world::World) -> Option<String> {
+fn published(w: &World) -> Option<String> {
     let csinode = w.cluster.csinode.lock().unwrap().clone()?;
     csinode
         .metadata

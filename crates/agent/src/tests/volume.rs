@@ -1,9 +1,10 @@
 //! Pod volume health against fakes: what is probed, what is written and when, and how refused
 //! and forbidden writes are handled.
 
-use crate::cluster::ApiFailure;
 use crate::error::Error;
-use crate::tests::agent_world::{DRIVER, pod_writes, statuses, world, world_with};
+use crate::tests::agent_world::{
+    DRIVER, World, pod_writes, reporting, statuses, world, world_with,
+};
 use crate::tests::fakes::entry;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -18,8 +19,7 @@ async fn each_volume_status_appears_and_clears() {
         (V::DataLoss, "DataLoss"),
         (V::Degraded, "Degraded"),
     ] {
-        w.node
-            .set_volume("vol-1", Ok(vec![entry(status, "Injected", "m")]));
+        w.report(status, "Injected");
         w.cycle().await.unwrap();
         assert_eq!(
             statuses(&w),
@@ -50,14 +50,9 @@ async fn each_volume_status_appears_and_clears() {
 
 #[tokio::test(start_paused = true)]
 async fn steady_state_and_restart_write_nothing() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    let w = reporting(V::Degraded, "Slow");
     w.cycle().await.unwrap();
-    for _ in 0..5 {
-        w.cycle().await.unwrap();
-    }
+    w.cycles(5).await;
     assert_eq!(pod_writes(&w), 1);
     assert_eq!(w.node.volume_call_count(), 6);
 
@@ -66,8 +61,7 @@ async fn steady_state_and_restart_write_nothing() {
     let w2 = world();
     w2.one_pod();
     w2.cluster.set_pod_health("ns", "web", stored.clone());
-    w2.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    w2.report(V::Degraded, "Slow");
     w2.cycle().await.unwrap();
     assert_eq!(pod_writes(&w2), 0, "{:?}", w2.cluster.writes());
     assert_eq!(w2.cluster.pod_health("ns", "web"), stored);
@@ -75,16 +69,11 @@ async fn steady_state_and_restart_write_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn failed_rpc_keeps_what_is_stored() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::DataLoss, "Corrupt", "m")]));
+    let w = reporting(V::DataLoss, "Corrupt");
     w.cycle().await.unwrap();
     w.node
         .set_volume("vol-1", Err(tonic::Status::unavailable("driver down")));
-    for _ in 0..3 {
-        w.cycle().await.unwrap();
-    }
+    w.cycles(3).await;
     assert_eq!(statuses(&w), vec![("DataLoss".into(), "Corrupt".into())]);
     assert_eq!(pod_writes(&w), 1);
     assert!(
@@ -99,8 +88,7 @@ async fn never_attempted_volumes_are_not_probed() {
     let w = world();
     w.cluster
         .add_pod_with_pv("ns", "web", "uid-1", "data", DRIVER, "vol-1");
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    w.report(V::Degraded, "Slow");
     w.cycle().await.unwrap();
     assert_eq!(w.node.volume_call_count(), 0);
     assert!(w.cluster.pod_health("ns", "web").is_empty());
@@ -120,9 +108,7 @@ async fn drivers_without_the_capabilities_are_never_called() {
     let w = world_with(false, false, 4, Duration::ZERO);
     w.one_pod();
     w.cluster.set_csinode(&[DRIVER], vec![]);
-    for _ in 0..3 {
-        w.cycle().await.unwrap();
-    }
+    w.cycles(3).await;
     assert_eq!(w.node.volume_call_count(), 0);
     assert_eq!(w.node.storage_calls.load(Ordering::SeqCst), 0);
     assert!(w.cluster.writes().is_empty());
@@ -141,45 +127,36 @@ async fn unknown_drivers_are_not_probed_and_keep_the_stored_value() {
 
 #[tokio::test(start_paused = true)]
 async fn forbidden_write_stops_the_agent_with_the_identity_error() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    *w.cluster.fail_writes.lock().unwrap() = Some(ApiFailure {
-        code: Some(403),
-        message: "forbidden".into(),
-    });
+    let w = reporting(V::Degraded, "Slow");
+    w.fail_writes(403, "forbidden");
     let err = w.cycle().await.unwrap_err();
     assert!(matches!(err, Error::NodeIdentity { .. }), "{err}");
     assert!(err.to_string().contains("does not match"), "{err}");
+}
+
+/// Twenty cycles over a write that does not take (`what`: how it fails) try it only a few times.
+async fn twenty_cycles_back_off(w: &World, what: &str) {
+    w.cycles(20).await;
+    let n = pod_writes(w);
+    assert!(
+        (2..=5).contains(&n),
+        "20 cycles, {what} writes backed off to {n} attempts"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn refused_writes_are_retried_slowly() {
     let w = world_with(true, false, 4, Duration::ZERO);
     w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    *w.cluster.fail_writes.lock().unwrap() = Some(ApiFailure {
-        code: Some(422),
-        message: "invalid".into(),
-    });
-    for _ in 0..20 {
-        w.cycle().await.unwrap();
-    }
-    let n = pod_writes(&w);
-    assert!(
-        (2..=5).contains(&n),
-        "20 cycles, refused writes backed off to {n} attempts"
-    );
+    w.report(V::Degraded, "Slow");
+    w.fail_writes(422, "invalid");
+    twenty_cycles_back_off(&w, "refused").await;
     assert!(w.metrics.encode().contains(
         r#"csi_volume_health_status_writes_total{resource="pods/status",result="rejected"}"#
     ));
     // Accepted again: written at the next allowed attempt, then quiet.
     *w.cluster.fail_writes.lock().unwrap() = None;
-    for _ in 0..40 {
-        w.cycle().await.unwrap();
-    }
+    w.cycles(40).await;
     assert_eq!(statuses(&w), vec![("Degraded".into(), "Slow".into())]);
 }
 
@@ -187,26 +164,15 @@ async fn refused_writes_are_retried_slowly() {
 async fn writes_dropped_by_a_gated_api_server_back_off() {
     let w = world_with(true, false, 4, Duration::ZERO);
     w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    w.report(V::Degraded, "Slow");
     *w.cluster.drop_health_fields.lock().unwrap() = true;
-    for _ in 0..20 {
-        w.cycle().await.unwrap();
-    }
-    let n = pod_writes(&w);
-    assert!(
-        (2..=5).contains(&n),
-        "20 cycles, dropped writes backed off to {n} attempts"
-    );
+    twenty_cycles_back_off(&w, "dropped").await;
     assert!(w.metrics.encode().contains(r#"result="dropped"}"#));
 }
 
 #[tokio::test(start_paused = true)]
 async fn gone_pods_lose_their_metric_series() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    let w = reporting(V::Degraded, "Slow");
     w.cycle().await.unwrap();
     assert!(
         w.metrics
@@ -265,10 +231,7 @@ async fn inline_csi_volumes_are_probed_with_the_kubelet_handle() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lagging_watch_does_not_cause_a_second_write() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    let w = reporting(V::Degraded, "Slow");
     // The pod source keeps serving the copy from before the write, as a watch that has not caught up would.
     let before = w.cluster.pods.lock().unwrap().clone();
     w.cycle().await.unwrap();

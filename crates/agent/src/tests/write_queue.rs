@@ -2,13 +2,15 @@
 //! concurrent for different pods, never two at once for one pod, the most severe first, and a
 //! report superseded while queued written once with the latest value.
 
-use crate::cluster::ApiFailure;
 use crate::error::Error;
-use crate::tests::agent_world::{DRIVER, World, pod_writes, statuses, world, world_with};
+use crate::tests::agent_world::{
+    DRIVER, World, pod_writes, reporting, statuses, world, world_with,
+};
 use crate::tests::fakes::entry;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use volhealth_csi::v1::VolumeHealthErrorType as V;
+use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::VolumeStatus;
 use volhealth_writer::MAX_WRITES_IN_FLIGHT;
 
@@ -21,14 +23,12 @@ const WRITE_DELAY: Duration = Duration::from_secs(2);
 
 /// Pods `p0`..`p{n-1}`, each with one attempted volume `vol-{i}`, reporting `status(i)`.
 fn pods(w: &World, n: usize, status: impl Fn(usize) -> V) {
+    w.add_pods(0..n);
     for i in 0..n {
-        let uid = format!("uid-{i}");
-        let handle = format!("vol-{i}");
-        w.cluster
-            .add_pod_with_pv("ns", &format!("p{i}"), &uid, "data", DRIVER, &handle);
-        w.dirs.attempt(&uid, "data");
-        w.node
-            .set_volume(&handle, Ok(vec![entry(status(i), "Injected", "m")]));
+        w.node.set_volume(
+            &format!("vol-{i}"),
+            Ok(vec![entry(status(i), "Injected", "m")]),
+        );
     }
 }
 
@@ -50,6 +50,17 @@ fn status_of(w: &World, pod: &str) -> Vec<String> {
         .collect()
 }
 
+/// Pod `ns/web` reported Degraded ("Slow") by one cycle and `answer` by the next, with
+/// both cycles' writes still queued.
+async fn queued_then(answer: Result<Vec<VolumeHealthEntry>, tonic::Status>) -> World {
+    let w = reporting(V::Degraded, "Slow");
+    w.queue_cycle().await;
+    w.node.set_volume("vol-1", answer);
+    w.forget_probes();
+    w.queue_cycle().await;
+    w
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_correlated_failure_is_written_concurrently_and_most_severe_first() {
     let w = world_with(true, false, 4, Duration::ZERO);
@@ -59,10 +70,7 @@ async fn a_correlated_failure_is_written_concurrently_and_most_severe_first() {
     pods(&w, n, status);
     // The whole cycle's reports are queued before the loop starts, as when the API server falls
     // behind a node whose volumes all fail at once.
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    w.queue_cycle().await;
     let start = tokio::time::Instant::now();
     w.settle().await.unwrap();
     assert_eq!(
@@ -97,25 +105,17 @@ async fn never_two_writes_for_one_pod_at_once() {
     let w = world_with(true, false, 4, Duration::ZERO);
     *w.cluster.write_delay.lock().unwrap() = WRITE_DELAY;
     w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
+    w.report(V::Degraded, "Slow");
     let (pods, storage) = w.agent.write_loops();
     let stop = || tokio::time::sleep(WRITE_DELAY * 10);
     let cycles = async {
-        w.agent
-            .run_cycle(tokio::time::Instant::now())
-            .await
-            .unwrap();
+        w.queue_cycle().await;
         // The first write is in flight now; a newer report for the same pod arrives.
         tokio::time::sleep(WRITE_DELAY / 4).await;
         assert_eq!(pod_writes(&w), 1, "the first write went out at once");
-        w.node
-            .set_volume("vol-1", Ok(vec![entry(V::Inaccessible, "Gone", "m")]));
+        w.report(V::Inaccessible, "Gone");
         w.forget_probes();
-        w.agent
-            .run_cycle(tokio::time::Instant::now())
-            .await
-            .unwrap();
+        w.queue_cycle().await;
         tokio::time::sleep(WRITE_DELAY / 4).await;
         assert_eq!(
             pod_writes(&w),
@@ -131,21 +131,7 @@ async fn never_two_writes_for_one_pod_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_report_superseded_while_queued_is_written_once_with_the_latest_value() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::DataLoss, "Corrupt", "m")]));
-    w.forget_probes();
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    let w = queued_then(Ok(vec![entry(V::DataLoss, "Corrupt", "m")])).await;
     assert_eq!(pod_writes(&w), 0, "both still queued");
     w.settle().await.unwrap();
     assert_eq!(pod_writes(&w), 1, "{:?}", w.cluster.writes());
@@ -154,20 +140,7 @@ async fn a_report_superseded_while_queued_is_written_once_with_the_latest_value(
 
 #[tokio::test(start_paused = true)]
 async fn a_recovery_cancels_a_write_still_queued_and_costs_no_write() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
-    w.node.set_volume("vol-1", Ok(vec![]));
-    w.forget_probes();
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    let w = queued_then(Ok(vec![])).await;
     w.settle().await.unwrap();
     assert_eq!(pod_writes(&w), 0, "{:?}", w.cluster.writes());
     assert!(w.cluster.pod_health("ns", "web").is_empty());
@@ -175,21 +148,7 @@ async fn a_recovery_cancels_a_write_still_queued_and_costs_no_write() {
 
 #[tokio::test(start_paused = true)]
 async fn a_queued_report_stands_while_a_later_probe_fails() {
-    let w = world();
-    w.one_pod();
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
-    w.node
-        .set_volume("vol-1", Err(tonic::Status::unavailable("driver down")));
-    w.forget_probes();
-    w.agent
-        .run_cycle(tokio::time::Instant::now())
-        .await
-        .unwrap();
+    let w = queued_then(Err(tonic::Status::unavailable("driver down"))).await;
     w.settle().await.unwrap();
     assert_eq!(statuses(&w), vec![("Degraded".into(), "Slow".into())]);
 }
@@ -199,12 +158,8 @@ async fn a_forbidden_write_stops_the_running_agent() {
     let w = world();
     w.one_pod();
     w.cluster.set_csinode(&[DRIVER], vec![]);
-    w.node
-        .set_volume("vol-1", Ok(vec![entry(V::Degraded, "Slow", "m")]));
-    *w.cluster.fail_writes.lock().unwrap() = Some(ApiFailure {
-        code: Some(403),
-        message: "forbidden".into(),
-    });
+    w.report(V::Degraded, "Slow");
+    w.fail_writes(403, "forbidden");
     let err = tokio::select! {
         r = w.agent.run() => r.unwrap_err(),
         () = tokio::time::sleep(Duration::from_secs(60)) => panic!("the agent kept running"),
