@@ -98,9 +98,8 @@ async fn monitor_list_without_get_still_detects_and_clears() {
     let world = World::start("list").await;
     let vol = world.bound_claim("claim-a").await;
     let monitor = world.start_monitor("monitor").await;
-    world.inject_condition(&vol, "Degraded", "SlowDisk");
     world
-        .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
+        .inject_and_wait(&vol, "claim-a", "Degraded", "SlowDisk")
         .await;
     world.clear_condition(&vol);
     world.wait_conditions("claim-a", &[]).await;
@@ -121,9 +120,8 @@ async fn monitor_restart_writes_nothing_when_nothing_changed() {
     let a = world.bound_claim("claim-a").await;
     let _b = world.bound_claim("claim-b").await;
     let first = world.start_monitor("monitor-1").await;
-    world.inject_condition(&a, "Inaccessible", "PathGone");
     world
-        .wait_conditions("claim-a", &[("Inaccessible", "PathGone")])
+        .inject_and_wait(&a, "claim-a", "Inaccessible", "PathGone")
         .await;
     first.stop();
     let written = world.status_patches().await;
@@ -156,9 +154,8 @@ async fn monitor_picks_up_claims_bound_after_start() {
     let monitor = world.start_monitor("monitor").await;
     // A new PV and claim, created while the monitor runs.
     let vol = world.bound_claim("late").await;
-    world.inject_condition(&vol, "DataLoss", "BlocksLost");
     world
-        .wait_conditions("late", &[("DataLoss", "BlocksLost")])
+        .inject_and_wait(&vol, "late", "DataLoss", "BlocksLost")
         .await;
     // A claim that is still Pending is not written; once Bound, it is.
     let pending = world.pending_claim("pending").await;

@@ -4,7 +4,7 @@
 //! completes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::Api;
 use std::time::Duration;
 use volhealth_driver::condition::volume_status;
@@ -22,23 +22,15 @@ const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n\
     monitortok,system:serviceaccount:kube-system:csi-external-health-monitor,2,\"system:serviceaccounts\"\n";
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The claims in `default`, as the client of `api` sees them.
-fn claims<K: Clone>(api: &Api<K>) -> Claims {
+/// The claims in `default`, as `admin` sees them.
+fn claims(admin: &kube::Client) -> Claims {
     Claims {
-        admin: kube::Client::from(api.clone()),
+        admin: admin.clone(),
         driver: DRIVER.to_string(),
         endpoint: String::new(),
         namespace: "default".to_string(),
         timeout: WAIT,
     }
-}
-
-async fn conditions(pvcs: &Api<PersistentVolumeClaim>, claim: &str) -> Vec<(String, String)> {
-    claims(pvcs).conditions(claim).await
-}
-
-async fn event_reasons(events: &Api<Event>, claim: &str) -> Vec<String> {
-    claims(events).event_reasons(claim).await
 }
 
 /// The API server, the driver, claim `claim-a` bound to PV `pv-a` of a real volume, and the
@@ -48,6 +40,8 @@ struct World {
     api: ApiServer,
     driver: Driver,
     admin: kube::Client,
+    /// The claims in `default`, as the admin sees them.
+    claims: Claims,
     volume: String,
     monitor: Service,
     /// The monitor's `/metrics` URL.
@@ -55,6 +49,12 @@ struct World {
 }
 
 impl World {
+    /// Makes the driver report `status` for the volume, with `reason`.
+    fn inject(&self, status: i32, reason: &str) {
+        self.driver
+            .inject_volume(&self.volume, Side::Controller, status, reason);
+    }
+
     /// Waits until the monitor's metrics count a successful health call: its first cycle ran.
     async fn first_cycle_done(&self) {
         let url = self.metrics.clone();
@@ -132,6 +132,7 @@ async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
         _dir: dir,
         api,
         driver,
+        claims: claims(&admin),
         admin,
         volume,
         monitor,
@@ -142,47 +143,21 @@ async fn world_at(interval: Duration, annotation: Option<&str>) -> World {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
     let w = world().await;
-    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
-
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
-    let events: Api<Event> = Api::namespaced(admin.clone(), "default");
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
-    );
-    let want = vec![("Degraded".to_string(), "SlowDisk".to_string())];
-    wait_for(WAIT, "the fault on the claim's status", || async {
-        (conditions(&pvcs, "claim-a").await == want).then_some(())
-    })
-    .await;
-    wait_for(WAIT, "a Warning Event on the claim", || async {
-        event_reasons(&events, "claim-a")
-            .await
-            .iter()
-            .any(|r| r == REASON_VOLUME_DEGRADED)
-            .then_some(())
-    })
-    .await;
+    w.inject(volume_status::DEGRADED, "SlowDisk");
+    w.claims
+        .wait_conditions("claim-a", &[("Degraded", "SlowDisk")])
+        .await;
+    w.claims.wait_event("claim-a", REASON_VOLUME_DEGRADED).await;
     assert!(
         !w.monitor.ended(),
         "the monitor keeps running while nothing asks it to stop"
     );
 
-    driver.clear_volume(&volume);
-    wait_for(WAIT, "the claim's conditions to clear", || async {
-        conditions(&pvcs, "claim-a").await.is_empty().then_some(())
-    })
-    .await;
-    wait_for(WAIT, "a Normal Event on recovery", || async {
-        event_reasons(&events, "claim-a")
-            .await
-            .iter()
-            .any(|r| r == REASON_VOLUME_RECOVERED)
-            .then_some(())
-    })
-    .await;
+    w.driver.clear_volume(&w.volume);
+    w.claims.wait_conditions("claim-a", &[]).await;
+    w.claims
+        .wait_event("claim-a", REASON_VOLUME_RECOVERED)
+        .await;
 
     w.stop();
 }
@@ -192,24 +167,24 @@ async fn a_fault_reaches_the_claim_and_its_recovery_clears_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_csidrivers_interval_annotation_overrides_the_flag() {
     let w = world_at(Duration::from_secs(3600), Some("1s")).await;
-    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
     // Past the first cycle, which runs at start whatever the interval.
     w.first_cycle_done().await;
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::INACCESSIBLE,
-        "DiskFailure",
-    );
-    let want = vec![("Inaccessible".to_string(), "DiskFailure".to_string())];
-    wait_for(
-        WAIT,
-        "the fault on the claim's status, at the annotation's interval",
-        || async { (conditions(&pvcs, "claim-a").await == want).then_some(()) },
-    )
-    .await;
+    w.inject(volume_status::INACCESSIBLE, "DiskFailure");
+    w.claims
+        .wait_conditions("claim-a", &[("Inaccessible", "DiskFailure")])
+        .await;
     w.stop();
+}
+
+/// Merges `status` into the status of object `name`, as a controller would.
+async fn merge_status<K>(api: &Api<K>, name: &str, status: serde_json::Value)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = kube::api::Patch::Merge(serde_json::json!({ "status": status }));
+    api.patch_status(name, &kube::api::PatchParams::default(), &patch)
+        .await
+        .unwrap();
 }
 
 /// external-health-monitor #188: a PV whose claim is deleted and that is then bound to a new
@@ -221,32 +196,18 @@ async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
     use serde_json::json;
 
     let w = world().await;
-    let (driver, admin, volume) = (&w.driver, w.admin.clone(), w.volume.clone());
+    let admin = w.admin.clone();
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "default");
-    driver.inject_volume(
-        &volume,
-        Side::Controller,
-        volume_status::DEGRADED,
-        "SlowDisk",
-    );
-    let want = vec![("Degraded".to_string(), "SlowDisk".to_string())];
-    wait_for(WAIT, "the fault on the first claim", || async {
-        (conditions(&pvcs, "claim-a").await == want).then_some(())
-    })
-    .await;
+    w.inject(volume_status::DEGRADED, "SlowDisk");
+    let want = [("Degraded", "SlowDisk")];
+    w.claims.wait_conditions("claim-a", &want).await;
 
     // The claim goes; the PV is released, then bound to a new claim, as the PV controller does.
     pvcs.delete("claim-a", &DeleteParams::default())
         .await
         .unwrap();
     let pvs: Api<PersistentVolume> = Api::all(admin.clone());
-    pvs.patch_status(
-        "pv-a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"phase": "Released"}})),
-    )
-    .await
-    .unwrap();
+    merge_status(&pvs, "pv-a", json!({"phase": "Released"})).await;
     let claim_b: PersistentVolumeClaim = serde_json::from_value(json!({
         "metadata": {"name": "claim-b", "namespace": "default"},
         "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-a",
@@ -263,33 +224,17 @@ async fn a_volume_rebound_to_a_new_claim_is_monitored_for_that_claim() {
     )
     .await
     .unwrap();
-    pvs.patch_status(
-        "pv-a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"phase": "Bound"}})),
-    )
-    .await
-    .unwrap();
-    pvcs.patch_status(
+    merge_status(&pvs, "pv-a", json!({"phase": "Bound"})).await;
+    merge_status(
+        &pvcs,
         "claim-b",
-        &PatchParams::default(),
-        &Patch::Merge(
-            json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
-                                        "capacity": {"storage": "1Mi"}}}),
-        ),
+        json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Mi"}}),
     )
-    .await
-    .unwrap();
-    wait_for(WAIT, "the fault on the new claim", || async {
-        (conditions(&pvcs, "claim-b").await == want).then_some(())
-    })
     .await;
+    w.claims.wait_conditions("claim-b", &want).await;
     // And it is followed there: the recovery clears the new claim.
-    driver.clear_volume(&volume);
-    wait_for(WAIT, "the recovery on the new claim", || async {
-        conditions(&pvcs, "claim-b").await.is_empty().then_some(())
-    })
-    .await;
+    w.driver.clear_volume(&w.volume);
+    w.claims.wait_conditions("claim-b", &[]).await;
 
     w.stop();
 }

@@ -143,12 +143,7 @@ async fn a_confirming_get_that_still_reports_keeps_the_conditions() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
     let vols = ["vol-a", "vol-b", "vol-c"];
-    let mut r = degraded_one_per_page(&vols);
-    r.cycle().await;
-    assert_eq!(r.api.patches().len(), 3);
-    for v in vols {
-        r.driver.set(v, vec![]);
-    }
+    let mut r = written_then_recovered(&vols).await;
     // Everything recovered, but the page fails: nothing may be cleared or counted.
     let next_page = r.driver.with(|s| s.list_pages);
     r.driver.with(|s| s.fail_list_page = Some(next_page));
@@ -171,13 +166,8 @@ async fn a_failed_page_keeps_everything_and_the_cycle_counts_for_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_driver_that_never_stops_paging_is_cut_short_and_clears_nothing() {
     let vols = ["vol-a", "vol-b", "vol-c"];
-    let mut r = degraded_one_per_page(&vols);
-    r.cycle().await;
-    assert_eq!(r.api.patches().len(), 3);
-    // Everything recovers, but each page now carries a token never seen before.
-    for v in vols {
-        r.driver.set(v, vec![]);
-    }
+    let mut r = written_then_recovered(&vols).await;
+    // Everything recovered, but each page now carries a token never seen before.
     r.driver.with(|s| s.endless_tokens = true);
     for _ in 0..3 {
         let before = r.driver.with(|s| s.list_pages);
@@ -276,6 +266,18 @@ fn degraded_one_per_page(vols: &[&str]) -> Rig {
     );
     for v in vols {
         r.driver.set(v, degraded("Slow"));
+    }
+    r
+}
+
+/// [`degraded_one_per_page`] after a cycle that wrote each volume's condition, with every
+/// volume recovered since at the driver.
+async fn written_then_recovered(vols: &[&str]) -> Rig {
+    let mut r = degraded_one_per_page(vols);
+    r.cycle().await;
+    assert_eq!(r.api.patches().len(), vols.len());
+    for v in vols {
+        r.driver.set(v, vec![]);
     }
     r
 }

@@ -76,6 +76,13 @@ impl World {
         );
     }
 
+    /// Injects a controller-side condition on `volume` and waits until `claim`, its claim,
+    /// holds exactly that condition.
+    pub async fn inject_and_wait(&self, volume: &str, claim: &str, status: &str, reason: &str) {
+        self.inject_condition(volume, status, reason);
+        self.wait_conditions(claim, &[(status, reason)]).await;
+    }
+
     /// Clears a volume's injected conditions.
     pub fn clear_condition(&self, volume: &str) {
         self.driver.clear_volume(volume);
