@@ -4,6 +4,7 @@
 
 use crate::apiserver::ApiServer;
 use crate::kube_client::client_for;
+use crate::service::Service;
 use crate::world::{Driver, bind_claim, create, stage_and_publish};
 use crate::writers::{agent_config, monitor_config};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -116,6 +117,16 @@ impl NodeWorld {
             root,
             node: node.to_string(),
         }
+    }
+
+    /// Stops `services` (what runs over this world: each must end cleanly), then the driver and
+    /// the API server.
+    pub fn stop(self, services: impl IntoIterator<Item = Service>) {
+        for service in services {
+            service.stop().expect("a service stops cleanly");
+        }
+        self.driver.stop().expect("the driver stops cleanly");
+        self.api.stop().expect("the API server stops cleanly");
     }
 
     /// The monitor of the world's driver as its service account (`monitortok`), serving its

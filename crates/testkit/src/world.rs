@@ -195,6 +195,13 @@ pub fn mount_capability() -> v1::VolumeCapability {
     }
 }
 
+/// A CSI call's request, with the deadline every call of these tests has.
+fn csi_request<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.set_timeout(CSI_TIMEOUT);
+    request
+}
+
 /// Creates a volume through CreateVolume of the driver at `endpoint` (asking for
 /// `required_bytes` when given) with a mount capability; returns its id.
 pub async fn create_volume(endpoint: &str, name: &str, required_bytes: Option<i64>) -> String {
@@ -202,7 +209,7 @@ pub async fn create_volume(endpoint: &str, name: &str, required_bytes: Option<i6
         .await
         .expect("connecting to the driver");
     let mut client = v1::controller_client::ControllerClient::new(channel);
-    let mut req = tonic::Request::new(v1::CreateVolumeRequest {
+    let req = csi_request(v1::CreateVolumeRequest {
         name: name.to_string(),
         capacity_range: required_bytes.map(|required_bytes| v1::CapacityRange {
             required_bytes,
@@ -211,7 +218,6 @@ pub async fn create_volume(endpoint: &str, name: &str, required_bytes: Option<i6
         volume_capabilities: vec![mount_capability()],
         ..Default::default()
     });
-    req.set_timeout(CSI_TIMEOUT);
     let resp = client
         .create_volume(req)
         .await
@@ -331,25 +337,23 @@ pub async fn stage_and_publish_via(
         std::fs::create_dir_all(dir).expect("creating a kubelet directory");
         std::fs::write(dir.join("vol_data.json"), data.to_string()).expect("writing vol_data.json");
     }
-    let mut stage = tonic::Request::new(v1::NodeStageVolumeRequest {
+    let stage = csi_request(v1::NodeStageVolumeRequest {
         volume_id: volume_id.to_string(),
         staging_target_path: staging.display().to_string(),
         volume_capability: Some(mount_capability()),
         ..Default::default()
     });
-    stage.set_timeout(CSI_TIMEOUT);
     client
         .node_stage_volume(stage)
         .await
         .expect("NodeStageVolume");
-    let mut publish = tonic::Request::new(v1::NodePublishVolumeRequest {
+    let publish = csi_request(v1::NodePublishVolumeRequest {
         volume_id: volume_id.to_string(),
         staging_target_path: staging.display().to_string(),
         target_path: target.display().to_string(),
         volume_capability: Some(mount_capability()),
         ..Default::default()
     });
-    publish.set_timeout(CSI_TIMEOUT);
     client
         .node_publish_volume(publish)
         .await

@@ -6,9 +6,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use volhealth_testkit::{
-    NodeWorld, agent_config, client_for, monitor_config, run_agent, run_monitor, wait_for,
-};
+use volhealth_testkit::{NodeWorld, client_for, run_agent, run_monitor, wait_for};
 
 const DRIVER: &str = "hostpath.volhealth.io";
 const NODE: &str = "node-a";
@@ -37,32 +35,16 @@ async fn pod_conditions(admin: &kube::Client) -> Option<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_writers_resume_after_an_api_server_restart_and_lose_nothing() {
     let w = NodeWorld::with_driver(DRIVER, NODE, |_| {}).await;
+    let (monitor_http, agent_http) = (free_addr(), free_addr());
+    let monitor = run_monitor("monitor", w.monitor_config(Some(monitor_http)));
+    let agent = run_agent("agent", w.agent_config("nodetok", Some(agent_http)));
     let NodeWorld {
-        dir,
         api,
         admin,
         driver,
         volume,
-        root,
         ..
     } = w;
-
-    let (monitor_http, agent_http) = (free_addr(), free_addr());
-    let monitor_config = monitor_config(
-        &driver.endpoint,
-        api.token_kubeconfig(dir.path(), "monitor", "monitortok"),
-        Some(monitor_http),
-    );
-    let monitor = run_monitor("monitor", monitor_config);
-    let agent_config = agent_config(
-        NODE,
-        api.token_kubeconfig(dir.path(), "node", "nodetok"),
-        &root,
-        DRIVER,
-        &driver.endpoint,
-        Some(agent_http),
-    );
-    let agent = run_agent("agent", agent_config);
 
     driver.inject_both_sides(&volume);
     wait_for(

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use support::{free_addr, more_cycles};
 use volhealth_agent::NodeFaultMode;
-use volhealth_driver::HealthCapabilities;
+use volhealth_driver::{DriverConfig, HealthCapabilities};
 use volhealth_testkit::{NodeWorld, Service, create, run_agent, run_monitor, wait_for};
 use volhealth_writer::coverage;
 
@@ -36,6 +36,18 @@ fn start_writers(w: &NodeWorld, node_faults: NodeFaultMode) -> (Service, Service
     agent_config.node_faults = node_faults;
     let agent = run_agent("agent", agent_config);
     (monitor, agent, [monitor_http, agent_http])
+}
+
+/// A world whose driver `configure` sets up, registered as a CSIDriver, and both writers
+/// started over it.
+async fn registered(
+    configure: impl FnOnce(&mut DriverConfig),
+    node_faults: NodeFaultMode,
+) -> (NodeWorld, Service, Service, [SocketAddr; 2]) {
+    let w = NodeWorld::with_driver(DRIVER, NODE, configure).await;
+    register_csidriver(&w).await;
+    let (monitor, agent, writers) = start_writers(&w, node_faults);
+    (w, monitor, agent, writers)
 }
 
 /// The world's driver registered as a CSIDriver, as a cluster has it.
@@ -106,33 +118,26 @@ fn status(w: &NodeWorld, bin: &PathBuf, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// What `status` says of the one volume: its table row (split into cells) and its JSON entry.
-fn volume_row(w: &NodeWorld, bin: &PathBuf) -> (Vec<String>, Value, bool) {
+/// What `status` says of the one volume: asserts its table row (split into cells) is
+/// `default pvc/claim-web DRIVER` and then `cells` (controller side, node side,
+/// health), and answers its JSON entry and whether `status` calls the whole lot healthy.
+fn volume_row(w: &NodeWorld, bin: &PathBuf, cells: &[&str]) -> (Value, bool) {
     let table = status(w, bin, &[]);
-    let row = table
+    let row: Vec<&str> = table
         .lines()
         .find(|l| l.contains("pvc/claim-web"))
         .unwrap_or_else(|| panic!("no row for the volume in:\n{table}"))
         .split_whitespace()
-        .map(str::to_string)
         .collect();
+    let want = [&["default", "pvc/claim-web", DRIVER], cells].concat();
+    assert_eq!(row, want, "the volume's row in:\n{table}");
     let doc: Value = serde_json::from_str(&status(w, bin, &["-o", "json"])).unwrap();
-    (row, doc["volumes"][0].clone(), doc["healthy"] == true)
-}
-
-async fn stop(w: NodeWorld, monitor: Service, agent: Service) {
-    monitor.stop().unwrap();
-    agent.stop().unwrap();
-    let NodeWorld { driver, api, .. } = w;
-    driver.stop().unwrap();
-    api.stop().unwrap();
+    (doc["volumes"][0].clone(), doc["healthy"] == true)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_with_the_health_rpcs_is_watched_by_them_on_both_sides() {
-    let w = NodeWorld::with_driver(DRIVER, NODE, |_| {}).await;
-    register_csidriver(&w).await;
-    let (monitor, agent, writers) = start_writers(&w, NodeFaultMode::Auto);
+    let (w, monitor, agent, writers) = registered(|_| {}, NodeFaultMode::Auto).await;
     let (mode, rv) = wait_published(&w, "health-rpcs", "health-rpcs").await;
     assert!(mode == "list" || mode == "get", "{mode}");
 
@@ -145,78 +150,53 @@ async fn a_driver_with_the_health_rpcs_is_watched_by_them_on_both_sides() {
     assert_eq!(again.metadata.resource_version.unwrap(), rv);
 
     if let Some(bin) = volhealth_bin() {
-        let (row, json, healthy) = volume_row(&w, &bin);
-        assert_eq!(
-            row,
-            ["default", "pvc/claim-web", DRIVER, "rpc", "rpc", "healthy"]
-        );
+        let (json, healthy) = volume_row(&w, &bin, &["rpc", "rpc", "healthy"]);
         assert_eq!(json["controller"], "rpc");
         assert_eq!(json["node"], "rpc");
         assert_eq!(json["health"], "healthy");
         assert!(healthy);
     }
-    stop(w, monitor, agent).await;
+    w.stop([monitor, agent]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_only_driver_is_watched_through_the_bridge_on_both_sides() {
-    let w = NodeWorld::with_driver(DRIVER, NODE, |c| {
-        c.health = HealthCapabilities::NONE;
-        c.legacy_condition = true;
-    })
+    let (w, monitor, agent, _) = registered(
+        |c| {
+            c.health = HealthCapabilities::NONE;
+            c.legacy_condition = true;
+        },
+        NodeFaultMode::Auto,
+    )
     .await;
-    register_csidriver(&w).await;
-    let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Auto);
     wait_published(&w, "legacy-volume-condition", "legacy-volume-condition").await;
     if let Some(bin) = volhealth_bin() {
-        let (row, json, healthy) = volume_row(&w, &bin);
-        assert_eq!(
-            row,
-            [
-                "default",
-                "pvc/claim-web",
-                DRIVER,
-                "legacy",
-                "legacy",
-                "healthy"
-            ]
-        );
+        let (json, healthy) = volume_row(&w, &bin, &["legacy", "legacy", "healthy"]);
         assert_eq!(json["controller"], "legacy");
         assert!(healthy);
     }
-    stop(w, monitor, agent).await;
+    w.stop([monitor, agent]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_nothing_watches_is_never_shown_as_healthy() {
-    let w = NodeWorld::with_driver(DRIVER, NODE, |c| {
-        c.health = HealthCapabilities::NONE;
-    })
+    let (w, monitor, agent, _) = registered(
+        |c| {
+            c.health = HealthCapabilities::NONE;
+        },
+        NodeFaultMode::Off,
+    )
     .await;
-    register_csidriver(&w).await;
-    let (monitor, agent, _) = start_writers(&w, NodeFaultMode::Off);
     let (mode, _) = wait_published(&w, "none", "none").await;
     assert_eq!(mode, "off");
     if let Some(bin) = volhealth_bin() {
-        let (row, json, healthy) = volume_row(&w, &bin);
-        assert_eq!(
-            row,
-            [
-                "default",
-                "pvc/claim-web",
-                DRIVER,
-                "none",
-                "none",
-                "not",
-                "watched"
-            ]
-        );
+        let (json, healthy) = volume_row(&w, &bin, &["none", "none", "not", "watched"]);
         assert_eq!(json["health"], "notWatched");
         assert!(!healthy, "a volume nothing watches is not healthy");
         let table = status(&w, &bin, &[]);
         assert!(table.contains("1 not watched"), "{table}");
     }
-    stop(w, monitor, agent).await;
+    w.stop([monitor, agent]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,20 +219,9 @@ async fn without_a_csidriver_the_controller_side_is_unknown_and_the_monitor_carr
         "the monitor carries on without a CSIDriver"
     );
     if let Some(bin) = volhealth_bin() {
-        let (row, json, healthy) = volume_row(&w, &bin);
-        assert_eq!(
-            row,
-            [
-                "default",
-                "pvc/claim-web",
-                DRIVER,
-                "unknown",
-                "none",
-                "unknown"
-            ]
-        );
+        let (json, healthy) = volume_row(&w, &bin, &["unknown", "none", "unknown"]);
         assert_eq!(json["health"], "unknown");
         assert!(healthy, "unknown is said, but is no warning");
     }
-    stop(w, monitor, agent).await;
+    w.stop([monitor, agent]);
 }

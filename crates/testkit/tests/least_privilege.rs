@@ -24,7 +24,7 @@ use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
 use volhealth_testkit::{
-    NodeWorld, ServiceError, agent_config, create, monitor_config, run_agent, run_monitor, wait_for,
+    NodeWorld, Service, ServiceError, create, run_agent, run_monitor, wait_for,
 };
 use volhealth_writer::coverage;
 
@@ -247,6 +247,16 @@ fn settle(stopped: Result<(), ServiceError>, outcome: Trial, who: &str) -> Trial
 }
 
 impl World {
+    /// How a trial ends before its writer worked, if it does: refused (the server counts a
+    /// refusal past `base`), or `writer` stopped. A writer refused at start may stop with an
+    /// error: the refusal is what counts.
+    async fn cut_short(&self, base: f64, writer: &Service) -> Option<Trial> {
+        if refusals(&self.admin).await > base {
+            return Some(Trial::Refused);
+        }
+        writer.ended().then_some(Trial::Ended)
+    }
+
     async fn monitor_trial(&self, n: usize, patience: Duration) -> Trial {
         let reason = format!("Trial{n}");
         self.driver.inject_volume(
@@ -278,24 +288,15 @@ impl World {
                 identity: Some(format!("monitor-{n}")),
                 labels: Default::default(),
             }),
-            ..monitor_config(
-                &self.driver.endpoint,
-                self.api
-                    .token_kubeconfig(self.dir.path(), "monitor", "monitortok"),
-                None,
-            )
+            ..self.monitor_config(None)
         };
         let base = refusals(&self.admin).await;
         let started = tokio::time::Instant::now();
         let monitor = run_monitor("monitor", config);
         let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.admin.clone(), "default");
         let outcome = wait_for(patience, "the monitor to work or be refused", || async {
-            // A writer refused at start may stop with an error: the refusal is what counts.
-            if refusals(&self.admin).await > base {
-                return Some(Trial::Refused);
-            }
-            if monitor.ended() {
-                return Some(Trial::Ended);
+            if let Some(cut_short) = self.cut_short(base, &monitor).await {
+                return Some(cut_short);
             }
             let on_status = pvcs
                 .get("claim-web")
@@ -365,26 +366,14 @@ impl World {
             )
             .await;
         }
-        let config = agent_config(
-            NODE,
-            self.api
-                .token_kubeconfig(self.dir.path(), "agent", "agenttok"),
-            &self.root,
-            DRIVER,
-            &self.driver.endpoint,
-            None,
-        );
+        let config = self.agent_config("agenttok", None);
         let base = refusals(&self.admin).await;
         let agent = run_agent("agent", config);
         let pods: Api<Pod> = Api::namespaced(self.admin.clone(), "default");
         let csinodes: Api<CSINode> = Api::all(self.admin.clone());
         let outcome = wait_for(patience, "the agent to work or be refused", || async {
-            // A writer refused at start may stop with an error: the refusal is what counts.
-            if refusals(&self.admin).await > base {
-                return Some(Trial::Refused);
-            }
-            if agent.ended() {
-                return Some(Trial::Ended);
+            if let Some(cut_short) = self.cut_short(base, &agent).await {
+                return Some(cut_short);
             }
             let on_pod = pods
                 .get("web")
@@ -496,7 +485,5 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
     }
     assert!(spare.is_empty(), "grants nothing needs: {spare:#?}");
 
-    let NodeWorld { driver, api, .. } = world.0;
-    driver.stop().expect("the driver stops");
-    api.stop().expect("the API server stops");
+    world.0.stop([]);
 }

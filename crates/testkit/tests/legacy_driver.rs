@@ -89,18 +89,12 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
         ..Default::default()
     };
     let (monitor, agent, writers) = start_writers(&w, &w.driver.endpoint.clone(), legacy);
-    let NodeWorld {
-        api,
-        admin,
-        driver,
-        volume,
-        ..
-    } = w;
+    let (admin, driver, volume) = (&w.admin, &w.driver, &w.volume);
 
     // A user's rule maps the controller's message; the node's falls to the default mapping.
-    driver.inject_both_sides(&volume);
+    driver.inject_both_sides(volume);
     wait_both(
-        &admin,
+        admin,
         "both legacy conditions on status",
         seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
         seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
@@ -111,35 +105,35 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
     for method in ["ListVolumes", "ControllerGetVolume", "NodeGetVolumeStats"] {
         driver.fail_method(method, UNAVAILABLE);
     }
-    driver.clear_volume(&volume);
+    driver.clear_volume(volume);
     more_cycles(&writers, 3.0).await;
     assert_eq!(
-        claim(&admin).await.unwrap().0,
+        claim(admin).await.unwrap().0,
         seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
         "a failed ListVolumes or ControllerGetVolume is no recovery"
     );
     assert_eq!(
-        pod(&admin).await.unwrap(),
+        pod(admin).await.unwrap(),
         seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
         "a failed NodeGetVolumeStats is no recovery"
     );
 
     // The calls answer again: both clear.
     driver.clear_faults();
-    wait_both(&admin, "both conditions cleared", Seen::new(), Seen::new()).await;
+    wait_both(admin, "both conditions cleared", Seen::new(), Seen::new()).await;
 
     // A message stamped with the time of each poll (as PowerFlex's) is written once.
     let stamped =
         |second: u32| format!("Volume is not found by controller at 2024-03-01 10:15:{second:02}");
     driver.inject_volume_message(
-        &volume,
+        volume,
         Side::Controller,
         volume_status::INACCESSIBLE,
         "Gone",
         &stamped(1),
     );
     let rv = wait_for(WAIT, "the stamped condition on the claim", || async {
-        let (c, rv) = claim(&admin).await?;
+        let (c, rv) = claim(admin).await?;
         (c == seen(
             "Inaccessible",
             "VolumeNotFound",
@@ -150,7 +144,7 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
     .await;
     for second in 2..6 {
         driver.inject_volume_message(
-            &volume,
+            volume,
             Side::Controller,
             volume_status::INACCESSIBLE,
             "Gone",
@@ -159,16 +153,13 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
         more_cycles(&writers[..1], 1.0).await;
     }
     assert_eq!(
-        claim(&admin).await.unwrap().1,
+        claim(admin).await.unwrap().1,
         rv,
         "a new timestamp in the same message rewrote the claim"
     );
 
     assert!(!monitor.ended() && !agent.ended());
-    monitor.stop().unwrap();
-    agent.stop().unwrap();
-    driver.stop().unwrap();
-    api.stop().unwrap();
+    w.stop([monitor, agent]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,25 +188,19 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
         ..Default::default()
     };
     let (monitor, agent, _) = start_writers(&w, &proxy_endpoint, off);
-    let NodeWorld {
-        api,
-        admin,
-        driver,
-        volume,
-        ..
-    } = w;
+    let (admin, driver, volume) = (&w.admin, &w.driver, &w.volume);
 
-    driver.inject_both_sides(&volume);
+    driver.inject_both_sides(volume);
     wait_both(
-        &admin,
+        admin,
         "both legacy conditions on status through the proxy",
         seen("Degraded", "VolumeConditionAbnormal", "injected SlowDisk"),
         seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
     )
     .await;
-    driver.clear_volume(&volume);
+    driver.clear_volume(volume);
     wait_both(
-        &admin,
+        admin,
         "both cleared through the proxy",
         Seen::new(),
         Seen::new(),
@@ -223,9 +208,5 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
     .await;
 
     assert!(!monitor.ended() && !agent.ended() && !proxy.ended());
-    monitor.stop().unwrap();
-    agent.stop().unwrap();
-    proxy.stop().unwrap();
-    driver.stop().unwrap();
-    api.stop().unwrap();
+    w.stop([monitor, agent, proxy]);
 }
