@@ -40,6 +40,17 @@ pub struct ObjectRef {
 }
 
 impl ObjectRef {
+    /// A PersistentVolumeClaim's reference.
+    pub fn claim(namespace: &str, name: &str, uid: Option<&str>) -> ObjectRef {
+        ObjectRef {
+            api_version: "v1",
+            kind: "PersistentVolumeClaim",
+            namespace: Some(namespace.to_string()),
+            name: name.to_string(),
+            uid: uid.map(str::to_string),
+        }
+    }
+
     /// The namespace the Event lives in (`default` for a cluster-scoped object, as the kubelet does).
     pub fn event_namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or("default")

@@ -47,13 +47,7 @@ fn conditions(h: &Health) -> &[VolumeHealthCondition] {
 
 /// The Event object of a claim.
 pub fn claim_ref(key: &ClaimKey, uid: Option<&str>) -> ObjectRef {
-    ObjectRef {
-        api_version: "v1",
-        kind: "PersistentVolumeClaim",
-        namespace: Some(key.namespace.clone()),
-        name: key.name.clone(),
-        uid: uid.map(str::to_string),
-    }
+    ObjectRef::claim(&key.namespace, &key.name, uid)
 }
 
 /// PVC health as a [`Target`] of the shared writer.

@@ -133,13 +133,7 @@ impl Target for Pvcs {
         before: &Health,
         after: &Health,
     ) -> Vec<HealthEvent> {
-        let object = ObjectRef {
-            api_version: "v1",
-            kind: "PersistentVolumeClaim",
-            namespace: Some("ns".into()),
-            name: format!("pvc-{key}"),
-            uid: None,
-        };
+        let object = ObjectRef::claim("ns", &format!("pvc-{key}"), None);
         transition_event(
             &object,
             Subject::Volume,

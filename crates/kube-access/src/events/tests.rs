@@ -6,13 +6,7 @@ const DEGRADED: &str = "VolumeHealthDegraded";
 const RECOVERED: &str = "VolumeHealthRecovered";
 
 fn pvc(name: &str) -> ObjectRef {
-    ObjectRef {
-        api_version: "v1",
-        kind: "PersistentVolumeClaim",
-        namespace: Some("ns".into()),
-        name: name.into(),
-        uid: Some(format!("uid-{name}")),
-    }
+    ObjectRef::claim("ns", name, Some(&format!("uid-{name}")))
 }
 
 struct NoCounter;

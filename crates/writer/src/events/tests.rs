@@ -5,13 +5,7 @@ use super::*;
 use volhealth_model::VolumeHealthCondition;
 
 fn pvc(name: &str) -> ObjectRef {
-    ObjectRef {
-        api_version: "v1",
-        kind: "PersistentVolumeClaim",
-        namespace: Some("ns".into()),
-        name: name.into(),
-        uid: Some(format!("uid-{name}")),
-    }
+    ObjectRef::claim("ns", name, Some(&format!("uid-{name}")))
 }
 
 fn c(reason: &str, message: &str) -> VolumeHealthCondition {
