@@ -24,7 +24,7 @@ use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
 use volhealth_testkit::{
-    NodeWorld, Service, ServiceError, create, run_agent, run_monitor, wait_for,
+    NodeWorld, Service, ServiceError, create, run_agent, run_monitor, storage_conditions, wait_for,
 };
 use volhealth_writer::coverage;
 
@@ -384,15 +384,10 @@ impl World {
                 .iter()
                 .flat_map(|e| e.health_conditions.iter().flatten())
                 .any(|c| c.reason == reason);
-            let on_csinode = csinodes
-                .get(NODE)
+            let on_csinode = storage_conditions(&self.admin, NODE, DRIVER)
                 .await
-                .ok()?
-                .status?
-                .storage_health?
                 .iter()
-                .flat_map(|e| e.health_conditions.iter().flatten())
-                .any(|c| c.reason == reason);
+                .any(|(_, r)| *r == reason);
             let published = csinodes
                 .get(NODE)
                 .await

@@ -35,6 +35,15 @@ async fn wait_both(admin: &kube::Client, what: &str, on_claim: Seen, on_pod: See
     .await;
 }
 
+/// Injects the driver's fault on both sides of the volume (the node's message, `injected
+/// PathGone`, maps by default) and waits until the claim shows `on_claim` and the pod the
+/// node's condition.
+async fn inject_both_sides(w: &NodeWorld, what: &str, on_claim: Seen) {
+    w.driver.inject_both_sides(&w.volume);
+    let on_pod = seen("Degraded", "VolumeConditionAbnormal", "injected PathGone");
+    wait_both(&w.admin, what, on_claim, on_pod).await;
+}
+
 fn seen(status: &str, reason: &str, message: &str) -> Seen {
     vec![(status.into(), reason.into(), message.into())]
 }
@@ -92,12 +101,10 @@ async fn conditions_of_a_legacy_only_driver_reach_claim_and_pod_and_clear() {
     let (admin, driver, volume) = (&w.admin, &w.driver, &w.volume);
 
     // A user's rule maps the controller's message; the node's falls to the default mapping.
-    driver.inject_both_sides(volume);
-    wait_both(
-        admin,
+    inject_both_sides(
+        &w,
         "both legacy conditions on status",
         seen("Inaccessible", "SlowDisk", "injected SlowDisk"),
-        seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
     )
     .await;
 
@@ -190,12 +197,10 @@ async fn through_the_health_proxy_writers_that_know_only_the_new_rpcs_see_legacy
     let (monitor, agent, _) = start_writers(&w, &proxy_endpoint, off);
     let (admin, driver, volume) = (&w.admin, &w.driver, &w.volume);
 
-    driver.inject_both_sides(volume);
-    wait_both(
-        admin,
+    inject_both_sides(
+        &w,
         "both legacy conditions on status through the proxy",
         seen("Degraded", "VolumeConditionAbnormal", "injected SlowDisk"),
-        seen("Degraded", "VolumeConditionAbnormal", "injected PathGone"),
     )
     .await;
     driver.clear_volume(volume);
