@@ -48,6 +48,12 @@ impl MemoryView {
         self
     }
 
+    /// Gives `node` a CSINode whose `driver` entry holds one condition, for every access and
+    /// volume mode.
+    pub fn with_condition(self, node: &str, driver: &str, status: &str, reason: &str) -> Self {
+        self.with_conditions(node, driver, vec![condition(status, reason, None, None)])
+    }
+
     /// Gives `node` a CSINode whose `driver` entry holds `conditions`.
     pub fn with_conditions(
         mut self,

@@ -213,51 +213,36 @@ async fn the_extender_filters_as_the_keps_rules_say() {
     claim(&kc, "rwo-block", TOPOLVM, &["ReadWriteOnce"], "Block").await;
     claim(&kc, "ceph", CEPH, &["ReadWriteOnce"], "Block").await;
     csinode(&kc, "ok", TOPOLVM, json!([])).await;
-    csinode(
-        &kc,
-        "unreachable",
-        TOPOLVM,
-        json!([cond("StorageUnreachable", "NetworkPartition", None, None)]),
-    )
-    .await;
-    csinode(
-        &kc,
-        "degraded",
-        TOPOLVM,
-        json!([cond("StorageDegraded", "PhysicalVolumeMissing", None, None)]),
-    )
-    .await;
-    csinode(
-        &kc,
-        "rwx-only",
-        TOPOLVM,
-        json!([cond(
-            "StorageUnreachable",
-            "NfsDown",
-            Some("ReadWriteMany"),
-            None
-        )]),
-    )
-    .await;
-    csinode(
-        &kc,
-        "block-only",
-        TOPOLVM,
-        json!([cond("StorageUnreachable", "BlockPath", None, Some("Block"))]),
-    )
-    .await;
-    csinode(
-        &kc,
-        "ceph-down",
-        CEPH,
-        json!([cond(
-            "StorageUnreachable",
-            "MonitorsUnreachable",
-            None,
-            None
-        )]),
-    )
-    .await;
+    let unhealthy = [
+        (
+            "unreachable",
+            TOPOLVM,
+            cond("StorageUnreachable", "NetworkPartition", None, None),
+        ),
+        (
+            "degraded",
+            TOPOLVM,
+            cond("StorageDegraded", "PhysicalVolumeMissing", None, None),
+        ),
+        (
+            "rwx-only",
+            TOPOLVM,
+            cond("StorageUnreachable", "NfsDown", Some("ReadWriteMany"), None),
+        ),
+        (
+            "block-only",
+            TOPOLVM,
+            cond("StorageUnreachable", "BlockPath", None, Some("Block")),
+        ),
+        (
+            "ceph-down",
+            CEPH,
+            cond("StorageUnreachable", "MonitorsUnreachable", None, None),
+        ),
+    ];
+    for (node, driver, condition) in unhealthy {
+        csinode(&kc, node, driver, json!([condition])).await;
+    }
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -17,11 +17,35 @@ fn pod(claims: &[&str]) -> Pod {
     .unwrap()
 }
 
+fn policy(text: &str) -> HealthSchedulingPolicy {
+    HealthSchedulingPolicy::parse(text).unwrap()
+}
+
+/// On node `n` of `view`, a pod of claim `passes` passes and one of claim `fails` fails.
+fn assert_passes_and_fails(view: &MemoryView, passes: &str, fails: &str) {
+    let v = filter(&pod(&[passes]), ["n"], view);
+    assert!(v.failed.is_empty(), "{passes}: {v:?}");
+    assert_eq!(
+        failed(&filter(&pod(&[fails]), ["n"], view)),
+        ["n"],
+        "{fails}"
+    );
+}
+
 fn example2() -> HealthSchedulingPolicy {
     HealthSchedulingPolicy::parse(
         "rules:\n  - status: StorageUnreachable\n  - status: StorageDegraded\n    accessModes: [ReadWriteOnce]\n",
     )
     .unwrap()
+}
+
+/// [`example2`] for `D`, with claims `ns/rwo` (ReadWriteOnce) and `ns/rwx` (ReadWriteMany),
+/// both filesystems.
+fn example2_rwo_and_rwx() -> MemoryView {
+    MemoryView::default()
+        .with_policy(D, example2())
+        .with_claim("ns", "rwo", D, &["ReadWriteOnce"], "Filesystem")
+        .with_claim("ns", "rwx", D, &["ReadWriteMany"], "Filesystem")
 }
 
 fn failed(v: &Verdict) -> Vec<&str> {
@@ -30,25 +54,9 @@ fn failed(v: &Verdict) -> Vec<&str> {
 
 #[test]
 fn example_two_blocks_rwo_on_degraded_and_everything_on_unreachable() {
-    let view = MemoryView::default()
-        .with_policy(D, example2())
-        .with_claim("ns", "rwo", D, &["ReadWriteOnce"], "Filesystem")
-        .with_claim("ns", "rwx", D, &["ReadWriteMany"], "Filesystem")
-        .with_conditions(
-            "degraded",
-            D,
-            vec![condition("StorageDegraded", "PvMissing", None, None)],
-        )
-        .with_conditions(
-            "down",
-            D,
-            vec![condition(
-                "StorageUnreachable",
-                "NetworkPartition",
-                None,
-                None,
-            )],
-        )
+    let view = example2_rwo_and_rwx()
+        .with_condition("degraded", D, "StorageDegraded", "PvMissing")
+        .with_condition("down", D, "StorageUnreachable", "NetworkPartition")
         .with_conditions("fine", D, vec![]);
     let nodes = ["degraded", "down", "fine", "no-csinode"];
     let v = filter(&pod(&["rwo"]), nodes, &view);
@@ -76,19 +84,11 @@ fn example_one_blocks_all_pods_of_the_driver_only_when_unreachable() {
     let view = MemoryView::default()
         .with_policy(
             "rbd.csi.ceph.com",
-            HealthSchedulingPolicy::parse("rules:\n  - status: StorageUnreachable\n").unwrap(),
+            policy("rules:\n  - status: StorageUnreachable\n"),
         )
         .with_claim("ns", "c", "rbd.csi.ceph.com", &["ReadWriteMany"], "Block")
-        .with_conditions(
-            "a",
-            "rbd.csi.ceph.com",
-            vec![condition("StorageUnreachable", "X", None, None)],
-        )
-        .with_conditions(
-            "b",
-            "rbd.csi.ceph.com",
-            vec![condition("StorageDegraded", "Y", None, None)],
-        );
+        .with_condition("a", "rbd.csi.ceph.com", "StorageUnreachable", "X")
+        .with_condition("b", "rbd.csi.ceph.com", "StorageDegraded", "Y");
     let v = filter(&pod(&["c"]), ["a", "b"], &view);
     assert_eq!(failed(&v), ["a"]);
 }
@@ -104,16 +104,8 @@ fn pods_without_policed_claims_pass_untouched() {
             "Filesystem",
         )
         .with_claim("ns", "c", D, &["ReadWriteOnce"], "Filesystem")
-        .with_conditions(
-            "a",
-            D,
-            vec![condition("StorageUnreachable", "X", None, None)],
-        )
-        .with_conditions(
-            "b",
-            "other.driver",
-            vec![condition("StorageUnreachable", "X", None, None)],
-        );
+        .with_condition("a", D, "StorageUnreachable", "X")
+        .with_condition("b", "other.driver", "StorageUnreachable", "X");
     // No policy for either driver: nothing is filtered.
     assert!(
         filter(&pod(&["other", "c", "unbound"]), ["a", "b"], &view)
@@ -135,10 +127,7 @@ fn pods_without_policed_claims_pass_untouched() {
 #[test]
 fn the_conditions_own_access_mode_scoping_must_cover_the_claim() {
     let view = MemoryView::default()
-        .with_policy(
-            D,
-            HealthSchedulingPolicy::parse("rules: [{status: StorageUnreachable}]").unwrap(),
-        )
+        .with_policy(D, policy("rules: [{status: StorageUnreachable}]"))
         .with_claim("ns", "rwo", D, &["ReadWriteOnce"], "Filesystem")
         .with_claim(
             "ns",
@@ -157,17 +146,13 @@ fn the_conditions_own_access_mode_scoping_must_cover_the_claim() {
                 None,
             )],
         );
-    assert!(filter(&pod(&["rwo"]), ["n"], &view).failed.is_empty());
-    assert_eq!(failed(&filter(&pod(&["rwx"]), ["n"], &view)), ["n"]);
+    assert_passes_and_fails(&view, "rwo", "rwx");
 }
 
 #[test]
 fn the_conditions_own_volume_mode_scoping_must_cover_the_claim() {
     let view = MemoryView::default()
-        .with_policy(
-            D,
-            HealthSchedulingPolicy::parse("rules: [{status: StorageDegraded}]").unwrap(),
-        )
+        .with_policy(D, policy("rules: [{status: StorageDegraded}]"))
         .with_claim("ns", "fs", D, &["ReadWriteOnce"], "Filesystem")
         .with_claim("ns", "blk", D, &["ReadWriteOnce"], "Block")
         .with_conditions(
@@ -180,8 +165,7 @@ fn the_conditions_own_volume_mode_scoping_must_cover_the_claim() {
                 Some("Block"),
             )],
         );
-    assert!(filter(&pod(&["fs"]), ["n"], &view).failed.is_empty());
-    assert_eq!(failed(&filter(&pod(&["blk"]), ["n"], &view)), ["n"]);
+    assert_passes_and_fails(&view, "fs", "blk");
 }
 
 #[test]
@@ -189,31 +173,17 @@ fn a_rules_volume_mode_must_equal_the_claims() {
     let view = MemoryView::default()
         .with_policy(
             D,
-            HealthSchedulingPolicy::parse("rules: [{status: StorageDegraded, volumeMode: Block}]")
-                .unwrap(),
+            policy("rules: [{status: StorageDegraded, volumeMode: Block}]"),
         )
         .with_claim("ns", "fs", D, &["ReadWriteOnce"], "Filesystem")
         .with_claim("ns", "blk", D, &["ReadWriteOnce"], "Block")
-        .with_conditions(
-            "n",
-            D,
-            vec![condition("StorageDegraded", "Slow", None, None)],
-        );
-    assert!(filter(&pod(&["fs"]), ["n"], &view).failed.is_empty());
-    assert_eq!(failed(&filter(&pod(&["blk"]), ["n"], &view)), ["n"]);
+        .with_condition("n", D, "StorageDegraded", "Slow");
+    assert_passes_and_fails(&view, "fs", "blk");
 }
 
 #[test]
 fn any_one_claim_failing_fails_the_node() {
-    let view = MemoryView::default()
-        .with_policy(D, example2())
-        .with_claim("ns", "rwx", D, &["ReadWriteMany"], "Filesystem")
-        .with_claim("ns", "rwo", D, &["ReadWriteOnce"], "Filesystem")
-        .with_conditions(
-            "n",
-            D,
-            vec![condition("StorageDegraded", "Slow", None, None)],
-        );
+    let view = example2_rwo_and_rwx().with_condition("n", D, "StorageDegraded", "Slow");
     let v = filter(&pod(&["rwx", "rwo"]), ["n"], &view);
     assert_eq!(v.failed[0].1.claim, "ns/rwo");
 }
@@ -223,11 +193,7 @@ fn an_ephemeral_volume_is_its_generated_claim() {
     let view = MemoryView::default()
         .with_policy(D, example2())
         .with_claim("ns", "p-scratch", D, &["ReadWriteOnce"], "Filesystem")
-        .with_conditions(
-            "n",
-            D,
-            vec![condition("StorageUnreachable", "X", None, None)],
-        );
+        .with_condition("n", D, "StorageUnreachable", "X");
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "p", "namespace": "ns"},
         "spec": {"containers": [], "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}
