@@ -10,6 +10,7 @@ use std::io::Write;
 use std::time::Duration;
 use support::fault_fs::{Mode, Mounted};
 use support::*;
+use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 use volhealth_csi_proto::v1::{StorageHealthErrorType, VolumeHealthErrorType};
 use volhealth_node_faults::{Detector, DetectorConfig, NodeFaultMetrics, VolumeQuery};
 
@@ -21,13 +22,18 @@ fn has(entries: &[(i32, String)], status: i32, reason: &str) -> bool {
     entries.iter().any(|(s, r)| *s == status && r == reason)
 }
 
+/// A fresh ext4 loop volume and a detector probing within 5 s, when this machine has what
+/// test `name` needs (the tools and /dev/kmsg).
+fn loop_volume(name: &str) -> Option<(LoopVolume, Detector)> {
+    can_run(name, TOOLS, &["/dev/kmsg"])
+        .then(|| (LoopVolume::new(), detector(Duration::from_secs(5))))
+}
+
 #[tokio::test]
 async fn healthy_then_unmounted_publish_path() {
-    if !can_run("healthy_then_unmounted_publish_path", TOOLS, &["/dev/kmsg"]) {
+    let Some((volume, detector)) = loop_volume("healthy_then_unmounted_publish_path") else {
         return;
-    }
-    let volume = LoopVolume::new();
-    let detector = detector(Duration::from_secs(5));
+    };
     let healthy = detector.volume_health(&volume.query()).await.unwrap();
     assert!(healthy.is_empty(), "{healthy:?}");
 
@@ -49,11 +55,9 @@ async fn healthy_then_unmounted_publish_path() {
 
 #[tokio::test]
 async fn read_only_remount_is_seen_in_the_superblock_not_the_log() {
-    if !can_run("read_only_remount", TOOLS, &["/dev/kmsg"]) {
+    let Some((volume, detector)) = loop_volume("read_only_remount") else {
         return;
-    }
-    let volume = LoopVolume::new();
-    let detector = detector(Duration::from_secs(5));
+    };
     run(
         "mount",
         &["-o", "remount,ro", volume.staging.to_str().unwrap()],
@@ -196,28 +200,37 @@ async fn a_hung_mount_delays_no_other_volume_and_holds_one_thread() {
     }
 }
 
-#[tokio::test]
-async fn injected_lines_for_devices_not_made_here() {
-    if !can_run("injected_lines", TOOLS, &["/dev/kmsg"]) {
-        return;
-    }
-    let volume = LoopVolume::new();
-    let detector = detector(Duration::from_secs(5));
-    let name = volume.name();
-    // XFS shutting down on the volume's device: the filesystem is gone.
-    inject(&format!(
-        "XFS ({name}): Corruption of in-memory data (0x8) detected at xfs_trans_cancel+0x150/0x170 (fs/xfs/xfs_trans.c:1097).  Shutting down filesystem."
-    ));
+/// Waits until `detector` reports anything for `query`, and asserts that it is IoErrors at
+/// `status` alone; answers the entries.
+async fn io_errors_reported(
+    detector: &Detector,
+    query: &VolumeQuery,
+    status: i32,
+) -> Vec<VolumeHealthEntry> {
     let entries = until(
-        async || detector.volume_health(&volume.query()).await.unwrap(),
+        async || detector.volume_health(query).await.unwrap(),
         |e| !e.is_empty(),
     )
     .await;
     assert_eq!(
         reasons(&entries),
-        vec![(INACCESSIBLE, "IoErrors".to_string())],
+        vec![(status, "IoErrors".to_string())],
         "{entries:?}"
     );
+    entries
+}
+
+#[tokio::test]
+async fn injected_lines_for_devices_not_made_here() {
+    let Some((volume, detector)) = loop_volume("injected_lines") else {
+        return;
+    };
+    let name = volume.name();
+    // XFS shutting down on the volume's device: the filesystem is gone.
+    inject(&format!(
+        "XFS ({name}): Corruption of in-memory data (0x8) detected at xfs_trans_cancel+0x150/0x170 (fs/xfs/xfs_trans.c:1097).  Shutting down filesystem."
+    ));
+    let entries = io_errors_reported(&detector, &volume.query(), INACCESSIBLE).await;
     assert!(
         entries[0].message.contains("Shutting down filesystem"),
         "{entries:?}"
@@ -230,16 +243,7 @@ async fn injected_lines_for_devices_not_made_here() {
         "device-mapper: multipath: {}: Failing path 8:16.",
         number.trim()
     ));
-    let entries = until(
-        async || detector.volume_health(&other.query()).await.unwrap(),
-        |e| !e.is_empty(),
-    )
-    .await;
-    assert_eq!(
-        reasons(&entries),
-        vec![(DEGRADED, "IoErrors".to_string())],
-        "{entries:?}"
-    );
+    io_errors_reported(&detector, &other.query(), DEGRADED).await;
 }
 
 #[tokio::test]
