@@ -48,6 +48,7 @@ pub fn condition_keys<C: Condition>(list: &[C]) -> BTreeSet<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_conditions::storage_condition;
     use crate::{StorageHealthCondition, VolumeHealthCondition};
 
     fn v(status: &str, reason: &str, message: Option<&str>) -> VolumeHealthCondition {
@@ -77,12 +78,7 @@ mod tests {
 
     #[test]
     fn storage_scope_is_part_of_the_content_not_of_the_key() {
-        let a = StorageHealthCondition {
-            status: "StorageDegraded".into(),
-            reason: "Slow".into(),
-            access_mode: Some("ReadWriteMany".into()),
-            ..Default::default()
-        };
+        let a = storage_condition("StorageDegraded", "Slow", Some("ReadWriteMany"));
         let b = StorageHealthCondition {
             access_mode: None,
             ..a.clone()

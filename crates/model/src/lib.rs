@@ -25,6 +25,8 @@ pub mod recovery;
 pub mod report;
 pub mod sanitize;
 pub mod status;
+#[cfg(test)]
+mod test_conditions;
 
 pub use api_time::api_time;
 pub use equality::{condition_key, condition_keys, same_conditions, same_keys};

@@ -71,12 +71,15 @@ pub fn reconcile_entry<T: NamedEntry>(
     }
 }
 
-/// Decides the write for a set of volume conditions with one shared transition time.
-fn reconcile_volume_set(
-    stored: Option<(&[VolumeHealthCondition], Option<&Time>)>,
+/// Decides the write for a set of volume conditions with one shared transition time, given the
+/// stored entry's `healthConditions` and `lastTransitionTime`; `entry` builds the entry written.
+fn reconcile_volume_set<T>(
+    stored: Option<(&Option<Vec<VolumeHealthCondition>>, &Option<Time>)>,
     report: &Report<VolumeHealthCondition>,
     now: Timestamp,
-) -> Option<Write<(Vec<VolumeHealthCondition>, Time)>> {
+    entry: impl FnOnce(Vec<VolumeHealthCondition>, Time) -> T,
+) -> Option<Write<T>> {
+    let stored = stored.map(|(conds, ltt)| (conds.as_deref().unwrap_or_default(), ltt.as_ref()));
     if report.conditions.is_empty() {
         if !report.unknown.is_empty() {
             return None;
@@ -96,7 +99,7 @@ fn reconcile_volume_set(
         }
         None => Time(api_time(now)),
     };
-    Some(Write::Set((desired.clone(), since)))
+    Some(Write::Set(entry(desired.clone(), since)))
 }
 
 /// `pvc.status.healthStatus`: `None` means nothing to write.
@@ -105,18 +108,10 @@ pub fn reconcile_pvc(
     report: &Report<VolumeHealthCondition>,
     now: Timestamp,
 ) -> Option<Write<VolumeHealthStatus>> {
-    let stored = stored.map(|s| {
-        (
-            s.health_conditions.as_deref().unwrap_or_default(),
-            s.last_transition_time.as_ref(),
-        )
-    });
-    reconcile_volume_set(stored, report, now).map(|w| match w {
-        Write::Remove => Write::Remove,
-        Write::Set((conds, since)) => Write::Set(VolumeHealthStatus {
-            health_conditions: Some(conds),
-            last_transition_time: Some(since),
-        }),
+    let stored = stored.map(|s| (&s.health_conditions, &s.last_transition_time));
+    reconcile_volume_set(stored, report, now, |conds, since| VolumeHealthStatus {
+        health_conditions: Some(conds),
+        last_transition_time: Some(since),
     })
 }
 
@@ -127,19 +122,11 @@ pub fn reconcile_pod_volume(
     report: &Report<VolumeHealthCondition>,
     now: Timestamp,
 ) -> Option<Write<PodVolumeHealth>> {
-    let stored = stored.map(|s| {
-        (
-            s.health_conditions.as_deref().unwrap_or_default(),
-            s.last_transition_time.as_ref(),
-        )
-    });
-    reconcile_volume_set(stored, report, now).map(|w| match w {
-        Write::Remove => Write::Remove,
-        Write::Set((conds, since)) => Write::Set(PodVolumeHealth {
-            name: volume_name.to_string(),
-            health_conditions: Some(conds),
-            last_transition_time: Some(since),
-        }),
+    let stored = stored.map(|s| (&s.health_conditions, &s.last_transition_time));
+    reconcile_volume_set(stored, report, now, |conds, since| PodVolumeHealth {
+        name: volume_name.to_string(),
+        health_conditions: Some(conds),
+        last_transition_time: Some(since),
     })
 }
 
@@ -187,6 +174,7 @@ pub fn reconcile_storage(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_conditions::storage_condition;
     use crate::volume_report;
     use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 
@@ -295,12 +283,7 @@ mod tests {
 
     #[test]
     fn a_storage_scope_change_is_written_and_keeps_the_time() {
-        let scoped = StorageHealthCondition {
-            status: "StorageDegraded".into(),
-            reason: "PathDown".into(),
-            access_mode: Some("ReadWriteMany".into()),
-            ..Default::default()
-        };
+        let scoped = storage_condition("StorageDegraded", "PathDown", Some("ReadWriteMany"));
         let r = |c: &StorageHealthCondition| Report {
             conditions: vec![c.clone()],
             unknown: vec![],
@@ -343,16 +326,8 @@ mod tests {
 
     #[test]
     fn storage_keeps_per_condition_time() {
-        let a = StorageHealthCondition {
-            status: "StorageDegraded".into(),
-            reason: "Slow".into(),
-            ..Default::default()
-        };
-        let b = StorageHealthCondition {
-            status: "StorageUnreachable".into(),
-            reason: "Partition".into(),
-            ..Default::default()
-        };
+        let a = storage_condition("StorageDegraded", "Slow", None);
+        let b = storage_condition("StorageUnreachable", "Partition", None);
         let r1 = Report {
             conditions: vec![a.clone()],
             unknown: vec![],

@@ -158,57 +158,59 @@ mod tests {
         ids.iter().map(|s| s.to_string()).collect()
     }
 
+    /// Completes the cycle with `v1` the one unhealthy volume stored.
+    fn complete_v1(t: &mut ListRecovery, get_available: bool) -> Vec<(String, ListVerdict)> {
+        t.complete_cycle(&stored(&["v1"]), get_available)
+    }
+
+    /// A tracker past one complete cycle that did not list `v1`, in the next cycle.
+    fn one_absence_then_a_new_cycle() -> ListRecovery {
+        let mut t = ListRecovery::new();
+        t.begin_cycle();
+        complete_v1(&mut t, false);
+        t.begin_cycle();
+        t
+    }
+
     #[test]
     fn clears_after_two_complete_cycles_without_get() {
         let mut t = ListRecovery::new();
         t.begin_cycle();
         t.page(&[]);
         assert_eq!(
-            t.complete_cycle(&stored(&["v1"]), false),
+            complete_v1(&mut t, false),
             vec![("v1".into(), ListVerdict::Keep)]
         );
         t.begin_cycle();
         assert_eq!(
-            t.complete_cycle(&stored(&["v1"]), false),
+            complete_v1(&mut t, false),
             vec![("v1".into(), ListVerdict::Clear)]
         );
     }
 
     #[test]
     fn aborted_cycle_counts_for_nothing() {
-        let mut t = ListRecovery::new();
-        t.begin_cycle();
-        t.complete_cycle(&stored(&["v1"]), false);
-        t.begin_cycle();
+        let mut t = one_absence_then_a_new_cycle();
         t.abort_cycle();
-        assert!(t.complete_cycle(&stored(&["v1"]), false).is_empty());
+        assert!(complete_v1(&mut t, false).is_empty());
         assert_eq!(t.absences("v1"), 1);
     }
 
     #[test]
     fn reappearance_resets_the_count() {
-        let mut t = ListRecovery::new();
-        t.begin_cycle();
-        t.complete_cycle(&stored(&["v1"]), false);
-        t.begin_cycle();
+        let mut t = one_absence_then_a_new_cycle();
         t.page(&[vh("v1", &[(2, "Gone")])]);
-        let v = t.complete_cycle(&stored(&["v1"]), false);
+        let v = complete_v1(&mut t, false);
         assert!(matches!(v[0].1, ListVerdict::Report(_)));
         t.begin_cycle();
-        assert_eq!(
-            t.complete_cycle(&stored(&["v1"]), false)[0].1,
-            ListVerdict::Keep
-        );
+        assert_eq!(complete_v1(&mut t, false)[0].1, ListVerdict::Keep);
     }
 
     #[test]
     fn get_confirms_or_reports() {
         let mut t = ListRecovery::new();
         t.begin_cycle();
-        assert_eq!(
-            t.complete_cycle(&stored(&["v1"]), true)[0].1,
-            ListVerdict::Confirm
-        );
+        assert_eq!(complete_v1(&mut t, true)[0].1, ListVerdict::Confirm);
         assert_eq!(t.confirmed("v1", Err(())), ListVerdict::Keep);
         assert_eq!(t.confirmed("v1", Ok(&[])), ListVerdict::Clear);
         let e = [VolumeHealthEntry {
@@ -224,10 +226,7 @@ mod tests {
         let mut t = ListRecovery::new();
         for _ in 0..5 {
             t.begin_cycle();
-            assert_eq!(
-                t.complete_cycle(&stored(&["v1"]), true)[0].1,
-                ListVerdict::Confirm
-            );
+            assert_eq!(complete_v1(&mut t, true)[0].1, ListVerdict::Confirm);
             assert_eq!(t.confirmed("v1", Err(())), ListVerdict::Keep);
         }
     }
@@ -249,9 +248,6 @@ mod tests {
         let mut t = ListRecovery::new();
         t.begin_cycle();
         t.page(&[vh("v1", &[])]);
-        assert_eq!(
-            t.complete_cycle(&stored(&["v1"]), false)[0].1,
-            ListVerdict::Keep
-        );
+        assert_eq!(complete_v1(&mut t, false)[0].1, ListVerdict::Keep);
     }
 }

@@ -378,6 +378,7 @@ pub fn sanitize<C: Condition>(conditions: Vec<C>) -> (Vec<C>, Vec<Fix>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_conditions::storage_condition;
 
     fn vc(status: &str, reason: &str, message: Option<&str>) -> VolumeHealthCondition {
         VolumeHealthCondition {
@@ -475,11 +476,8 @@ mod tests {
     #[test]
     fn storage_scope_widens_on_merge() {
         let a = StorageHealthCondition {
-            status: "StorageDegraded".into(),
-            reason: "PathDown".into(),
-            access_mode: Some("ReadWriteMany".into()),
             volume_mode: Some("Filesystem".into()),
-            ..Default::default()
+            ..storage_condition("StorageDegraded", "PathDown", Some("ReadWriteMany"))
         };
         let mut b = a.clone();
         b.access_mode = Some("ReadWriteOnce".into());
