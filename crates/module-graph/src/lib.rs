@@ -313,6 +313,18 @@ fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
+/// What follows the keyword `mod` in `rest`: the module's name and the first character after
+/// it (`{` opens an inline module, `;` names a file), when a name is there.
+fn declared_module(rest: &str) -> Option<(String, Option<char>)> {
+    let name: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| is_ident(*c))
+        .collect();
+    let after = rest.trim_start()[name.len()..].trim_start();
+    (!name.is_empty()).then(|| (name, after.chars().next()))
+}
+
 /// The module files `text` (the file of `module`) names.
 fn named_modules(
     module: &ModPath,
@@ -354,13 +366,7 @@ fn named_modules(
             let rest: String = code[word_end..code.len().min(word_end + 80)]
                 .iter()
                 .collect();
-            let name: String = rest
-                .trim_start()
-                .chars()
-                .take_while(|c| is_ident(*c))
-                .collect();
-            let after = rest.trim_start()[name.len()..].trim_start();
-            if !name.is_empty() && after.starts_with('{') {
+            if let Some((name, Some('{'))) = declared_module(&rest) {
                 inline.push((depth + 1, name));
             }
             i = word_end;
@@ -503,13 +509,7 @@ fn declared_children(code: &[char]) -> BTreeSet<String> {
             continue;
         }
         let rest = &text[at + 4..];
-        let name: String = rest
-            .trim_start()
-            .chars()
-            .take_while(|c| is_ident(*c))
-            .collect();
-        let after = rest.trim_start()[name.len()..].trim_start();
-        if !name.is_empty() && after.starts_with(';') {
+        if let Some((name, Some(';'))) = declared_module(rest) {
             out.insert(name);
         }
     }
