@@ -171,21 +171,12 @@ impl Agent {
                 spec: CSINodeSpec { drivers: wanted },
                 status: None,
             };
-            return match self.deps.cluster.create_csinode(&csinode).await {
-                Ok(created) => {
-                    self.deps.metrics.write(SPEC_KEY, "success");
-                    tracing::info!("created CSINode {node}");
-                    Ok(Some(created))
-                }
-                Err(e) if e.is_forbidden() => {
-                    self.deps.metrics.write(SPEC_KEY, "rejected");
-                    Err(self.identity_error(&format!("creating csinodes/{node}"), &e))
-                }
-                Err(e) => {
-                    self.spec_write_failed(&node, &e);
-                    Ok(None)
-                }
-            };
+            let created = self.deps.cluster.create_csinode(&csinode).await;
+            let created = self.spec_written("creating", &node, created)?;
+            if created.is_some() {
+                tracing::info!("created CSINode {node}");
+            }
+            return Ok(created);
         };
         let mut merged = current.spec.drivers.clone();
         let mut changed = false;
@@ -206,26 +197,18 @@ impl Agent {
             return Ok(Some(current));
         }
         let rv = current.metadata.resource_version.clone();
-        match self
+        let patched = self
             .deps
             .cluster
             .patch_csinode_drivers(&node, rv.as_deref(), &merged)
-            .await
-        {
-            Ok(updated) => {
-                self.deps.metrics.write(SPEC_KEY, "success");
+            .await;
+        match self.spec_written("patching", &node, patched)? {
+            Some(updated) => {
                 self.state().spec_backoff.accepted(&SPEC_KEY);
                 tracing::info!("updated the drivers of CSINode {node}");
                 Ok(Some(updated))
             }
-            Err(e) if e.is_forbidden() => {
-                self.deps.metrics.write(SPEC_KEY, "rejected");
-                Err(self.identity_error(&format!("patching csinodes/{node}"), &e))
-            }
-            Err(e) => {
-                self.spec_write_failed(&node, &e);
-                Ok(Some(current))
-            }
+            None => Ok(Some(current)),
         }
     }
 
@@ -275,6 +258,31 @@ impl Agent {
                     );
                 }
                 csinode
+            }
+        }
+    }
+
+    /// Counts a write of the CSINode's spec (`doing`: creating or patching) and sorts out its
+    /// answer: the CSINode written; the identity error when it was forbidden; or None when it
+    /// failed otherwise (counted, and backed off when refused).
+    fn spec_written(
+        &self,
+        doing: &str,
+        node: &str,
+        answer: std::result::Result<CSINode, crate::cluster::ApiFailure>,
+    ) -> Result<Option<CSINode>> {
+        match answer {
+            Ok(written) => {
+                self.deps.metrics.write(SPEC_KEY, "success");
+                Ok(Some(written))
+            }
+            Err(e) if e.is_forbidden() => {
+                self.deps.metrics.write(SPEC_KEY, "rejected");
+                Err(self.identity_error(&format!("{doing} csinodes/{node}"), &e))
+            }
+            Err(e) => {
+                self.spec_write_failed(node, &e);
+                Ok(None)
             }
         }
     }

@@ -111,27 +111,10 @@ impl Agent {
         volume_name: &str,
     ) -> Option<Resolution> {
         let cluster = &self.deps.cluster;
-        let pvc = match cluster.get_pvc(namespace, claim).await {
-            Ok(Some(pvc)) => pvc,
-            Ok(None) => return None,
-            Err(e) => {
-                self.warn_once(format!("pvc {namespace}/{claim} {e}"), || {
-                    format!("reading PVC {namespace}/{claim}: {e}")
-                });
-                return None;
-            }
-        };
+        let claim_name = format!("{namespace}/{claim}");
+        let pvc = self.found("PVC", &claim_name, cluster.get_pvc(namespace, claim).await)?;
         let pv_name = pvc.volume_name()?.to_string();
-        let pv = match cluster.get_pv(&pv_name).await {
-            Ok(Some(pv)) => pv,
-            Ok(None) => return None,
-            Err(e) => {
-                self.warn_once(format!("pv {pv_name} {e}"), || {
-                    format!("reading PV {pv_name}: {e}")
-                });
-                return None;
-            }
-        };
+        let pv = self.found("PV", &pv_name, cluster.get_pv(&pv_name).await)?;
         Some(match pod_volumes::csi_of_pv(&pv) {
             Some((driver, handle)) => Resolution::Csi(CsiVolume {
                 name: volume_name.to_string(),
@@ -141,6 +124,21 @@ impl Agent {
                 inline: false,
             }),
             None => Resolution::NotCsi,
+        })
+    }
+
+    /// The object a lookup answered, if any: a failed lookup of `kind` `name` is warned about
+    /// once per distinct failure, and counts as none.
+    fn found<T>(
+        &self,
+        kind: &str,
+        name: &str,
+        answer: std::result::Result<Option<T>, crate::cluster::ApiFailure>,
+    ) -> Option<T> {
+        answer.unwrap_or_else(|e| {
+            let key = format!("{} {name} {e}", kind.to_lowercase());
+            self.warn_once(key, || format!("reading {kind} {name}: {e}"));
+            None
         })
     }
 
