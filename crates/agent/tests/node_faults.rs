@@ -40,6 +40,41 @@ async fn reasons(pods: &Api<Pod>, pod: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Waits until pod `web`'s status holds the condition (`status`, `reason`).
+async fn wait_shown(pods: &Api<Pod>, status: &str, reason: &str) {
+    let condition = (status.to_string(), reason.to_string());
+    wait_for(WAIT, &format!("{reason} on the pod's status"), || async {
+        reasons(pods, "web")
+            .await
+            .contains(&condition)
+            .then_some(())
+    })
+    .await;
+}
+
+/// Waits until pod `web`'s status no longer holds the condition (`status`, `reason`).
+async fn wait_cleared(pods: &Api<Pod>, status: &str, reason: &str) {
+    let condition = (status.to_string(), reason.to_string());
+    wait_for(WAIT, &format!("{reason} to clear"), || async {
+        (!reasons(pods, "web").await.contains(&condition)).then_some(())
+    })
+    .await;
+}
+
+/// Waits until the node's CSINode lists the driver.
+async fn wait_driver_on_csinode(w: &NodeWorld) {
+    wait_for(WAIT, "the driver on the CSINode", || async {
+        let csinode = Api::<CSINode>::all(w.admin.clone()).get(NODE).await.ok()?;
+        csinode
+            .spec
+            .drivers
+            .iter()
+            .any(|d| d.name == DRIVER)
+            .then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     if !can_run(
@@ -66,36 +101,16 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     let agent = start_agent(&w, NodeFaultMode::Always, None);
 
     nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH).unwrap();
-    let not_mounted = ("Inaccessible".to_string(), "NotMounted".to_string());
-    wait_for(WAIT, "NotMounted on the pod's status", || async {
-        reasons(&pods, "web")
-            .await
-            .contains(&not_mounted)
-            .then_some(())
-    })
-    .await;
+    wait_shown(&pods, "Inaccessible", "NotMounted").await;
 
     bind(&staging, &target);
-    wait_for(WAIT, "NotMounted to clear", || async {
-        (!reasons(&pods, "web").await.contains(&not_mounted)).then_some(())
-    })
-    .await;
+    wait_cleared(&pods, "Inaccessible", "NotMounted").await;
 
     // The filesystem goes read-only under the read-write publish mount.
-    let read_only = ("Inaccessible".to_string(), "FilesystemReadOnly".to_string());
     run("mount", &["-o", "remount,ro", staging.to_str().unwrap()]);
-    wait_for(WAIT, "FilesystemReadOnly on the pod's status", || async {
-        reasons(&pods, "web")
-            .await
-            .contains(&read_only)
-            .then_some(())
-    })
-    .await;
+    wait_shown(&pods, "Inaccessible", "FilesystemReadOnly").await;
     run("mount", &["-o", "remount,rw", staging.to_str().unwrap()]);
-    wait_for(WAIT, "FilesystemReadOnly to clear", || async {
-        (!reasons(&pods, "web").await.contains(&read_only)).then_some(())
-    })
-    .await;
+    wait_cleared(&pods, "Inaccessible", "FilesystemReadOnly").await;
 
     // The kernel logs an ext4 error for the volume's device (written to /dev/kmsg in the
     // kernel's own format): IoErrors quoting the line, until the window passes without another.
@@ -108,18 +123,8 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     inject_kmsg(&format!(
         "EXT4-fs error (device {name}): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0"
     ));
-    let io_errors = ("Degraded".to_string(), "IoErrors".to_string());
-    wait_for(WAIT, "IoErrors on the pod's status", || async {
-        reasons(&pods, "web")
-            .await
-            .contains(&io_errors)
-            .then_some(())
-    })
-    .await;
-    wait_for(WAIT, "IoErrors to clear once the window passed", || async {
-        (!reasons(&pods, "web").await.contains(&io_errors)).then_some(())
-    })
-    .await;
+    wait_shown(&pods, "Degraded", "IoErrors").await;
+    wait_cleared(&pods, "Degraded", "IoErrors").await;
 
     agent.stop().expect("the agent stops cleanly");
     let _ = nix::mount::umount2(&target, nix::mount::MntFlags::MNT_DETACH);
@@ -127,8 +132,7 @@ async fn mount_faults_and_kernel_io_errors_reach_the_pod_and_clear() {
     let _ = std::process::Command::new("losetup")
         .args(["-d", &device])
         .output();
-    w.driver.stop().expect("the driver stops cleanly");
-    w.api.stop().expect("the API server stops cleanly");
+    w.stop([]);
 }
 
 /// The agent for the world's driver with node fault detection in `mode`, cycling every second,
@@ -182,27 +186,12 @@ async fn a_hung_mount_of_a_silent_driver_reaches_the_pod_and_clears() {
     let fuse = Mounted::mount(&target, vec![0; 4096]);
     let agent = start_agent(&w, NodeFaultMode::Auto, None);
     // The detector looked and found nothing: no condition, and the CSINode lists the driver.
-    wait_for(WAIT, "the driver on the CSINode", || async {
-        Api::<CSINode>::all(w.admin.clone())
-            .get(NODE)
-            .await
-            .ok()
-            .filter(|c| c.spec.drivers.iter().any(|d| d.name == DRIVER))
-            .map(|_| ())
-    })
-    .await;
+    wait_driver_on_csinode(&w).await;
     assert!(reasons(&pods, "web").await.is_empty());
 
     // Every call into the mount now blocks: the probe times out, the cycle goes on.
     fuse.switch.set(Mode::Hang);
-    let unresponsive = ("Inaccessible".to_string(), "MountUnresponsive".to_string());
-    wait_for(WAIT, "MountUnresponsive on the pod's status", || async {
-        reasons(&pods, "web")
-            .await
-            .contains(&unresponsive)
-            .then_some(())
-    })
-    .await;
+    wait_shown(&pods, "Inaccessible", "MountUnresponsive").await;
     fuse.switch.set(Mode::Healthy);
     wait_for(WAIT, "MountUnresponsive to clear", || async {
         reasons(&pods, "web").await.is_empty().then_some(())
@@ -211,8 +200,7 @@ async fn a_hung_mount_of_a_silent_driver_reaches_the_pod_and_clears() {
 
     agent.stop().expect("the agent stops cleanly");
     drop(fuse);
-    w.driver.stop().expect("the driver stops cleanly");
-    w.api.stop().expect("the API server stops cleanly");
+    w.stop([]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -236,20 +224,7 @@ async fn an_nfs_server_the_kernel_gives_up_on_reaches_the_csinode_and_clears() {
     .unwrap();
     let agent = start_agent(&w, NodeFaultMode::Auto, Some(table));
     // The pod's volume is looked at first (no finding), so the storage answer is a real one.
-    wait_for(
-        WAIT,
-        "the driver's storage entry on the CSINode",
-        || async {
-            let csinode = Api::<CSINode>::all(w.admin.clone()).get(NODE).await.ok()?;
-            csinode
-                .spec
-                .drivers
-                .iter()
-                .any(|d| d.name == DRIVER)
-                .then_some(())
-        },
-    )
-    .await;
+    wait_driver_on_csinode(&w).await;
 
     inject_kmsg(&format!(
         "nfs: server {server} not responding, still trying"
@@ -271,7 +246,5 @@ async fn an_nfs_server_the_kernel_gives_up_on_reaches_the_csinode_and_clears() {
     })
     .await;
 
-    agent.stop().expect("the agent stops cleanly");
-    w.driver.stop().expect("the driver stops cleanly");
-    w.api.stop().expect("the API server stops cleanly");
+    w.stop([agent]);
 }
