@@ -108,6 +108,19 @@ impl World {
         assert!(done.is_ok(), "inject {args:?} failed: {done:?}");
     }
 
+    /// Waits until object `kind` `name` has an Event of `event_type` and `reason` from the agent.
+    async fn wait_event(&self, kind: &str, name: &str, event_type: &str, reason: &str) {
+        let what = format!("a {event_type} {reason} Event on {kind} {name}");
+        wait_for_async(WAIT, &what, || async {
+            self.events_about(kind, name)
+                .await
+                .iter()
+                .any(|(t, r, c)| t == event_type && r == reason && c == "volhealth-agent")
+                .then_some(())
+        })
+        .await;
+    }
+
     /// Starts the agent for `node_name` as the user of `token` (as `volhealth agent --interval
     /// 1s --timeout 5s` discovering its drivers in the kubelet root); returns it and its
     /// /metrics URL once that answers.
@@ -270,49 +283,16 @@ async fn agent_raises_events_on_the_pod_and_the_csinode() {
         "--reason",
         "Partition",
     ]);
-    let has = |events: &[(String, String, String)], kind: &str, reason: &str| {
-        events
-            .iter()
-            .any(|(t, r, c)| t == kind && r == reason && c == "volhealth-agent")
-    };
-    wait_for_async(WAIT, "a Warning Event on the pod", || async {
-        has(
-            &w.events_about("Pod", "web").await,
-            "Warning",
-            "VolumeHealthDegraded",
-        )
-        .then_some(())
-    })
-    .await;
-    wait_for_async(WAIT, "a Warning Event on the CSINode", || async {
-        has(
-            &w.events_about("CSINode", NODE).await,
-            "Warning",
-            "StorageHealthDegraded",
-        )
-        .then_some(())
-    })
-    .await;
+    w.wait_event("Pod", "web", "Warning", "VolumeHealthDegraded")
+        .await;
+    w.wait_event("CSINode", NODE, "Warning", "StorageHealthDegraded")
+        .await;
     w.inject(&["clear", "volume", &handle, "--side", "node"]);
     w.inject(&["clear", "storage"]);
-    wait_for_async(WAIT, "a Normal Event on the pod", || async {
-        has(
-            &w.events_about("Pod", "web").await,
-            "Normal",
-            "VolumeHealthRecovered",
-        )
-        .then_some(())
-    })
-    .await;
-    wait_for_async(WAIT, "a Normal Event on the CSINode", || async {
-        has(
-            &w.events_about("CSINode", NODE).await,
-            "Normal",
-            "StorageHealthRecovered",
-        )
-        .then_some(())
-    })
-    .await;
+    w.wait_event("Pod", "web", "Normal", "VolumeHealthRecovered")
+        .await;
+    w.wait_event("CSINode", NODE, "Normal", "StorageHealthRecovered")
+        .await;
     // One Event per transition, not one per cycle.
     wait_cycles(&url, 3.0).await;
     assert_eq!(w.events_about("Pod", "web").await.len(), 2);
