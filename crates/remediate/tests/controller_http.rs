@@ -13,6 +13,10 @@ use std::path::Path;
 use std::time::Duration;
 use volhealth_remediate::Policy;
 use volhealth_remediate::controller::{ControllerConfig, actions_family, run};
+use volhealth_testkit::{ApiServer, start_apiserver, wait_until};
+
+/// How long a test waits for the controller.
+const WAIT: Duration = Duration::from_secs(10);
 
 const POLICY: &str = "\
 rules:
@@ -22,29 +26,14 @@ rules:
   actions: [{taint: {key: volhealth.io/storage-unreachable, effect: NoSchedule}}, cordon]
 ";
 
-async fn apiserver(dir: &Path) -> kube::Client {
-    let kubeconfig = dir.join("kubeconfig");
-    let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
-    config.write_kubeconfig = Some(kubeconfig.clone());
-    // The test's client is anonymous: allow it (the server's default is Node,RBAC).
-    config.authorization =
-        volhealth_apiserver::authz::Authorizer::parse("Node,AlwaysAllow").unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    tokio::spawn(volhealth_apiserver::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
-    for _ in 0..500 {
-        if kubeconfig.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    volhealth_kube_access::client::load(Some(&kubeconfig))
+/// The embedded API server (which lets the test's anonymous client do anything) and a client.
+async fn apiserver(dir: &Path) -> (ApiServer, kube::Client) {
+    let api = start_apiserver(dir, &[]);
+    let client = volhealth_kube_access::client::load(Some(&api.kubeconfig))
         .await
         .unwrap()
-        .client
+        .client;
+    (api, client)
 }
 
 /// Node `name` and its CSINode, healthy.
@@ -89,20 +78,6 @@ async fn taints(client: &kube::Client, name: &str) -> (Vec<String>, bool) {
     (keys, spec.unschedulable.unwrap_or(false))
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..500 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 fn start(client: &kube::Client, dry_run: bool) -> tokio::sync::oneshot::Sender<()> {
     let config = ControllerConfig {
         policy: Policy::parse(POLICY).unwrap(),
@@ -120,7 +95,7 @@ fn start(client: &kube::Client, dry_run: bool) -> tokio::sync::oneshot::Sender<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
     let dir = tempfile::tempdir().unwrap();
-    let client = apiserver(dir.path()).await;
+    let (_api, client) = apiserver(dir.path()).await;
     node(&client, "node-1").await;
     node(&client, "node-2").await;
     // Held for an hour already: a restart of the controller does not restart the clock.
@@ -129,7 +104,7 @@ async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
     let fresh = jiff::Timestamp::now().to_string();
     set_condition(&client, "node-1", Some(&fresh)).await;
     let _stop = start(&client, false);
-    eventually("node-2 tainted and cordoned", || async {
+    wait_until(WAIT, "node-2 tainted and cordoned", || async {
         taints(&client, "node-2").await
             == (
                 vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
@@ -143,7 +118,7 @@ async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
         "not held long enough"
     );
     set_condition(&client, "node-2", None).await;
-    eventually("node-2 untainted", || async {
+    wait_until(WAIT, "node-2 untainted", || async {
         taints(&client, "node-2").await.0.is_empty()
     })
     .await;
@@ -152,12 +127,12 @@ async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_changes_nothing_and_says_what_it_would_do() {
     let dir = tempfile::tempdir().unwrap();
-    let client = apiserver(dir.path()).await;
+    let (_api, client) = apiserver(dir.path()).await;
     node(&client, "node-2").await;
     set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
     let _stop = start(&client, true);
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    eventually("a dry-run Event", || async {
+    wait_until(WAIT, "a dry-run Event", || async {
         events
             .list(&Default::default())
             .await
@@ -227,7 +202,7 @@ async fn lease_holder(client: &kube::Client) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_acts_and_a_successor_takes_over() {
     let dir = tempfile::tempdir().unwrap();
-    let client = apiserver(dir.path()).await;
+    let (_api, client) = apiserver(dir.path()).await;
     let kubeconfig = dir.path().join("kubeconfig");
     node(&client, "node-2").await;
     let tainting = "\
@@ -245,14 +220,14 @@ rules:
   actions: [cordon]
 ";
     let first = replica(&kubeconfig, "replica-a", tainting);
-    eventually("replica-a to hold the Lease", || async {
+    wait_until(WAIT, "replica-a to hold the Lease", || async {
         lease_holder(&client).await.as_deref() == Some("replica-a")
     })
     .await;
     let second = replica(&kubeconfig, "replica-b", cordoning);
 
     set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
-    eventually("the leader's taint", || async {
+    wait_until(WAIT, "the leader's taint", || async {
         !taints(&client, "node-2").await.0.is_empty()
     })
     .await;
@@ -269,11 +244,11 @@ rules:
     );
 
     first.send(()).unwrap();
-    eventually("replica-b to take the Lease", || async {
+    wait_until(WAIT, "replica-b to take the Lease", || async {
         lease_holder(&client).await.as_deref() == Some("replica-b")
     })
     .await;
-    eventually("the new leader's cordon", || async {
+    wait_until(WAIT, "the new leader's cordon", || async {
         taints(&client, "node-2").await.1
     })
     .await;
@@ -286,7 +261,7 @@ rules:
 async fn a_replica_does_not_act_once_its_lease_is_not_fresh() {
     use volhealth_remediate::controller::{Leadership, run_while_leader};
     let dir = tempfile::tempdir().unwrap();
-    let client = apiserver(dir.path()).await;
+    let (_api, client) = apiserver(dir.path()).await;
     node(&client, "node-2").await;
     let leadership = Leadership::with_renew_deadline(Duration::from_millis(500));
     leadership.confirm(true);
@@ -321,7 +296,7 @@ async fn a_replica_does_not_act_once_its_lease_is_not_fresh() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    eventually("the taint and cordon once fresh again", || async {
+    wait_until(WAIT, "the taint and cordon once fresh again", || async {
         taints(&client, "node-2").await
             == (
                 vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],

@@ -8,37 +8,19 @@ use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim}
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use volhealth_testkit::{start_apiserver, wait_until};
+
+/// How long a test waits for the extender.
+const WAIT: Duration = Duration::from_secs(10);
 
 const TOPOLVM: &str = "topolvm.io";
 const CEPH: &str = "rbd.csi.ceph.com";
 /// The KEP's first example, as JSON (the second is YAML: both encodings are read).
 const EXAMPLE_1: &str = r#"{"rules": [{"status": "StorageUnreachable"}]}"#;
 const EXAMPLE_2: &str = "rules:\n  - status: StorageUnreachable\n  - status: StorageDegraded\n    accessModes: [ReadWriteOnce]\n";
-
-async fn start_apiserver(dir: &Path) -> PathBuf {
-    let kubeconfig = dir.join("kubeconfig");
-    let mut config = volhealth_apiserver::ServerConfig::new(dir.join("data"));
-    config.write_kubeconfig = Some(kubeconfig.clone());
-    // The test's client is anonymous: allow it (the server's default is Node,RBAC).
-    config.authorization =
-        volhealth_apiserver::authz::Authorizer::parse("Node,AlwaysAllow").unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    tokio::spawn(volhealth_apiserver::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
-    for _ in 0..500 {
-        if kubeconfig.exists() {
-            return kubeconfig;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the API server never wrote its kubeconfig");
-}
 
 async fn client(kubeconfig: &Path) -> kube::Client {
     volhealth_kube_access::client::load(Some(kubeconfig))
@@ -187,24 +169,11 @@ impl Extender {
     }
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..500 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_extender_filters_as_the_keps_rules_say() {
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = start_apiserver(dir.path()).await;
+    let api = start_apiserver(dir.path(), &[]);
+    let kubeconfig = api.kubeconfig.clone();
     let kc = client(&kubeconfig).await;
     driver(&kc, TOPOLVM, EXAMPLE_2).await;
     driver(&kc, CEPH, EXAMPLE_1).await;
@@ -258,7 +227,7 @@ async fn the_extender_filters_as_the_keps_rules_say() {
         url,
         http: reqwest::Client::new(),
     };
-    eventually("the extender to be ready", || async {
+    wait_until(WAIT, "the extender to be ready", || async {
         matches!(ext.http.get(format!("{}/readyz", ext.url)).send().await, Ok(r) if r.status() == 200)
     })
     .await;
@@ -314,7 +283,7 @@ async fn the_extender_filters_as_the_keps_rules_say() {
     )
     .await
     .unwrap();
-    eventually("the cleared node to pass", || async {
+    wait_until(WAIT, "the cleared node to pass", || async {
         ext.rejected(&["rwo-fs"]).await == ["unreachable"]
     })
     .await;
@@ -337,7 +306,7 @@ async fn the_extender_filters_as_the_keps_rules_say() {
         .patch(TOPOLVM, &PatchParams::default(), &Patch::Merge(&bad))
         .await
         .unwrap();
-    eventually("the invalid policy to be ignored", || async {
+    wait_until(WAIT, "the invalid policy to be ignored", || async {
         ext.rejected(&["rwo-fs"]).await.is_empty()
     })
     .await;
@@ -352,7 +321,7 @@ async fn the_extender_filters_as_the_keps_rules_say() {
         "{page}"
     );
     let events: Api<Event> = Api::namespaced(kc.clone(), "default");
-    eventually("the invalid-policy Event", || async {
+    wait_until(WAIT, "the invalid-policy Event", || async {
         events
             .list(&Default::default())
             .await
@@ -374,7 +343,8 @@ async fn the_extender_filters_as_the_keps_rules_say() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_request_is_a_400_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = start_apiserver(dir.path()).await;
+    let api = start_apiserver(dir.path(), &[]);
+    let kubeconfig = api.kubeconfig.clone();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let config = volhealth_scheduler::ExtenderConfig {

@@ -54,7 +54,7 @@ pub use process::{
     run_grpcio_script,
 };
 pub use service::{Failure, Service, ServiceError};
-pub use wait::{block_on, runtime, wait_for, wait_for_blocking};
+pub use wait::{block_on, runtime, wait_for, wait_for_blocking, wait_until};
 pub use world::{
     Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
     stage_and_publish_via,

@@ -24,6 +24,19 @@ where
     }
 }
 
+/// [`wait_for`] for a check that answers yes or no.
+pub async fn wait_until<F, Fut>(timeout: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    wait_for(timeout, what, || {
+        let done = check();
+        async move { done.await.then_some(()) }
+    })
+    .await;
+}
+
 /// [`wait_for`] for a test without a runtime (or a check that blocks): the thread parks between
 /// checks.
 pub fn wait_for_blocking<T>(
