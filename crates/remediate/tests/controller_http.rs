@@ -78,6 +78,15 @@ async fn taints(client: &kube::Client, name: &str) -> (Vec<String>, bool) {
     (keys, spec.unschedulable.unwrap_or(false))
 }
 
+/// Waits (as `what`) until `node` carries the policy's taint and is cordoned.
+async fn wait_tainted_and_cordoned(client: &kube::Client, node: &str, what: &str) {
+    let want = (
+        vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
+        true,
+    );
+    wait_until(WAIT, what, || async { taints(client, node).await == want }).await;
+}
+
 fn start(client: &kube::Client, dry_run: bool) -> tokio::sync::oneshot::Sender<()> {
     let config = ControllerConfig {
         policy: Policy::parse(POLICY).unwrap(),
@@ -104,14 +113,7 @@ async fn a_held_condition_taints_and_cordons_and_clearing_untaints() {
     let fresh = jiff::Timestamp::now().to_string();
     set_condition(&client, "node-1", Some(&fresh)).await;
     let _stop = start(&client, false);
-    wait_until(WAIT, "node-2 tainted and cordoned", || async {
-        taints(&client, "node-2").await
-            == (
-                vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
-                true,
-            )
-    })
-    .await;
+    wait_tainted_and_cordoned(&client, "node-2", "node-2 tainted and cordoned").await;
     assert_eq!(
         taints(&client, "node-1").await,
         (vec![], false),
@@ -296,14 +298,7 @@ async fn a_replica_does_not_act_once_its_lease_is_not_fresh() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    wait_until(WAIT, "the taint and cordon once fresh again", || async {
-        taints(&client, "node-2").await
-            == (
-                vec!["volhealth.io/storage-unreachable:NoSchedule".to_string()],
-                true,
-            )
-    })
-    .await;
+    wait_tainted_and_cordoned(&client, "node-2", "the taint and cordon once fresh again").await;
     renewing.abort();
     let _ = tx.send(());
 }
