@@ -103,6 +103,13 @@ fn offers() -> (Arc<Objects>, Offers<Arc<Objects>>) {
     (objects, Offers::new(writer))
 }
 
+/// [`offers`] over object 7, stored at `level` (version 1).
+fn offers_with_7_at(level: u32) -> (Arc<Objects>, Offers<Arc<Objects>>) {
+    let (objects, offers) = offers();
+    objects.store(7, 1, level);
+    (objects, offers)
+}
+
 fn report(level: u32) -> (Reported, Arc<AtomicUsize>) {
     let decisions = Arc::new(AtomicUsize::new(0));
     let r = Reported {
@@ -131,8 +138,7 @@ async fn drain(offers: &Offers<Arc<Objects>>) {
 
 #[tokio::test]
 async fn a_report_that_changes_its_object_is_decided_once_and_written_once() {
-    let (objects, offers) = offers();
-    objects.store(7, 1, 0);
+    let (objects, offers) = offers_with_7_at(0);
     let (r, decisions) = report(3);
     assert!(offers.offer(7, r));
     drain(&offers).await;
@@ -143,8 +149,7 @@ async fn a_report_that_changes_its_object_is_decided_once_and_written_once() {
 
 #[tokio::test]
 async fn a_report_that_changes_nothing_is_decided_once_and_never_queued() {
-    let (objects, offers) = offers();
-    objects.store(7, 1, 2);
+    let (objects, offers) = offers_with_7_at(2);
     let (r, decisions) = report(2);
     assert!(!offers.offer(7, r));
     assert!(offers.is_idle());
@@ -177,8 +182,7 @@ async fn each_object_of_a_cycle_is_decided_once() {
 
 #[tokio::test]
 async fn an_object_changed_after_the_offer_is_decided_again_against_what_it_is_now() {
-    let (objects, offers) = offers();
-    objects.store(7, 1, 0);
+    let (objects, offers) = offers_with_7_at(0);
     let (r, decisions) = report(3);
     assert!(offers.offer(7, r));
     // Someone else stores level 3 before the write goes out: nothing is left to write.
@@ -190,8 +194,7 @@ async fn an_object_changed_after_the_offer_is_decided_again_against_what_it_is_n
 
 #[tokio::test]
 async fn a_report_that_replaces_a_waiting_one_is_queued_even_when_it_changes_nothing() {
-    let (objects, offers) = offers();
-    objects.store(7, 1, 0);
+    let (objects, offers) = offers_with_7_at(0);
     let (degraded, _) = report(3);
     assert!(offers.offer(7, degraded));
     // The volume recovered before the write went out: the stale write must not land.
@@ -209,8 +212,7 @@ async fn a_report_that_replaces_a_waiting_one_is_queued_even_when_it_changes_not
 
 #[tokio::test]
 async fn our_own_write_landing_makes_a_later_decision_stale() {
-    let (objects, offers) = offers();
-    objects.store(7, 1, 0);
+    let (objects, offers) = offers_with_7_at(0);
     let (first, _) = report(3);
     offers.offer(7, first);
     drain(&offers).await;
