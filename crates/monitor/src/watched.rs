@@ -304,30 +304,26 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec!["vol-b"]
         );
-        assert!(
-            is_released("pv-a", &key("a"), "uid-a", &pvs, &pvcs),
-            "being deleted"
-        );
-        assert!(
-            is_released("pv-gone", &key("c"), "uid-c", &pvs, &pvcs),
-            "gone"
-        );
-        assert!(
-            !is_released("pv-b", &key("b"), "uid-b", &pvs, &pvcs),
-            "still there"
-        );
-        assert!(
-            !is_released("pv-a", &key("a"), "another-uid", &pvs, &pvcs),
-            "the claim was recreated"
-        );
-        assert!(
-            !is_released("pv-gone", &key("d"), "uid-d", &pvs, &pvcs),
-            "the claim names another volume now"
-        );
-        assert!(
-            !is_released("pv-gone", &key("zz"), "uid-zz", &pvs, &pvcs),
-            "no claim"
-        );
+        for (pv, claim, uid, released, why) in [
+            ("pv-a", "a", "uid-a", true, "being deleted"),
+            ("pv-gone", "c", "uid-c", true, "gone"),
+            ("pv-b", "b", "uid-b", false, "still there"),
+            ("pv-a", "a", "another-uid", false, "the claim was recreated"),
+            (
+                "pv-gone",
+                "d",
+                "uid-d",
+                false,
+                "the claim names another volume now",
+            ),
+            ("pv-gone", "zz", "uid-zz", false, "no claim"),
+        ] {
+            assert_eq!(
+                is_released(pv, &key(claim), uid, &pvs, &pvcs),
+                released,
+                "{pv} for {claim} ({uid}): {why}"
+            );
+        }
     }
 
     #[test]

@@ -20,10 +20,7 @@ async fn a_sweep_ends_within_its_interval_when_the_calls_are_closer_than_one_ans
     // 1,200 volumes in a 60 s interval with 10 workers, each answer taking 0.2 s: the calls are
     // 45 ms apart, closer than one answer, and the workers keep up (10 per 0.2 s = 50/s). Spread
     // over the whole interval, the last call would start at 59.95 s and end after it.
-    let vols: Vec<String> = (0..1200).map(|i| format!("vol-{i:04}")).collect();
-    let refs: Vec<&str> = vols.iter().map(String::as_str).collect();
-    let mut r = rig_with(Mode::Get, &refs, 500, 10, Arc::new(FakeApi::default()));
-    r.driver.with(|s| s.get_delay = Duration::from_millis(200));
+    let (mut r, _) = get_rig(1200, 10, Duration::from_millis(200));
     let start = Instant::now();
     r.cycle().await;
     assert_eq!(r.driver.gets().len(), 1200, "every volume once");
@@ -49,11 +46,8 @@ async fn get_mode_probes_each_volume_once_per_cycle_with_few_volumes() {
 
 #[tokio::test(start_paused = true)]
 async fn get_mode_keeps_at_most_the_worker_limit_in_flight() {
-    let vols: Vec<String> = (0..20).map(|i| format!("vol-{i:02}")).collect();
-    let refs: Vec<&str> = vols.iter().map(String::as_str).collect();
-    let mut r = rig_with(Mode::Get, &refs, 500, 3, Arc::new(FakeApi::default()));
     // Each call takes 10s while one starts every 3s: without a limit 4 would overlap.
-    r.driver.with(|s| s.get_delay = Duration::from_secs(10));
+    let (mut r, vols) = get_rig(20, 3, Duration::from_secs(10));
     r.cycle().await;
     assert_eq!(r.driver.with(|s| s.max_inflight), 3);
     let mut gets = r.driver.gets();
@@ -160,4 +154,14 @@ async fn each_cycle_is_timed_and_an_overrun_is_counted() {
     );
 
     running.stop().await;
+}
+
+/// A Get-mode rig of `count` volumes (`vol-0000`, `vol-0001`, …) with `workers` workers, each
+/// Get answering after `get_delay`; and the volumes' names, in order.
+fn get_rig(count: usize, workers: usize, get_delay: Duration) -> (Rig, Vec<String>) {
+    let vols: Vec<String> = (0..count).map(|i| format!("vol-{i:04}")).collect();
+    let refs: Vec<&str> = vols.iter().map(String::as_str).collect();
+    let r = rig_with(Mode::Get, &refs, 500, workers, Arc::new(FakeApi::default()));
+    r.driver.with(|s| s.get_delay = get_delay);
+    (r, vols)
 }
