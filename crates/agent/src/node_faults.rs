@@ -207,6 +207,14 @@ mod tests {
         }
     }
 
+    /// A temporary directory holding the directory `mounted` (returned too).
+    fn mounted_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let mounted = tmp.path().join("mounted");
+        std::fs::create_dir_all(&mounted).unwrap();
+        (tmp, mounted)
+    }
+
     /// A detector over a written mount table in which `mounted` is mounted.
     fn detector_at(dir: &std::path::Path, mounted: &std::path::Path) -> Arc<Detector> {
         let info = dir.join("mountinfo");
@@ -244,9 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn auto_answers_only_for_drivers_without_node_health() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mounted = tmp.path().join("mounted");
-        std::fs::create_dir_all(&mounted).unwrap();
+        let (tmp, mounted) = mounted_dir();
         let detector = detector_at(tmp.path(), &mounted);
         let gone = tmp.path().join("gone/mount");
         let request = v1::NodeGetVolumeHealthRequest {
@@ -282,9 +288,6 @@ mod tests {
 
     #[tokio::test]
     async fn the_detectors_series_are_on_the_agents_metrics_page() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mounted = tmp.path().join("mounted");
-        std::fs::create_dir_all(&mounted).unwrap();
         let metrics = Metrics::new();
         let mut config = AgentConfig::new("node-a");
         config.node_faults = NodeFaultMode::Auto;
@@ -310,9 +313,7 @@ mod tests {
 
     #[tokio::test]
     async fn always_adds_findings_beside_the_drivers() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mounted = tmp.path().join("mounted");
-        std::fs::create_dir_all(&mounted).unwrap();
+        let (tmp, mounted) = mounted_dir();
         let detector = detector_at(tmp.path(), &mounted);
         let says = vec![entry(1, "ThinPoolLow"), entry(2, "NotMounted")];
         let both = with_node_faults(driver(true, says), &detector, NodeFaultMode::Always);
