@@ -74,10 +74,7 @@ async fn detection_writes_once_then_steady_state_writes_nothing() {
 
 #[tokio::test(start_paused = true)]
 async fn list_without_get_clears_only_after_two_complete_cycles() {
-    let mut r = rig(Mode::List { get: false }, &["vol-a"]);
-    r.driver.set("vol-a", degraded("Slow"));
-    r.cycle().await;
-    r.driver.set("vol-a", vec![]);
+    let mut r = written_then_gone(Mode::List { get: false }).await;
     r.cycle().await;
     assert_eq!(r.api.patches().len(), 1, "one absence is not a recovery");
     assert!(r.api.stored("vol-a").is_some());
@@ -113,10 +110,7 @@ async fn list_with_get_confirms_a_recovery_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_confirming_get_keeps_the_conditions() {
-    let mut r = rig(Mode::List { get: true }, &["vol-a"]);
-    r.driver.set("vol-a", degraded("Slow"));
-    r.cycle().await;
-    r.driver.set("vol-a", vec![]);
+    let mut r = written_then_gone(Mode::List { get: true }).await;
     r.driver.with(|s| s.fail_get = Some(tonic::Code::Internal));
     r.cycle().await;
     assert!(r.api.stored("vol-a").is_some());
@@ -279,5 +273,15 @@ async fn written_then_recovered(vols: &[&str]) -> Rig {
     for v in vols {
         r.driver.set(v, vec![]);
     }
+    r
+}
+
+/// A rig in `mode` whose `vol-a`, reported degraded, was written by one cycle, and which the
+/// driver no longer reports since.
+async fn written_then_gone(mode: Mode) -> Rig {
+    let mut r = rig(mode, &["vol-a"]);
+    r.driver.set("vol-a", degraded("Slow"));
+    r.cycle().await;
+    r.driver.set("vol-a", vec![]);
     r
 }
