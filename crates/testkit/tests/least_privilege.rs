@@ -257,6 +257,34 @@ impl World {
         writer.ended().then_some(Trial::Ended)
     }
 
+    /// Starts a writer (`who`, through `start`) and waits up to `patience` until `worked` (given
+    /// when the writer was started) says everything it does has happened, the server refuses it
+    /// something, or it ends by itself; then stops it. `worked` answers None while it cannot tell.
+    async fn trial<F, Fut>(
+        &self,
+        who: &str,
+        patience: Duration,
+        start: impl FnOnce() -> Service,
+        worked: F,
+    ) -> Trial
+    where
+        F: Fn(tokio::time::Instant) -> Fut,
+        Fut: std::future::Future<Output = Option<bool>>,
+    {
+        let base = refusals(&self.admin).await;
+        let started = tokio::time::Instant::now();
+        let writer = start();
+        let what = format!("the {who} to work or be refused");
+        let outcome = wait_for(patience, &what, || async {
+            if let Some(cut_short) = self.cut_short(base, &writer).await {
+                return Some(cut_short);
+            }
+            worked(started).await?.then_some(Trial::Worked)
+        })
+        .await;
+        settle(writer.stop(), outcome, who)
+    }
+
     async fn monitor_trial(&self, n: usize, patience: Duration) -> Trial {
         let reason = format!("Trial{n}");
         self.driver.inject_volume(
@@ -290,14 +318,10 @@ impl World {
             }),
             ..self.monitor_config(None)
         };
-        let base = refusals(&self.admin).await;
-        let started = tokio::time::Instant::now();
-        let monitor = run_monitor("monitor", config);
         let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(self.admin.clone(), "default");
-        let outcome = wait_for(patience, "the monitor to work or be refused", || async {
-            if let Some(cut_short) = self.cut_short(base, &monitor).await {
-                return Some(cut_short);
-            }
+        let start = || run_monitor("monitor", config);
+        let (pvcs, leases, csidrivers, reason) = (&pvcs, &leases, &csidrivers, &reason);
+        let worked = |started: tokio::time::Instant| async move {
             let on_status = pvcs
                 .get("claim-web")
                 .await
@@ -305,7 +329,7 @@ impl World {
                 .and_then(|p| p.status?.health_status?.health_conditions)
                 .unwrap_or_default()
                 .iter()
-                .any(|c| c.reason == reason);
+                .any(|c| c.reason == *reason);
             let holder = leases
                 .list(&ListParams::default())
                 .await
@@ -323,15 +347,15 @@ impl World {
                 .metadata
                 .annotations
                 .is_some_and(|a| a.contains_key(coverage::CONTROLLER_SOURCE));
-            (on_status
-                && holder
-                && renewed
-                && published
-                && event_with(&self.admin, "claim-web", &reason).await)
-                .then_some(Trial::Worked)
-        })
-        .await;
-        settle(monitor.stop(), outcome, "monitor")
+            Some(
+                on_status
+                    && holder
+                    && renewed
+                    && published
+                    && event_with(&self.admin, "claim-web", reason).await,
+            )
+        };
+        self.trial("monitor", patience, start, worked).await
     }
 
     /// The agent twice: once finding no CSINode (it creates one), once finding one a kubelet
@@ -367,14 +391,10 @@ impl World {
             .await;
         }
         let config = self.agent_config("agenttok", None);
-        let base = refusals(&self.admin).await;
-        let agent = run_agent("agent", config);
+        let start = || run_agent("agent", config);
         let pods: Api<Pod> = Api::namespaced(self.admin.clone(), "default");
         let csinodes: Api<CSINode> = Api::all(self.admin.clone());
-        let outcome = wait_for(patience, "the agent to work or be refused", || async {
-            if let Some(cut_short) = self.cut_short(base, &agent).await {
-                return Some(cut_short);
-            }
+        let worked = |_started| async {
             let on_pod = pods
                 .get("web")
                 .await
@@ -395,15 +415,15 @@ impl World {
                 .metadata
                 .annotations
                 .is_some_and(|a| a.contains_key(coverage::NODE_SOURCES));
-            (on_pod
-                && on_csinode
-                && published
-                && event_with(&self.admin, "web", &reason).await
-                && event_with(&self.admin, NODE, &reason).await)
-                .then_some(Trial::Worked)
-        })
-        .await;
-        settle(agent.stop(), outcome, "agent")
+            Some(
+                on_pod
+                    && on_csinode
+                    && published
+                    && event_with(&self.admin, "web", &reason).await
+                    && event_with(&self.admin, NODE, &reason).await,
+            )
+        };
+        self.trial("agent", patience, start, worked).await
     }
 }
 
