@@ -230,6 +230,21 @@ async fn event_with(admin: &kube::Client, name: &str, text: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether object `name` of `api` carries annotation `key`; None while it cannot be read.
+async fn has_annotation<K>(api: &Api<K>, name: &str, key: &str) -> Option<bool>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let object = api.get(name).await.ok()?;
+    Some(
+        object
+            .meta()
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(key)),
+    )
+}
+
 /// The trial's outcome once the writer is stopped: a writer that stopped by itself because the
 /// server refused it counts as refused; stopping for any other reason fails the test.
 fn settle(stopped: Result<(), ServiceError>, outcome: Trial, who: &str) -> Trial {
@@ -340,13 +355,7 @@ impl World {
                 .any(|h| h == format!("monitor-{n}"));
             // Long enough for the Lease to be renewed over the one it created.
             let renewed = started.elapsed() > Duration::from_secs(5);
-            let published = csidrivers
-                .get(DRIVER)
-                .await
-                .ok()?
-                .metadata
-                .annotations
-                .is_some_and(|a| a.contains_key(coverage::CONTROLLER_SOURCE));
+            let published = has_annotation(csidrivers, DRIVER, coverage::CONTROLLER_SOURCE).await?;
             Some(
                 on_status
                     && holder
@@ -408,13 +417,7 @@ impl World {
                 .await
                 .iter()
                 .any(|(_, r)| *r == reason);
-            let published = csinodes
-                .get(NODE)
-                .await
-                .ok()?
-                .metadata
-                .annotations
-                .is_some_and(|a| a.contains_key(coverage::NODE_SOURCES));
+            let published = has_annotation(&csinodes, NODE, coverage::NODE_SOURCES).await?;
             Some(
                 on_pod
                     && on_csinode
