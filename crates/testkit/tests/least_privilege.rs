@@ -136,6 +136,11 @@ fn pairs(g: &Grant) -> Vec<(usize, String, String)> {
     out
 }
 
+/// The strings of the list `values`, but `one`.
+fn all_but(values: &Value, one: &str) -> Vec<String> {
+    strings(values).into_iter().filter(|v| v != one).collect()
+}
+
 /// The rules of `g` without `verb` on `resource` in rule `index` (the rule is split so that
 /// everything else it granted stays).
 fn without(g: &Grant, index: usize, resource: &str, verb: &str) -> Vec<Value> {
@@ -145,19 +150,13 @@ fn without(g: &Grant, index: usize, resource: &str, verb: &str) -> Vec<Value> {
             rules.push(rule.clone());
             continue;
         }
-        let others: Vec<String> = strings(&rule["resources"])
-            .into_iter()
-            .filter(|r| r != resource)
-            .collect();
+        let others = all_but(&rule["resources"], resource);
         if !others.is_empty() {
             let mut r = rule.clone();
             r["resources"] = json!(others);
             rules.push(r);
         }
-        let verbs: Vec<String> = strings(&rule["verbs"])
-            .into_iter()
-            .filter(|v| v != verb)
-            .collect();
+        let verbs = all_but(&rule["verbs"], verb);
         if !verbs.is_empty() {
             let mut r = rule.clone();
             r["resources"] = json!([resource]);
