@@ -4,7 +4,7 @@
 //! fresh does nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-use k8s_openapi::api::core::v1::{Event, Node};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use prometheus_client::registry::Registry;
@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 use volhealth_remediate::Policy;
 use volhealth_remediate::controller::{ControllerConfig, actions_family, run};
-use volhealth_testkit::{ApiServer, start_apiserver, wait_until};
+use volhealth_testkit::{ApiServer, start_apiserver, wait_event, wait_until};
 
 /// How long a test waits for the controller.
 const WAIT: Duration = Duration::from_secs(10);
@@ -133,20 +133,11 @@ async fn dry_run_changes_nothing_and_says_what_it_would_do() {
     node(&client, "node-2").await;
     set_condition(&client, "node-2", Some("2026-01-01T00:00:00Z")).await;
     let _stop = start(&client, true);
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    wait_until(WAIT, "a dry-run Event", || async {
-        events
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .any(|e| {
-                e.involved_object.name.as_deref() == Some("node-2")
-                    && e.message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("dry run: would taint node node-2"))
-            })
+    wait_event(&client, WAIT, "a dry-run Event", |e| {
+        e.involved_object.name.as_deref() == Some("node-2")
+            && e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("dry run: would taint node node-2"))
     })
     .await;
     assert_eq!(taints(&client, "node-2").await, (vec![], false));

@@ -4,14 +4,14 @@
 //! leaves an Event on the CSIDriver and a metric.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use volhealth_testkit::{start_apiserver, wait_until};
+use volhealth_testkit::{start_apiserver, wait_event, wait_until};
 
 /// How long a test waits for the extender.
 const WAIT: Duration = Duration::from_secs(10);
@@ -320,22 +320,13 @@ async fn the_extender_filters_as_the_keps_rules_say() {
         page.contains("volhealth_scheduler_policy_invalid{driver_name=\"topolvm.io\"} 1"),
         "{page}"
     );
-    let events: Api<Event> = Api::namespaced(kc.clone(), "default");
-    wait_until(WAIT, "the invalid-policy Event", || async {
-        events
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .any(|e| {
-                e.reason.as_deref() == Some("InvalidHealthSchedulingPolicy")
-                    && e.involved_object.kind.as_deref() == Some("CSIDriver")
-                    && e.involved_object.name.as_deref() == Some(TOPOLVM)
-                    && e.message
-                        .as_deref()
-                        .is_some_and(|m| m.contains("rules[0].status"))
-            })
+    wait_event(&kc, WAIT, "the invalid-policy Event", |e| {
+        e.reason.as_deref() == Some("InvalidHealthSchedulingPolicy")
+            && e.involved_object.kind.as_deref() == Some("CSIDriver")
+            && e.involved_object.name.as_deref() == Some(TOPOLVM)
+            && e.message
+                .as_deref()
+                .is_some_and(|m| m.contains("rules[0].status"))
     })
     .await;
 }

@@ -18,6 +18,7 @@ pub const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 mod apiserver;
 mod claims;
 mod csi_calls;
+mod event_wait;
 mod http;
 pub mod kernel_faults;
 mod kube_client;
@@ -42,6 +43,7 @@ pub use csi_calls::{
     controller_health, health_pairs, list_volume_health, node_health, rpc_capabilities,
     storage_health,
 };
+pub use event_wait::wait_event;
 pub use http::{b64, http_get, http_get_ok, parse_response};
 pub use kube_client::client_for;
 pub use kubelet_node::{
