@@ -17,6 +17,9 @@
 //! This crate has no dependency besides `rand`, so the low-level CSI client can use it without
 //! the Kubernetes client; `volhealth-kube-access` re-exports it for everything else.
 
+mod holds;
+
+pub use holds::Holds;
 use rand::rngs::SmallRng;
 use rand::{Rng as _, SeedableRng as _};
 use std::time::Duration;

@@ -30,7 +30,7 @@ pub mod watch;
 pub mod watched;
 
 pub use api_failure::{ApiFailure, FailureKind};
-pub use backoff::Backoff;
+pub use backoff::{Backoff, Holds};
 pub use error::{Error, Result};
 pub use rate_limit::RateLimiter;
 

@@ -9,11 +9,10 @@
 //!   writing resumes within an interval of the server answering again. The jitter keeps the
 //!   agents of a DaemonSet, which all lost the server at once, from all coming back at once.
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 use tokio::time::Instant;
-use volhealth_kube_access::Backoff;
+use volhealth_kube_access::{Backoff, Holds};
 
 /// Longest hold of a refused object is at least this.
 const MIN_REFUSAL_CAP: Duration = Duration::from_secs(300);
@@ -22,80 +21,54 @@ const FIRST_UNREACHABLE_WAIT: Duration = Duration::from_secs(1);
 /// Longest wait while it stays unreachable, whatever the interval.
 const MAX_UNREACHABLE_WAIT: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone)]
-struct Hold {
-    backoff: Backoff,
-    until: Instant,
-}
-
 /// Per-object holds after refused or dropped writes.
 #[derive(Debug)]
 pub struct RefusalBackoff<K> {
-    /// A fresh object's backoff, cloned for each object held (its jitter generator too, so
-    /// clones are reseeded: see [`RefusalBackoff::refused`]).
-    template: Backoff,
-    jitter: bool,
-    holds: HashMap<K, Hold>,
+    holds: Holds<K, Instant>,
 }
 
 impl<K: Clone + Eq + Hash> RefusalBackoff<K> {
     /// The policy for a writer probing every `interval`.
     pub fn new(interval: Duration) -> Self {
         RefusalBackoff {
-            template: Backoff::new(
+            holds: Holds::new(
                 interval.saturating_mul(2),
                 (interval * 10).max(MIN_REFUSAL_CAP),
             ),
-            jitter: true,
-            holds: HashMap::new(),
         }
     }
 
     /// The same policy without jitter: the nominal holds, for tests of the schedule.
     #[must_use]
     pub fn without_jitter(mut self) -> Self {
-        self.template = self.template.without_jitter();
-        self.jitter = false;
+        self.holds = self.holds.without_jitter();
         self
     }
 
     /// Whether `key` may be written now.
     pub fn allowed(&self, key: &K) -> bool {
-        self.holds
-            .get(key)
-            .is_none_or(|h| Instant::now() >= h.until)
+        self.holds.ready(key, Instant::now())
     }
 
     /// Records a refusal and returns how long the object is held; `first` is true for the first
     /// refusal in a row (the one to log loudly).
     pub fn refused(&mut self, key: &K) -> (Duration, bool) {
-        let hold = self.holds.entry(key.clone()).or_insert_with(|| Hold {
-            // Each object draws its own jitter: a fresh generator, not a copy of the template's.
-            backoff: if self.jitter {
-                Backoff::new(self.template.first(), self.template.cap())
-            } else {
-                self.template.clone()
-            },
-            until: Instant::now(),
-        });
-        let wait = hold.backoff.next_delay();
-        hold.until = Instant::now() + wait;
-        (wait, hold.backoff.failures() == 1)
+        self.holds.failed(key, Instant::now())
     }
 
     /// Whether `key` is in a run of refusals (held now or held before its last success).
     pub fn is_refused(&self, key: &K) -> bool {
-        self.holds.contains_key(key)
+        self.holds.is_held(key)
     }
 
     /// Records a write that stuck; true when it ends a run of refusals.
     pub fn accepted(&mut self, key: &K) -> bool {
-        self.holds.remove(key).is_some()
+        self.holds.succeeded(key)
     }
 
     /// Forgets objects that no longer exist.
     pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
-        self.holds.retain(|k, _| keep(k));
+        self.holds.retain(keep);
     }
 }
 

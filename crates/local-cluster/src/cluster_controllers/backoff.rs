@@ -1,35 +1,26 @@
 //! Per-object retry backoff: a step that failed for an object is not tried again for that
 //! object before its delay (1 s, doubling to 1 min, each jittered: the shared
-//! [`Backoff`], from half to all of the nominal delay) has passed; other objects go on.
+//! [`Holds`], from half to all of the nominal delay) has passed; other objects go on.
 
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
-use volhealth_kube_access::Backoff;
+use volhealth_kube_access::Holds;
 
 /// The first delay after a failure.
 const FIRST: Duration = Duration::from_secs(1);
 /// The longest delay.
 const MAX: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone)]
-struct Entry {
-    backoff: Backoff,
-    not_before: Instant,
-}
-
 /// The objects whose last attempt failed, keyed by what was attempted (e.g. `provision/<uid>`).
 #[derive(Debug)]
 pub struct Retries {
-    failed: HashMap<String, Entry>,
-    jitter: bool,
+    holds: Holds<String, Instant>,
 }
 
 impl Default for Retries {
     fn default() -> Self {
         Retries {
-            failed: HashMap::new(),
-            jitter: true,
+            holds: Holds::new(FIRST, MAX),
         }
     }
 }
@@ -39,38 +30,23 @@ impl Retries {
     #[cfg(test)]
     fn without_jitter() -> Self {
         Retries {
-            failed: HashMap::new(),
-            jitter: false,
+            holds: Holds::new(FIRST, MAX).without_jitter(),
         }
     }
 
     /// Whether `key` may be attempted at `now`.
     pub fn ready(&self, key: &str, now: Instant) -> bool {
-        self.failed.get(key).is_none_or(|e| now >= e.not_before)
+        self.holds.ready(&key.to_string(), now)
     }
 
     /// Records a failure at `now`; returns the delay before the next attempt.
     pub fn failed(&mut self, key: &str, now: Instant) -> Duration {
-        let jitter = self.jitter;
-        let entry = self.failed.entry(key.to_string()).or_insert_with(|| {
-            let backoff = Backoff::new(FIRST, MAX);
-            Entry {
-                backoff: if jitter {
-                    backoff
-                } else {
-                    backoff.without_jitter()
-                },
-                not_before: now,
-            }
-        });
-        let delay = entry.backoff.next_delay();
-        entry.not_before = now + delay;
-        delay
+        self.holds.failed(&key.to_string(), now).0
     }
 
     /// Forgets `key`'s failures after a success.
     pub fn succeeded(&mut self, key: &str) {
-        self.failed.remove(key);
+        self.holds.succeeded(&key.to_string());
     }
 }
 
