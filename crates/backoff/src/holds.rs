@@ -6,6 +6,7 @@
 //! [`Duration`] (`std::time::Instant`, or tokio's, whose paused clock the tests use).
 
 use crate::Backoff;
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::ops::Add;
@@ -24,6 +25,22 @@ pub struct Holds<K, T> {
 struct Hold<T> {
     backoff: Backoff,
     until: T,
+}
+
+impl<T> Hold<T> {
+    fn new(first: Duration, cap: Duration, jitter: bool, now: T) -> Self {
+        // Each key draws its own jitter from a fresh generator: keys that failed together do
+        // not come back together.
+        let backoff = Backoff::new(first, cap);
+        Hold {
+            backoff: if jitter {
+                backoff
+            } else {
+                backoff.without_jitter()
+            },
+            until: now,
+        }
+    }
 }
 
 impl<K: Clone + Eq + Hash, T: Copy + Ord + Add<Duration, Output = T>> Holds<K, T> {
@@ -45,39 +62,46 @@ impl<K: Clone + Eq + Hash, T: Copy + Ord + Add<Duration, Output = T>> Holds<K, T
     }
 
     /// Whether `key` may be attempted at `now`.
-    pub fn ready(&self, key: &K, now: T) -> bool {
+    pub fn ready<Q: Hash + Eq + ?Sized>(&self, key: &Q, now: T) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.held.get(key).is_none_or(|h| now >= h.until)
     }
 
     /// Records a failure of `key` at `now`: returns how long it is held, and whether this is the
     /// first failure in a row (the one to log loudly).
-    pub fn failed(&mut self, key: &K, now: T) -> (Duration, bool) {
+    pub fn failed<Q: Hash + Eq + ToOwned<Owned = K> + ?Sized>(
+        &mut self,
+        key: &Q,
+        now: T,
+    ) -> (Duration, bool)
+    where
+        K: Borrow<Q>,
+    {
         let (first, cap, jitter) = (self.first, self.cap, self.jitter);
-        let hold = self.held.entry(key.clone()).or_insert_with(|| {
-            // Each key draws its own jitter from a fresh generator: keys that failed together
-            // do not come back together.
-            let backoff = Backoff::new(first, cap);
-            Hold {
-                backoff: if jitter {
-                    backoff
-                } else {
-                    backoff.without_jitter()
-                },
-                until: now,
-            }
-        });
+        let hold = self
+            .held
+            .entry(key.to_owned())
+            .or_insert_with(|| Hold::new(first, cap, jitter, now));
         let delay = hold.backoff.next_delay();
         hold.until = now + delay;
         (delay, hold.backoff.failures() == 1)
     }
 
     /// Whether `key` is in a run of failures (held now, or held since its last success).
-    pub fn is_held(&self, key: &K) -> bool {
+    pub fn is_held<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.held.contains_key(key)
     }
 
     /// Forgets `key`'s failures after a success; true when that ends a run of failures.
-    pub fn succeeded(&mut self, key: &K) -> bool {
+    pub fn succeeded<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
         self.held.remove(key).is_some()
     }
 

@@ -36,17 +36,17 @@ impl Retries {
 
     /// Whether `key` may be attempted at `now`.
     pub fn ready(&self, key: &str, now: Instant) -> bool {
-        self.holds.ready(&key.to_string(), now)
+        self.holds.ready(key, now)
     }
 
     /// Records a failure at `now`; returns the delay before the next attempt.
     pub fn failed(&mut self, key: &str, now: Instant) -> Duration {
-        self.holds.failed(&key.to_string(), now).0
+        self.holds.failed(key, now).0
     }
 
     /// Forgets `key`'s failures after a success.
     pub fn succeeded(&mut self, key: &str) {
-        self.holds.succeeded(&key.to_string());
+        self.holds.succeeded(key);
     }
 }
 
