@@ -16,6 +16,7 @@ pub const NS: &str = "default";
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 mod apiserver;
+mod captured_log;
 mod claims;
 mod csi_calls;
 mod event_wait;
@@ -35,6 +36,7 @@ pub use apiserver::{
     start_apiserver_with_tokens, start_tls_apiserver, start_with_config, token_flags,
     write_token_file,
 };
+pub use captured_log::{CapturedLog, LogWriter};
 pub use claims::{
     Claims, MetricsPage, claim_status_patches, http_text, metric_sum, pod_volume_conditions,
     storage_conditions,

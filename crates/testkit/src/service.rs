@@ -1,8 +1,15 @@
 //! A server running on its own thread and runtime until its shutdown future completes.
 
+use crate::captured_log::CapturedLog;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
+
+thread_local! {
+    /// The log of the service whose runtime this thread belongs to, if it has one.
+    static THREAD_LOG: std::cell::Cell<Option<tracing::dispatcher::DefaultGuard>> =
+        const { std::cell::Cell::new(None) };
+}
 
 /// How long a stopping service may take before its runtime is dropped under it.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -53,14 +60,42 @@ impl Service {
         Fut: Future<Output = Result<(), E>>,
         E: Into<Failure>,
     {
+        Self::start_with(name, None, start)
+    }
+
+    /// Like [`Service::start`], with everything the service logs, on any thread of its runtime,
+    /// going to `log`.
+    pub fn start_logged<F, Fut, E>(name: &str, log: &CapturedLog, start: F) -> Service
+    where
+        F: FnOnce(Shutdown) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<Failure>,
+    {
+        Self::start_with(name, Some(log.dispatch()), start)
+    }
+
+    fn start_with<F, Fut, E>(name: &str, log: Option<tracing::Dispatch>, start: F) -> Service
+    where
+        F: FnOnce(Shutdown) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<Failure>,
+    {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let label = name.to_string();
         let thread = std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
+                let _log = log.as_ref().map(tracing::dispatcher::set_default);
+                let on_start = log.clone();
                 let rt = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .enable_all()
+                    .on_thread_start(move || {
+                        if let Some(log) = &on_start {
+                            THREAD_LOG.set(Some(tracing::dispatcher::set_default(log)));
+                        }
+                    })
+                    .on_thread_stop(|| THREAD_LOG.set(None))
                     .build()
                     .map_err(|source| ServiceError::Runtime {
                         service: label.clone(),
