@@ -92,9 +92,5 @@ pub async fn run(
     Ok(())
 }
 
-/// No two source files of this crate, and no two of its top-level modules, import each other.
 #[cfg(test)]
-#[test]
-fn source_files_import_one_another_in_one_direction() {
-    assert!(volhealth_module_graph::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
-}
+volhealth_module_graph::imports_run_one_way!();

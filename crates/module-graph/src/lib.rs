@@ -129,6 +129,21 @@ impl Graph {
     }
 }
 
+/// Defines, in the crate it is written in, the test
+/// `source_files_import_one_another_in_one_direction`: no two source files of the crate, and no
+/// two of its top-level modules, import each other. Write it once in the crate root, under
+/// `#[cfg(test)]` (this crate is a dev-dependency).
+#[macro_export]
+macro_rules! imports_run_one_way {
+    () => {
+        /// No two source files of this crate, and no two of its top-level modules, import each other.
+        #[test]
+        fn source_files_import_one_another_in_one_direction() {
+            assert!($crate::assert_acyclic(env!("CARGO_MANIFEST_DIR")) > 0);
+        }
+    };
+}
+
 /// Panics with the circle when the crate at `manifest_dir` has one, between files or between
 /// top-level modules; returns the number of files read.
 pub fn assert_acyclic(manifest_dir: &str) -> usize {
