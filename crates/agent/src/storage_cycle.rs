@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volhealth_csi::v1::node_get_storage_health_response::StorageBackendHealth;
+use volhealth_kube_access::objects::storage_health;
 use volhealth_writer::coverage::{self, NodeSources};
 use volhealth_writer::{EntryReports, FailureKind, ObjectRef, ProbeError, Stored, timed};
 
@@ -76,11 +77,7 @@ impl Agent {
         let stored = Stored {
             uid: csinode.metadata.uid.clone(),
             resource_version: csinode.metadata.resource_version.clone(),
-            value: csinode
-                .status
-                .as_ref()
-                .and_then(|s| s.storage_health.clone())
-                .unwrap_or_default(),
+            value: storage_health(&csinode).to_vec(),
         };
         self.storage_offers.target().remember(&node, stored);
         let object = ObjectRef {

@@ -13,6 +13,8 @@
 //!   summarising many similar ones) and the sink it sends through; [`api_failure`] (a failed
 //!   request, classified by how it is handled) and [`rate_limit`] (a token bucket, for the
 //!   client-side QPS and the Events' budget) beside it.
+//! - [`objects`]: the optional lists inside objects (a pod's volumes and claims, a node's
+//!   taints, a CSINode's storage health) read as slices.
 //! - [`backoff`]: the one retry backoff, with jitter (the `volhealth-backoff` crate, which the
 //!   CSI client uses without this crate's Kubernetes dependencies).
 
@@ -24,6 +26,7 @@ pub mod compact_watch;
 mod error;
 pub mod events;
 pub mod leader;
+pub mod objects;
 pub mod partial;
 pub mod rate_limit;
 pub mod watch;

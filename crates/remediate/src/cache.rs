@@ -12,6 +12,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::hash::Hash;
+use volhealth_kube_access::objects::{pod_claim_names, pod_volumes};
 
 /// The watched objects.
 #[derive(Clone)]
@@ -93,11 +94,7 @@ impl Caches {
         }
         for pod in self.pods.state() {
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
-            let volumes = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.volumes.clone())
-                .unwrap_or_default();
+            let volumes = pod_volumes(&pod);
             out.extend(of_pod(&pod, |volume| {
                 let v = volumes.iter().find(|v| v.name == volume)?;
                 if let Some(csi) = &v.csi {
@@ -116,18 +113,7 @@ impl Caches {
             .iter()
             .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
             .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter(|p| {
-                p.spec
-                    .as_ref()
-                    .and_then(|s| s.volumes.as_ref())
-                    .is_some_and(|vs| {
-                        vs.iter().any(|v| {
-                            v.persistent_volume_claim
-                                .as_ref()
-                                .is_some_and(|c| c.claim_name == claim)
-                        })
-                    })
-            })
+            .filter(|p| pod_claim_names(p).any(|c| c == claim))
             .filter_map(|p| p.metadata.name.clone())
             .collect()
     }

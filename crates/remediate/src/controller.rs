@@ -22,6 +22,7 @@ use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::time::Duration;
 use volhealth_kube_access::events::KubeEventSink;
+use volhealth_kube_access::objects::node_taints;
 
 pub use crate::leader::{LeaderElection, Leadership};
 
@@ -276,11 +277,7 @@ impl Controller {
     fn adopt_taints(&mut self) {
         for node in self.caches.nodes.state() {
             let name = node.metadata.name.clone().unwrap_or_default();
-            let taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
+            let taints = node_taints(&node);
             for rule in &self.config.policy.rules {
                 for a in &rule.actions {
                     if let Action::Taint { key, effect, .. } = a

@@ -6,6 +6,7 @@ use crate::policy::{ObjectKind, Rule, glob};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
+use volhealth_kube_access::objects::storage_health;
 
 /// One condition on one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,12 +83,7 @@ pub fn due(rule: &Rule, finding: &Finding, now: Timestamp) -> bool {
 /// The storage conditions of a CSINode, one per driver entry condition.
 pub fn of_csinode(node: &CSINode) -> Vec<Finding> {
     let name = node.metadata.name.clone().unwrap_or_default();
-    let entries = node
-        .status
-        .as_ref()
-        .and_then(|s| s.storage_health.as_deref())
-        .unwrap_or_default();
-    entries
+    storage_health(node)
         .iter()
         .flat_map(|e| {
             let name = name.clone();

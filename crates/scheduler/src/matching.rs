@@ -7,6 +7,7 @@ use crate::policy::{HealthSchedulingPolicy, HealthSchedulingRule};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::storage::v1::{CSINode, StorageHealthCondition};
 use std::sync::Arc;
+use volhealth_kube_access::objects::pod_volumes;
 
 /// The volume behind a bound claim, as the filter needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,11 +72,7 @@ impl std::fmt::Display for Rejection {
 pub fn policed_claims(pod: &Pod, view: &impl ClusterView) -> Vec<PolicedClaim> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-    let volumes = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.as_deref())
-        .unwrap_or_default();
+    let volumes = pod_volumes(pod);
     let mut out: Vec<PolicedClaim> = Vec::new();
     for v in volumes {
         let claim = if let Some(pvc) = &v.persistent_volume_claim {

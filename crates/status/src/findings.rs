@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use volhealth_kube_access::objects::pod_volumes;
 
 /// Which writer a condition comes from, in the KEP's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -202,9 +203,7 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let spec = pod.spec.as_ref();
         for entry in entries {
-            let spec_volume = spec
-                .and_then(|s| s.volumes.as_ref())
-                .and_then(|v| v.iter().find(|v| v.name == entry.name));
+            let spec_volume = pod_volumes(pod).iter().find(|v| v.name == entry.name);
             let claim = spec_volume
                 .and_then(|v| v.persistent_volume_claim.as_ref())
                 .map(|c| c.claim_name.clone());

@@ -10,6 +10,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use volhealth_kube_access::objects::storage_health;
 use volhealth_kube_access::watch::WatchKind;
 
 /// Which status a condition is written to.
@@ -87,11 +88,8 @@ fn pod_unhealthy(p: &Pod) -> bool {
 }
 
 fn csinode_unhealthy(n: &CSINode) -> bool {
-    let storages = n
-        .status
+    storage_health(n)
         .iter()
-        .flat_map(|s| s.storage_health.iter().flatten());
-    storages
         .flat_map(|s| s.health_conditions.iter().flatten())
         .any(|c| c.reason == REASON)
 }

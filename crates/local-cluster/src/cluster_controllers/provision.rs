@@ -12,6 +12,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use volhealth_kube_access::objects::pod_claim_names;
 
 /// The annotation naming the provisioner of a PV.
 pub const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
@@ -302,15 +303,7 @@ pub async fn bind(client: &kube::Client, snap: &Snapshot) {
 /// Whether a pod still uses claim `ns/name`.
 fn claim_in_use(snap: &Snapshot, ns: &str, name: &str) -> bool {
     snap.pods.iter().any(|p| {
-        p.metadata.namespace.as_deref() == Some(ns)
-            && p.spec
-                .iter()
-                .flat_map(|s| s.volumes.iter().flatten())
-                .any(|v| {
-                    v.persistent_volume_claim
-                        .as_ref()
-                        .is_some_and(|c| c.claim_name == name)
-                })
+        p.metadata.namespace.as_deref() == Some(ns) && pod_claim_names(p).any(|c| c == name)
     })
 }
 

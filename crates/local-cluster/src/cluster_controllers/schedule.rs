@@ -9,15 +9,11 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::collections::BTreeMap;
+use volhealth_kube_access::objects::pod_claim_names;
 
 /// The claim names a pod's volumes use.
 pub fn claims_of(pod: &Pod) -> Vec<String> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| c.claim_name.clone())
-        .collect()
+    pod_claim_names(pod).map(str::to_string).collect()
 }
 
 /// Why a pod cannot be placed: no node with the driver's node plugin matches its selector.
