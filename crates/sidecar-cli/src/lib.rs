@@ -9,6 +9,8 @@
 //! # Layout
 //! - [`agent`], [`monitor`]: each sidecar's flags, their translation into the library's
 //!   configuration, and its `run`.
+//! - [`leader_flags`]: `--leader-election` and its timings, which the monitor and the
+//!   remediation controller take.
 //! - [`upstream_events`]: `--upstream-event-reasons`, which both take.
 //! - [`go_flags`]: Go-style flags (`-v=5`, `--leader-election=true`) made into clap's.
 //! - [`legacy_flags`]: the flags of drivers that speak only the legacy VOLUME_CONDITION shape.
@@ -19,6 +21,7 @@
 pub mod agent;
 pub mod go_flags;
 pub mod kube_json;
+pub mod leader_flags;
 pub mod legacy_flags;
 pub mod logging;
 pub mod monitor;

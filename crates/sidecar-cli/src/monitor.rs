@@ -32,26 +32,15 @@ pub struct Args {
     /// Most ControllerGetVolumeHealth calls in flight.
     #[arg(long, default_value_t = config::DEFAULT_WORKER_THREADS)]
     pub worker_threads: usize,
-    /// Elect a leader on a Lease so only one replica writes (--leader-election=false: off).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", action = clap::ArgAction::Set, value_parser = go_flags::parse_bool)]
-    pub leader_election: bool,
+    /// --leader-election and its timings.
+    #[command(flatten)]
+    pub leader: crate::leader_flags::LeaderFlags,
     /// Labels to put on the leader Lease, as KEY:VALUE,KEY2:VALUE2.
     #[arg(long, value_name = "KEY:VALUE,...", value_parser = parse_lease_labels)]
     pub leader_election_labels: Option<LeaseLabels>,
     /// Namespace of the Lease (default: the in-cluster namespace, else "default").
     #[arg(long)]
     pub leader_election_namespace: Option<String>,
-    /// How long a leader's claim lasts without renewal.
-    #[arg(long, default_value = "15s")]
-    pub leader_election_lease_duration: String,
-    /// The leader stops writing once its last confirmed renewal is this old (it renews every
-    /// lease duration minus this).
-    #[arg(long, default_value = "10s")]
-    pub leader_election_renew_deadline: String,
-    /// How often the leader re-reads the Lease to confirm it still holds it.
-    #[arg(long, default_value = "5s")]
-    pub leader_election_retry_period: String,
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
     #[arg(long, default_value = ":8080")]
     pub http_endpoint: String,
@@ -177,31 +166,16 @@ impl UpstreamFlags {
 pub fn config_from(args: &Args) -> anyhow::Result<MonitorConfig> {
     let d = |flag: &str, v: &str| duration::parse(v).with_context(|| format!("--{flag}"));
     let leader_election = args
-        .leader_election
-        .then(|| -> anyhow::Result<LeaderElection> {
-            Ok(LeaderElection {
-                namespace: args.leader_election_namespace.clone(),
-                lease_duration: d(
-                    "leader-election-lease-duration",
-                    &args.leader_election_lease_duration,
-                )?,
-                renew_deadline: d(
-                    "leader-election-renew-deadline",
-                    &args.leader_election_renew_deadline,
-                )?,
-                retry_period: d(
-                    "leader-election-retry-period",
-                    &args.leader_election_retry_period,
-                )?,
-                identity: None,
-                labels: args
-                    .leader_election_labels
-                    .clone()
-                    .map(|l| l.0)
-                    .unwrap_or_default(),
-            })
-        })
-        .transpose()?;
+        .leader
+        .election(args.leader_election_namespace.clone())?
+        .map(|le| LeaderElection {
+            labels: args
+                .leader_election_labels
+                .clone()
+                .map(|l| l.0)
+                .unwrap_or_default(),
+            ..le
+        });
     let http_endpoint = match &args.metrics_address {
         Some(addr) => http_endpoint::parse_optional(addr).context("--metrics-address")?,
         None => http_endpoint::parse_optional(&args.http_endpoint)?,

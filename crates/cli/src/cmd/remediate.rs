@@ -27,23 +27,12 @@ pub struct Args {
     /// Where to serve /metrics, /healthz and /readyz: :PORT or HOST:PORT ("" = not served).
     #[arg(long, default_value = ":8082")]
     pub http_endpoint: String,
-    /// Elect a leader on the Lease `volhealth-remediate` so only one replica acts.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          default_value = "false", action = clap::ArgAction::Set,
-          value_parser = crate::cmd::go_flags::parse_bool)]
-    pub leader_election: bool,
+    /// --leader-election (on the Lease `volhealth-remediate`) and its timings.
+    #[command(flatten)]
+    pub leader: volhealth_sidecar_cli::leader_flags::LeaderFlags,
     /// Namespace of the leader Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_election_namespace: String,
-    /// How long a leader's claim lasts without renewal.
-    #[arg(long, default_value = "15s")]
-    pub leader_election_lease_duration: String,
-    /// The leader stops acting once its last confirmed renewal is this old.
-    #[arg(long, default_value = "10s")]
-    pub leader_election_renew_deadline: String,
-    /// How often the leader re-reads the Lease to confirm it still holds it.
-    #[arg(long, default_value = "5s")]
-    pub leader_election_retry_period: String,
     /// Log verbosity and format.
     #[command(flatten)]
     pub log: crate::cmd::logging::LogArgs,
@@ -61,23 +50,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         tick: duration::parse(&args.interval).context("--interval")?,
     };
     let http = http_endpoint::parse_optional(&args.http_endpoint).context("--http-endpoint")?;
-    let leader = if args.leader_election {
-        let le = LeaderElection {
-            namespace: Some(args.leader_election_namespace.clone()),
+    let leader = args
+        .leader
+        .election(Some(args.leader_election_namespace.clone()))?
+        .map(|le| LeaderElection {
             identity: Some(volhealth_remediate::leader::default_identity()),
-            lease_duration: duration::parse(&args.leader_election_lease_duration)
-                .context("--leader-election-lease-duration")?,
-            renew_deadline: duration::parse(&args.leader_election_renew_deadline)
-                .context("--leader-election-renew-deadline")?,
-            retry_period: duration::parse(&args.leader_election_retry_period)
-                .context("--leader-election-retry-period")?,
-            labels: Default::default(),
-        };
-        le.validate().map_err(|e| anyhow::anyhow!(e))?;
-        Some(le)
-    } else {
-        None
-    };
+            ..le
+        });
     volhealth_daemon::in_progress::name_run_loop("the remediation controller");
     serve(
         args.kubeconfig.as_deref(),
