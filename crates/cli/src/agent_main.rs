@@ -4,27 +4,15 @@
 //! `volhealth` binary maps much more of that binary's code than the agent runs, and the agent runs
 //! on every node, so its image carries only what it needs.
 
-use clap::Parser;
 use std::process::ExitCode;
-use volhealth_sidecar_cli::{agent, go_flags, runtime, single};
-
-/// The node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth.
-#[derive(Debug, Parser)]
-#[command(name = "volhealth-agent", version = volhealth_daemon::build_info::VERSION, about, long_about = None, args_override_self = true)]
-struct Cli {
-    #[command(flatten)]
-    args: agent::Args,
-}
+use volhealth_sidecar_cli::{agent, runtime, single};
 
 fn main() -> ExitCode {
-    // Flags as Go's flag package takes them (`-v=5`, `-csi-address=…`), as the Go sidecar did.
-    let Cli { args } = Cli::parse_from(go_flags::normalize(std::env::args_os(), 1));
-    let log = args.log.clone();
-    single::main_of(
+    single::main(
         "volhealth-agent",
+        "The node-side agent that writes pod.status.volumeHealth and csinode.status.storageHealth",
         "agent",
-        &log,
         runtime::Threads::One,
-        agent::run(args),
+        agent::run,
     )
 }
