@@ -6,142 +6,11 @@
 //! injected through the same library as `volhealth inject`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail by panicking
 
-use std::time::Duration;
-use volhealth_agent::AgentConfig;
-use volhealth_driver::injection::Side;
-use volhealth_local_cluster::inject::{Clear, InjectRequest, Injection, VolumeCondition};
+mod support;
+
+use support::{DRIVER, NODE, WAIT, World};
 use volhealth_testkit::wait_for as wait_for_async;
-use volhealth_testkit::{
-    Driver, KUBELET_DRIVER as DRIVER, KUBELET_NODE as NODE, KubeletNode, Service, api_patches,
-    free_addr, http_text, metric, run_agent, storage_probes, wait_cycles,
-};
-
-const WAIT: Duration = Duration::from_secs(40);
-
-/// One node's world: the node cluster, and the reference driver registered in its kubelet root.
-struct World {
-    node: KubeletNode,
-    _driver: Driver,
-}
-
-impl std::ops::Deref for World {
-    type Target = KubeletNode;
-    fn deref(&self) -> &KubeletNode {
-        &self.node
-    }
-}
-
-/// What `volhealth inject ARGS` asks for, for the forms these tests use.
-fn injection(args: &[&str]) -> Injection {
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| *a == name)
-            .map(|i| args[i + 1].to_string())
-    };
-    let side = |s: Option<String>| match s.as_deref() {
-        Some("node") => Side::Node,
-        Some("controller") => Side::Controller,
-        other => panic!("no side {other:?}"),
-    };
-    let required = |name: &str| flag(name).unwrap_or_else(|| panic!("{args:?} needs {name}"));
-    match args {
-        ["clear", "volume", id, ..] => Injection::Clear {
-            what: Clear::Volume {
-                volume_id: id.to_string(),
-                side: flag("--side").map(|s| side(Some(s))),
-            },
-        },
-        ["clear", "storage"] => Injection::Clear {
-            what: Clear::Storage { node: None },
-        },
-        ["volume", id, ..] => Injection::Volume {
-            volume_id: id.to_string(),
-            condition: VolumeCondition {
-                side: side(flag("--side")),
-                status: required("--status"),
-                reason: required("--reason"),
-                message: String::new(),
-            },
-        },
-        ["storage", ..] => Injection::Storage {
-            node: None,
-            status: required("--status"),
-            reason: required("--reason"),
-            message: String::new(),
-            access_mode: flag("--access-mode"),
-            volume_mode: flag("--volume-mode"),
-        },
-        other => panic!("no such injection in these tests: {other:?}"),
-    }
-}
-
-impl World {
-    async fn start() -> World {
-        let node = KubeletNode::start(&[]).await;
-        let registration = node.registration_dir();
-        let driver = Driver::start_configured(node.dir.path(), DRIVER, NODE, |c| {
-            c.registration_dir = Some(registration);
-            // These tests inject their conditions; a probe slowed by a busy test machine must
-            // not add a real SlowIo or IoProbeTimedOut of its own.
-            c.io_probe_slow = Duration::from_secs(10);
-            c.io_probe_timeout = Duration::from_secs(20);
-        })
-        .await;
-        World {
-            node,
-            _driver: driver,
-        }
-    }
-
-    /// `volhealth inject --state-dir STATE ARGS...`, through the library the command runs.
-    fn inject(&self, args: &[&str]) {
-        let request = InjectRequest {
-            dir: None,
-            state_dir: Some(self.state.clone()),
-            what: injection(args),
-        };
-        let done = std::thread::scope(|s| {
-            s.spawn(|| volhealth_testkit::block_on(volhealth_local_cluster::inject::run(request)))
-                .join()
-                .expect("the injection's thread")
-        });
-        assert!(done.is_ok(), "inject {args:?} failed: {done:?}");
-    }
-
-    /// Waits until object `kind` `name` has an Event of `event_type` and `reason` from the agent.
-    async fn wait_event(&self, kind: &str, name: &str, event_type: &str, reason: &str) {
-        let what = format!("a {event_type} {reason} Event on {kind} {name}");
-        wait_for_async(WAIT, &what, || async {
-            self.events_about(kind, name)
-                .await
-                .iter()
-                .any(|(t, r, c)| t == event_type && r == reason && c == "volhealth-agent")
-                .then_some(())
-        })
-        .await;
-    }
-
-    /// Starts the agent for `node_name` as the user of `token` (as `volhealth agent --interval
-    /// 1s --timeout 5s` discovering its drivers in the kubelet root); returns it and its
-    /// /metrics URL once that answers.
-    async fn start_agent(&self, name: &str, token: &str, node_name: &str) -> (Service, String) {
-        let address = free_addr();
-        let mut config = AgentConfig::new(node_name);
-        config.kubeconfig = Some(self.token_kubeconfig(token));
-        config.kubelet_root_dir = self.root.clone();
-        config.interval = Duration::from_secs(1);
-        config.timeout = Duration::from_secs(5);
-        config.http_endpoint = Some(address);
-        let agent = run_agent(name, config);
-        let url = format!("http://{address}/metrics");
-        wait_for_async(WAIT, "the agent's HTTP endpoint", || async {
-            assert!(!agent.ended(), "agent {name} ended before serving HTTP");
-            http_text(&url).await.map(|_| ())
-        })
-        .await;
-        (agent, url)
-    }
-}
+use volhealth_testkit::{api_patches, metric, storage_probes, wait_cycles};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_reports_and_clears_every_condition() {
@@ -175,9 +44,7 @@ async fn agent_reports_and_clears_every_condition() {
         ("DataLoss", "InjectedCorrupt"),
         ("Degraded", "InjectedSlow"),
     ] {
-        w.inject(&[
-            "volume", &handle, "--side", "node", "--status", status, "--reason", reason,
-        ]);
+        w.inject_node_volume(&handle, status, reason);
         let want = vec![("data".to_string(), status.to_string(), reason.to_string())];
         wait_for_async(WAIT, &format!("{status} on the pod"), || async {
             (w.pod_conditions("web").await == want).then_some(())
@@ -266,16 +133,7 @@ async fn agent_raises_events_on_the_pod_and_the_csinode() {
     assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
     let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
     wait_cycles(&url, 1.0).await;
-    w.inject(&[
-        "volume",
-        &handle,
-        "--side",
-        "node",
-        "--status",
-        "Inaccessible",
-        "--reason",
-        "Gone",
-    ]);
+    w.inject_node_volume(&handle, "Inaccessible", "Gone");
     w.inject(&[
         "storage",
         "--status",
@@ -317,16 +175,7 @@ async fn agent_probes_only_attempted_volumes_and_reports_failed_stage() {
         "stage must fail"
     );
     // The idle volume is unhealthy in the driver, but the kubelet never tried to mount it.
-    w.inject(&[
-        "volume",
-        &idle,
-        "--side",
-        "node",
-        "--status",
-        "Degraded",
-        "--reason",
-        "NeverAsked",
-    ]);
+    w.inject_node_volume(&idle, "Degraded", "NeverAsked");
     let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
 
     let broken = wait_for_async(WAIT, "the failed stage reported on the pod", || async {

@@ -63,7 +63,7 @@ pub use world::{
     Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
     stage_and_publish_via,
 };
-pub use writers::{agent_config, monitor_config, run_agent, run_monitor};
+pub use writers::{agent_config, monitor_config, run_agent, run_agent_logged, run_monitor};
 
 #[cfg(test)]
 volhealth_module_graph::imports_run_one_way!();

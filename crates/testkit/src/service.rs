@@ -48,6 +48,7 @@ pub enum ServiceError {
 pub struct Service {
     name: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), ServiceError>>>,
 }
 
@@ -81,6 +82,7 @@ impl Service {
         E: Into<Failure>,
     {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (kill, killed) = tokio::sync::oneshot::channel::<()>();
         let label = name.to_string();
         let thread = std::thread::Builder::new()
             .name(name.to_string())
@@ -104,17 +106,24 @@ impl Service {
                 let shutdown: Shutdown = Box::pin(async move {
                     let _ = stopped.await;
                 });
-                let result = rt.block_on(start(shutdown));
+                // Killed, the future is dropped where it stands: nothing it does on a clean stop is done.
+                let result = rt.block_on(async move {
+                    tokio::select! {
+                        r = start(shutdown) => r.map_err(Into::into),
+                        Ok(()) = killed => Ok(()),
+                    }
+                });
                 rt.shutdown_timeout(STOP_GRACE);
-                result.map_err(|e| ServiceError::Failed {
+                result.map_err(|source| ServiceError::Failed {
                     service: label,
-                    source: e.into(),
+                    source,
                 })
             })
             .expect("spawning a service thread");
         Service {
             name: name.to_string(),
             stop: Some(stop),
+            kill: Some(kill),
             thread: Some(thread),
         }
     }
@@ -123,6 +132,16 @@ impl Service {
     /// stop within the grace period (a shutdown future that is not honoured is a bug).
     pub fn stop(mut self) -> Result<(), ServiceError> {
         self.shutdown()
+    }
+
+    /// Ends the service as a killed process ends: its future is dropped where it stands, without
+    /// its shutdown future completing, so what it would do on a clean stop (say, removing the
+    /// sockets it serves) is not done. What it had returned by then, if anything, is dropped too.
+    pub fn kill(mut self) {
+        if let Some(kill) = self.kill.take() {
+            let _ = kill.send(());
+        }
+        let _ = self.join();
     }
 
     /// Whether the service's future has already ended (by itself, without being stopped).
@@ -134,6 +153,11 @@ impl Service {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.join()
+    }
+
+    /// Waits for the service's thread (it has been asked to end) and returns what it returned.
+    fn join(&mut self) -> Result<(), ServiceError> {
         let Some(thread) = self.thread.take() else {
             return Ok(());
         };

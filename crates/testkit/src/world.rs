@@ -1,6 +1,7 @@
 //! The parts of a test world: the reference driver, and the objects and kubelet
 //! directories that say a volume is bound, staged and published.
 
+use crate::captured_log::CapturedLog;
 use crate::service::{Service, ServiceError};
 use crate::wait::wait_for;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -37,27 +38,49 @@ impl Driver {
     }
 
     /// [`Driver::start`] with `configure` applied to the driver's configuration last (say, to
-    /// speak the legacy VOLUME_CONDITION shape).
+    /// speak the legacy VOLUME_CONDITION shape, or to serve another endpoint or state dir).
     pub async fn start_configured(
         dir: &Path,
         name: &str,
         node_id: &str,
         configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
     ) -> Driver {
-        let socket = dir.join("csi.sock");
-        let endpoint = format!("unix://{}", socket.display());
-        let state_dir = dir.join("driver-state");
+        Driver::start_with(dir, name, node_id, None, configure).await
+    }
+
+    /// [`Driver::start_configured`] with what the driver logs going to `log`.
+    pub async fn start_logged(
+        dir: &Path,
+        name: &str,
+        node_id: &str,
+        log: &CapturedLog,
+        configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
+    ) -> Driver {
+        Driver::start_with(dir, name, node_id, Some(log), configure).await
+    }
+
+    async fn start_with(
+        dir: &Path,
+        name: &str,
+        node_id: &str,
+        log: Option<&CapturedLog>,
+        configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
+    ) -> Driver {
+        let endpoint = format!("unix://{}", dir.join("csi.sock").display());
         let mut config =
-            volhealth_driver::DriverConfig::new(endpoint.clone(), state_dir.clone(), node_id);
+            volhealth_driver::DriverConfig::new(endpoint, dir.join("driver-state"), node_id);
         config.driver_name = name.to_string();
         config.refresh_interval = Duration::from_millis(200);
         config.low_space_fraction = 0.0;
         config.full_space_bytes = 0;
         config.allow_mounts = false;
         configure(&mut config);
-        let service = Service::start("driver", move |shutdown| async move {
-            volhealth_driver::run(config, shutdown).await
-        });
+        let (endpoint, state_dir) = (config.endpoint.clone(), config.state_dir.clone());
+        let run = move |shutdown| async move { volhealth_driver::run(config, shutdown).await };
+        let service = match log {
+            Some(log) => Service::start_logged("driver", log, run),
+            None => Service::start("driver", run),
+        };
         let driver = Driver {
             endpoint,
             name: name.to_string(),
@@ -182,6 +205,12 @@ impl Driver {
     /// Stops the driver through its shutdown future.
     pub fn stop(self) -> Result<(), ServiceError> {
         self.service.stop()
+    }
+
+    /// Ends the driver as `kill -9` ends its process (see [`Service::kill`]): its sockets stay
+    /// behind with nobody answering them.
+    pub fn kill(self) {
+        self.service.kill()
     }
 }
 

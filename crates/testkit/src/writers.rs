@@ -2,6 +2,7 @@
 //! them: a cycle every second, five seconds per RPC, each on a thread and runtime of its own
 //! until stopped.
 
+use crate::captured_log::CapturedLog;
 use crate::service::Service;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,13 @@ pub fn run_monitor(name: &str, config: MonitorConfig) -> Service {
 /// Runs the agent with `config` until the service is stopped.
 pub fn run_agent(name: &str, config: AgentConfig) -> Service {
     Service::start(name, move |shutdown| async move {
+        volhealth_agent::run(config, shutdown).await
+    })
+}
+
+/// [`run_agent`] with what the agent logs going to `log`.
+pub fn run_agent_logged(name: &str, config: AgentConfig, log: &CapturedLog) -> Service {
+    Service::start_logged(name, log, move |shutdown| async move {
         volhealth_agent::run(config, shutdown).await
     })
 }

@@ -7,11 +7,7 @@
 use crate::support::{Proc, served_url, volhealth};
 use std::path::Path;
 use std::time::Duration;
-#[allow(unused_imports)]
-pub use volhealth_testkit::{
-    KUBELET_DRIVER as DRIVER, KUBELET_NODE as NODE, KubeletNode, api_patches, client_for, metric,
-    storage_probes, token_kubeconfig, wait_cycles,
-};
+pub use volhealth_testkit::{KUBELET_NODE as NODE, KubeletNode, wait_cycles};
 
 pub const WAIT: Duration = Duration::from_secs(40);
 
@@ -33,13 +29,9 @@ impl std::ops::Deref for World {
 }
 
 impl World {
+    /// Starts the API server and the driver.
     pub async fn start() -> World {
-        World::start_with(&[]).await
-    }
-
-    /// Starts the API server with `api_extra` flags, and the driver.
-    pub async fn start_with(api_extra: &[&str]) -> World {
-        let node = KubeletNode::start(api_extra).await;
+        let node = KubeletNode::start(&[]).await;
         let driver = start_driver(
             node.dir.path(),
             "driver",
@@ -101,7 +93,7 @@ impl World {
 }
 
 /// The reference driver serving `endpoint`, registered through `<root>/plugins_registry`.
-pub fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: &Path) -> Proc {
+fn start_driver(dir: &Path, name: &str, endpoint: &str, state: &Path, root: &Path) -> Proc {
     let reg = root.join("plugins_registry");
     volhealth(
         name,

@@ -1,11 +1,14 @@
-//! End to end: the agent follows drivers that come, go and die, and backs off when the API server drops its writes.
+//! The agent in this process follows drivers that come, go and die, and backs off when the API
+//! server drops its writes: the reference driver also runs in this process, registered through
+//! the kubelet's plugin registration directory, and dies as a killed process does (its sockets
+//! left behind); the embedded API server runs with the flags a test gives it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod agent_world;
 mod support;
 
-use agent_world::*;
-use support::wait_for_async;
+use support::{DRIVER, NODE, WAIT, World, start_driver};
+use volhealth_testkit::wait_for as wait_for_async;
+use volhealth_testkit::{CapturedLog, api_patches, metric, storage_probes, wait_cycles};
 
 /// Waits until the sum of the samples on the metrics page at `url` that contain all of `parts`
 /// is at least `n`.
@@ -16,22 +19,10 @@ async fn wait_metric_at_least(url: &str, what: &str, parts: &[&str], n: f64) {
     .await;
 }
 
-/// Pod `web` with volume `vol-web` mounted on NODE, the volume Degraded (Slow) on the node side;
-/// returns the volume's handle.
-async fn slow_web_pod(w: &World) -> String {
-    let handle = w.create_volume("vol-web").await;
-    let uid = w.pod_with_volume("web", &handle, NODE).await;
-    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
-    w.inject(&[
-        "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
-    ]);
-    handle
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_keeps_conditions_when_the_driver_dies() {
     let mut w = World::start().await;
-    let handle = slow_web_pod(&w).await;
+    let handle = w.slow_web_pod().await;
     w.inject(&[
         "storage",
         "--status",
@@ -55,16 +46,7 @@ async fn agent_keeps_conditions_when_the_driver_dies() {
     .await;
     // A status number this version does not know is never taken for health: Degraded stays.
     w.inject(&["clear", "volume", &handle, "--side", "node"]);
-    w.inject(&[
-        "volume",
-        &handle,
-        "--side",
-        "node",
-        "--status",
-        "9",
-        "--reason",
-        "FromTheFuture",
-    ]);
+    w.inject_node_volume(&handle, "9", "FromTheFuture");
     let unknown = ["csi_volume_health_unknown_condition_total{", "status=\"9\""];
     wait_metric_at_least(&url, "the unknown status counted", &unknown, 1.0).await;
     wait_cycles(&url, 2.0).await;
@@ -77,7 +59,7 @@ async fn agent_keeps_conditions_when_the_driver_dies() {
         w.pod_conditions("web").await,
         vec![("data".into(), "Degraded".into(), "Slow".into())]
     );
-    w.driver.kill();
+    w.kill_driver();
     let errors = [
         "csi_volume_health_probe_total{",
         "method=\"NodeGetVolumeHealth\"",
@@ -103,7 +85,7 @@ async fn agent_keeps_conditions_when_the_driver_dies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_picks_up_drivers_that_come_and_go() {
     let mut w = World::start().await;
-    w.driver.kill();
+    w.kill_driver();
     let reg_sock = w
         .root
         .join("plugins_registry")
@@ -114,7 +96,11 @@ async fn agent_picks_up_drivers_that_come_and_go() {
 
     // A driver appears: registered, listed in a new CSINode, probed.
     let first = format!("unix://{}", w.dir.path().join("csi-1.sock").display());
-    let mut driver = start_driver(w.dir.path(), "driver-1", &first, &w.state, &w.root);
+    let logs = [
+        ("driver-1", CapturedLog::new("info")),
+        ("driver-2", CapturedLog::new("info")),
+    ];
+    let driver = start_driver(&w, &first, &logs[0].1).await;
     w.inject(&[
         "storage",
         "--status",
@@ -140,7 +126,7 @@ async fn agent_picks_up_drivers_that_come_and_go() {
     driver.kill();
     let _ = std::fs::remove_file(&reg_sock);
     let second = format!("unix://{}", w.dir.path().join("csi-2.sock").display());
-    let _driver = start_driver(w.dir.path(), "driver-2", &second, &w.state, &w.root);
+    let _driver = start_driver(&w, &second, &logs[1].1).await;
     w.inject(&["clear", "storage"]);
     wait_for_async(
         WAIT,
@@ -158,8 +144,12 @@ async fn agent_picks_up_drivers_that_come_and_go() {
     assert!(storage_probes(&url).await >= 2.0);
     // Registration is the kubelet's: the agent read both registrars' GetInfo but answered
     // neither's NotifyRegistrationStatus (the reference registrar logs every answer it gets).
-    for name in ["driver-1", "driver-2"] {
-        let log = std::fs::read_to_string(w.dir.path().join(format!("{name}.log"))).unwrap();
+    for (name, log) in &logs {
+        let log = log.text();
+        assert!(
+            log.contains("starting the driver"),
+            "{name}'s log was not caught:\n{log}"
+        );
         assert!(
             !log.contains("registered with the node agent")
                 && !log.contains("registration was refused"),
@@ -171,8 +161,9 @@ async fn agent_picks_up_drivers_that_come_and_go() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_backs_off_when_the_api_server_drops_health_fields() {
     let w = World::start_with(&["--feature-gates", "CSIVolumeHealth=false"]).await;
-    slow_web_pod(&w).await;
-    let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
+    w.slow_web_pod().await;
+    let log = CapturedLog::new("info");
+    let (_agent, url) = w.start_agent_logged("agent", "nodeatok", NODE, &log).await;
     let dropped = [
         "csi_volume_health_status_writes_total{",
         "resource=\"pods/status\"",
@@ -190,7 +181,7 @@ async fn agent_backs_off_when_the_api_server_drops_health_fields() {
         w.pod_conditions("web").await.is_empty(),
         "the gated server stored nothing"
     );
-    let log = std::fs::read_to_string(w.dir.path().join("agent.log")).unwrap();
+    let log = log.text();
     let warnings = log
         .lines()
         .filter(|l| l.contains("default/web") && l.contains("did not store"))

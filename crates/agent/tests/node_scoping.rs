@@ -1,16 +1,17 @@
-//! End to end: node scoping. A node's credentials cannot write another node's pods or CSINode, nor
-//! read the claims and volumes of another node's pods, and an agent whose --node-name does not
-//! match its credentials stops loudly instead of writing.
+//! Node scoping, with the embedded API server's Node authorizer and the agent in this process. A
+//! node's credentials cannot write another node's pods or CSINode, nor read the claims and volumes
+//! of another node's pods, and an agent whose node name does not match its credentials stops
+//! loudly instead of writing: `volhealth_agent::run` returns an error naming the mismatch.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod agent_world;
 mod support;
 
-use agent_world::*;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
+use support::{WAIT, World};
+use volhealth_testkit::{client_for, run_agent, token_kubeconfig, wait_until};
 
 /// Asserts that the API server refused a request as 403 Forbidden (`what` names a success).
 fn assert_forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) {
@@ -75,18 +76,23 @@ async fn node_scoping_protects_other_nodes() {
     assert_forbidden(claims.list(&Default::default()).await, "listed claims");
     assert_forbidden(volumes.list(&Default::default()).await, "listed volumes");
 
-    // An agent told it is node-b while holding node-a's token stops at its first write, loudly.
-    let (mut agent, _) = w
-        .start_agent("agent-misconfigured", "nodeatok", "node-b")
-        .await;
-    let code = support::wait_for(WAIT, "the misconfigured agent to exit", || {
-        agent.child.try_wait().ok().flatten()
-    });
-    assert!(!code.success(), "the misconfigured agent must fail");
-    let log = std::fs::read_to_string(w.dir.path().join("agent-misconfigured.log")).unwrap();
+    // An agent told it is node-b while holding node-a's token stops at its first write, loudly:
+    // its `run` ends by itself with an error that names the mismatch.
+    let agent = run_agent(
+        "agent-misconfigured",
+        w.agent_config("nodeatok", "node-b", None),
+    );
+    wait_until(WAIT, "the misconfigured agent to exit", || async {
+        agent.ended()
+    })
+    .await;
+    let error = agent
+        .stop()
+        .expect_err("the misconfigured agent must fail")
+        .to_string();
     assert!(
-        log.contains("does not match the node the credentials belong to"),
-        "{log}"
+        error.contains("does not match the node the credentials belong to"),
+        "{error}"
     );
     let b = Api::<Pod>::namespaced(w.admin.clone(), "default")
         .get("on-b")
