@@ -3,6 +3,7 @@
 //! stands for, or as the worlds need it (TLS, a token file), and stopped through its shutdown
 //! future, or for an outage after which it comes back on the same address.
 
+use crate::captured_log::CapturedLog;
 use crate::http::http_get_ok;
 use crate::kube_client::client_for;
 use crate::service::{Failure, Service, ServiceError};
@@ -129,8 +130,17 @@ pub fn start_tls_apiserver(dir: &Path, flags: &[&str]) -> ApiServer {
 /// Starts the server with `config` (its kubeconfig must be set) on a free loopback port and
 /// waits until `/readyz` answers (over TLS: until the kubeconfig is written, once it listens).
 pub fn start_with_config(config: ServerConfig) -> ApiServer {
+    start_on_a_free_port(config, None)
+}
+
+/// [`start_apiserver`] with everything the server logs going to `log`.
+pub fn start_apiserver_logged(dir: &Path, flags: &[&str], log: &CapturedLog) -> ApiServer {
+    start_on_a_free_port(config_from_flags(dir, flags), Some(log))
+}
+
+fn start_on_a_free_port(config: ServerConfig, log: Option<&CapturedLog>) -> ApiServer {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
-    ApiServer::start_on(config, listener)
+    ApiServer::start_on(config, listener, log)
 }
 
 impl ApiServer {
@@ -167,7 +177,11 @@ impl ApiServer {
         .await;
     }
 
-    fn start_on(config: ServerConfig, listener: std::net::TcpListener) -> ApiServer {
+    fn start_on(
+        config: ServerConfig,
+        listener: std::net::TcpListener,
+        log: Option<&CapturedLog>,
+    ) -> ApiServer {
         let kubeconfig = config
             .write_kubeconfig
             .clone()
@@ -180,7 +194,7 @@ impl ApiServer {
         let addr = listener.local_addr().expect("the local address");
         let url = format!("{}://{addr}", if https { "https" } else { "http" });
         let serving = config.clone();
-        let service = Service::start("apiserver", move |shutdown| async move {
+        let service = Service::start_maybe_logged("apiserver", log, move |shutdown| async move {
             let listener = tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| Failure::from(format!("adopting the listener: {e}")))?;
             let (grace_tx, grace_rx) = tokio::sync::oneshot::channel::<()>();
@@ -265,6 +279,6 @@ impl Outage {
     pub fn start_again_blocking(self) -> ApiServer {
         let listener =
             std::net::TcpListener::bind(self.addr).expect("binding the same address again");
-        ApiServer::start_on(self.config, listener)
+        ApiServer::start_on(self.config, listener, None)
     }
 }

@@ -33,8 +33,8 @@ mod writers;
 
 pub use apiserver::{
     ApiServer, Outage, TESTS_AUTHORIZATION_MODE, config_from_flags, start_apiserver,
-    start_apiserver_with_tokens, start_tls_apiserver, start_with_config, token_flags,
-    write_token_file,
+    start_apiserver_logged, start_apiserver_with_tokens, start_tls_apiserver, start_with_config,
+    token_flags, write_token_file,
 };
 pub use captured_log::{CapturedLog, LogWriter};
 pub use claims::{
@@ -63,7 +63,9 @@ pub use world::{
     Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
     stage_and_publish_via,
 };
-pub use writers::{agent_config, monitor_config, run_agent, run_agent_logged, run_monitor};
+pub use writers::{
+    agent_config, monitor_config, run_agent, run_agent_logged, run_monitor, run_monitor_logged,
+};
 
 #[cfg(test)]
 volhealth_module_graph::imports_run_one_way!();

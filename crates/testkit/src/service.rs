@@ -75,6 +75,20 @@ impl Service {
         Self::start_with(name, Some(log.dispatch()), start)
     }
 
+    /// [`Service::start_logged`] when `log` is given, else [`Service::start`].
+    pub(crate) fn start_maybe_logged<F, Fut, E>(
+        name: &str,
+        log: Option<&CapturedLog>,
+        start: F,
+    ) -> Service
+    where
+        F: FnOnce(Shutdown) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), E>>,
+        E: Into<Failure>,
+    {
+        Self::start_with(name, log.map(CapturedLog::dispatch), start)
+    }
+
     fn start_with<F, Fut, E>(name: &str, log: Option<tracing::Dispatch>, start: F) -> Service
     where
         F: FnOnce(Shutdown) -> Fut + Send + 'static,
@@ -106,17 +120,22 @@ impl Service {
                 let shutdown: Shutdown = Box::pin(async move {
                     let _ = stopped.await;
                 });
-                // Killed, the future is dropped where it stands: nothing it does on a clean stop is done.
+                let run = start(shutdown);
                 let result = rt.block_on(async move {
                     tokio::select! {
-                        r = start(shutdown) => r.map_err(Into::into),
-                        Ok(()) = killed => Ok(()),
+                        result = run => Some(result),
+                        Ok(()) = killed => None,
                     }
                 });
+                let Some(result) = result else {
+                    // Killed: its tasks are dropped where they stand, none runs again.
+                    rt.shutdown_background();
+                    return Ok(());
+                };
                 rt.shutdown_timeout(STOP_GRACE);
-                result.map_err(|source| ServiceError::Failed {
+                result.map_err(|e| ServiceError::Failed {
                     service: label,
-                    source,
+                    source: e.into(),
                 })
             })
             .expect("spawning a service thread");
@@ -134,14 +153,16 @@ impl Service {
         self.shutdown()
     }
 
-    /// Ends the service as a killed process ends: its future is dropped where it stands, without
-    /// its shutdown future completing, so what it would do on a clean stop (say, removing the
-    /// sockets it serves) is not done. What it had returned by then, if anything, is dropped too.
-    pub fn kill(mut self) {
+    /// Ends the service as a crash of its process would: its future and every task of its
+    /// runtime are dropped without the shutdown future completing, so none of its stopping code
+    /// (releasing a Lease, say) runs. `Err` only when its thread panicked.
+    pub fn kill(mut self) -> Result<(), ServiceError> {
         if let Some(kill) = self.kill.take() {
             let _ = kill.send(());
         }
-        let _ = self.join();
+        // The stop sender stays alive until the thread is gone: dropping it would complete the
+        // shutdown future.
+        self.join()
     }
 
     /// Whether the service's future has already ended (by itself, without being stopped).
@@ -156,7 +177,7 @@ impl Service {
         self.join()
     }
 
-    /// Waits for the service's thread (it has been asked to end) and returns what it returned.
+    /// Waits (at most the grace period) for the service's thread to end and returns its result.
     fn join(&mut self) -> Result<(), ServiceError> {
         let Some(thread) = self.thread.take() else {
             return Ok(());

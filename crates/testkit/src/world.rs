@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 use volhealth_csi::v1;
 use volhealth_driver::condition::{Condition, StorageCondition};
-use volhealth_driver::injection::{self, NodeStorageInjection, Side, VolumeInjection};
+use volhealth_driver::injection::{self, Injections, NodeStorageInjection, Side, VolumeInjection};
 use volhealth_driver::state::StateDir;
 
 /// Deadline of each CSI call a test makes.
@@ -27,7 +27,10 @@ pub struct Driver {
     /// The driver name it reports.
     pub name: String,
     state: StateDir,
-    service: Service,
+    config: volhealth_driver::DriverConfig,
+    log: Option<CapturedLog>,
+    /// `None` while stopped by [`Driver::stop_server`].
+    service: Option<Service>,
 }
 
 impl Driver {
@@ -38,28 +41,28 @@ impl Driver {
     }
 
     /// [`Driver::start`] with `configure` applied to the driver's configuration last (say, to
-    /// speak the legacy VOLUME_CONDITION shape, or to serve another endpoint or state dir).
+    /// speak the legacy VOLUME_CONDITION shape).
     pub async fn start_configured(
         dir: &Path,
         name: &str,
         node_id: &str,
         configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
     ) -> Driver {
-        Driver::start_with(dir, name, node_id, None, configure).await
+        Driver::start_maybe_logged(dir, name, node_id, None, configure).await
     }
 
-    /// [`Driver::start_configured`] with what the driver logs going to `log`.
-    pub async fn start_logged(
+    /// [`Driver::start_configured`] with everything the driver logs going to `log`.
+    pub async fn start_configured_logged(
         dir: &Path,
         name: &str,
         node_id: &str,
         log: &CapturedLog,
         configure: impl FnOnce(&mut volhealth_driver::DriverConfig),
     ) -> Driver {
-        Driver::start_with(dir, name, node_id, Some(log), configure).await
+        Driver::start_maybe_logged(dir, name, node_id, Some(log), configure).await
     }
 
-    async fn start_with(
+    async fn start_maybe_logged(
         dir: &Path,
         name: &str,
         node_id: &str,
@@ -76,18 +79,27 @@ impl Driver {
         config.allow_mounts = false;
         configure(&mut config);
         let (endpoint, state_dir) = (config.endpoint.clone(), config.state_dir.clone());
-        let run = move |shutdown| async move { volhealth_driver::run(config, shutdown).await };
-        let service = match log {
-            Some(log) => Service::start_logged("driver", log, run),
-            None => Service::start("driver", run),
-        };
-        let driver = Driver {
+        let mut driver = Driver {
             endpoint,
             name: name.to_string(),
             state: StateDir::new(state_dir),
-            service,
+            config,
+            log: log.cloned(),
+            service: None,
         };
-        let endpoint = driver.endpoint.clone();
+        driver.serve().await;
+        driver
+    }
+
+    /// Runs the driver's server with its configuration and waits until its socket answers.
+    async fn serve(&mut self) {
+        let config = self.config.clone();
+        self.service = Some(Service::start_maybe_logged(
+            "driver",
+            self.log.as_ref(),
+            move |shutdown| async move { volhealth_driver::run(config, shutdown).await },
+        ));
+        let endpoint = self.endpoint.clone();
         wait_for(START_TIMEOUT, "the driver's socket", || async {
             volhealth_csi::client::connect(&endpoint, Duration::from_secs(1))
                 .await
@@ -95,7 +107,28 @@ impl Driver {
                 .map(|_| ())
         })
         .await;
-        driver
+    }
+
+    /// Stops the driver's server through its shutdown future, as when its process dies: the
+    /// socket stops answering, while the state dir, and what is injected into it, stays for
+    /// [`Driver::restart`].
+    pub fn stop_server(&mut self) {
+        if let Some(service) = self.service.take() {
+            service.stop().expect("the driver stops cleanly");
+        }
+    }
+
+    /// Starts the driver's server again, with the same configuration on the same socket and
+    /// state dir, after [`Driver::stop_server`].
+    pub async fn restart(&mut self) {
+        assert!(self.service.is_none(), "the driver is still serving");
+        self.serve().await;
+    }
+
+    /// Changes what is injected into the driver's state dir, as `volhealth inject` does; a
+    /// running driver answers its next RPC accordingly.
+    pub fn update_injections(&self, change: impl FnOnce(&mut Injections)) {
+        injection::update(&self.state, change).expect("writing an injection");
     }
 
     /// Creates a volume of 1 MiB through CreateVolume; returns its id.
@@ -204,13 +237,15 @@ impl Driver {
 
     /// Stops the driver through its shutdown future.
     pub fn stop(self) -> Result<(), ServiceError> {
-        self.service.stop()
+        self.service.map_or(Ok(()), Service::stop)
     }
 
     /// Ends the driver as `kill -9` ends its process (see [`Service::kill`]): its sockets stay
     /// behind with nobody answering them.
     pub fn kill(self) {
-        self.service.kill()
+        if let Some(service) = self.service {
+            service.kill().expect("the driver's thread did not panic");
+        }
     }
 }
 

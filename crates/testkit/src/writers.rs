@@ -62,6 +62,13 @@ pub fn run_monitor(name: &str, config: MonitorConfig) -> Service {
     })
 }
 
+/// [`run_monitor`] with everything the monitor logs going to `log`.
+pub fn run_monitor_logged(name: &str, config: MonitorConfig, log: &CapturedLog) -> Service {
+    Service::start_logged(name, log, move |shutdown| async move {
+        volhealth_monitor::run(config, shutdown).await
+    })
+}
+
 /// Runs the agent with `config` until the service is stopped.
 pub fn run_agent(name: &str, config: AgentConfig) -> Service {
     Service::start(name, move |shutdown| async move {
