@@ -1,6 +1,6 @@
 //! A world for the monitor's end-to-end tests: the embedded API server, the reference driver in
-//! controller mode, and `volhealth monitor` processes, plus helpers to bind volumes to claims,
-//! inject faults and read both sides' metrics.
+//! controller mode, and `volhealth monitor` processes, plus helpers to bind volumes to claims
+//! and inject conditions. (The monitor's component tests run in-process, in its own crate.)
 #![allow(dead_code)]
 
 use crate::support::{
@@ -8,11 +8,9 @@ use crate::support::{
     wait_for_async,
 };
 use std::path::PathBuf;
-use volhealth_testkit::{Claims, MetricsPage, claim_status_patches};
-#[allow(unused_imports)]
-pub use volhealth_testkit::{client_for, http_text, metric_sum};
+use volhealth_testkit::{Claims, http_text};
 
-pub use volhealth_testkit::{DRIVER, NS, WAIT};
+use volhealth_testkit::{DRIVER, NS, WAIT};
 
 /// API server + driver; monitors are started separately.
 pub struct World {
@@ -25,34 +23,24 @@ pub struct World {
     /// The driver's state dir.
     pub state: PathBuf,
     /// The driver process.
-    pub driver: Option<Proc>,
-    driver_args: Vec<String>,
+    pub driver: Proc,
 }
 
 /// A running monitor.
 pub struct Monitor {
     /// The process.
     pub proc: Proc,
-    /// Its `/metrics` page.
-    pub page: MetricsPage,
-    /// Its log file.
-    pub log: PathBuf,
 }
 
 impl World {
     /// Starts the API server and the driver (`--health-capabilities caps`, e.g. "list,get" or "get").
     pub async fn start(caps: &str) -> World {
-        Self::start_with(caps, &[]).await
-    }
-
-    /// Like [`World::start`], with extra API server flags.
-    pub async fn start_with(caps: &str, apiserver_flags: &[&str]) -> World {
         let dir = tempfile::tempdir().expect("tempdir");
-        let api = start_apiserver(dir.path(), apiserver_flags);
+        let api = start_apiserver(dir.path(), &[]);
         let state = dir.path().join("driver-state");
         let endpoint = format!("unix://{}", dir.path().join("csi.sock").display());
         let claims = Claims::connect(&api.kubeconfig, DRIVER, &endpoint, NS, WAIT).await;
-        let driver_args: Vec<String> = [
+        let driver_args = [
             "driver",
             "--mode",
             "controller",
@@ -72,39 +60,14 @@ impl World {
             // tests inject the conditions they expect.
             "--low-space-fraction",
             "0",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut w = World {
+        ];
+        let driver = volhealth("driver", dir.path(), &driver_args);
+        World {
             dir,
             api,
             claims,
             state,
-            driver: None,
-            driver_args,
-        };
-        w.start_driver();
-        w
-    }
-
-    /// (Re)starts the driver process on the same socket and state dir.
-    pub fn start_driver(&mut self) {
-        let args: Vec<&str> = self.driver_args.iter().map(String::as_str).collect();
-        self.driver = Some(volhealth("driver", self.dir.path(), &args));
-    }
-
-    /// Restarts the driver with `extra` flags added to the ones it was started with.
-    pub fn restart_driver_with(&mut self, extra: &[&str]) {
-        self.kill_driver();
-        self.driver_args.extend(extra.iter().map(|s| s.to_string()));
-        self.start_driver();
-    }
-
-    /// Kills the driver process.
-    pub fn kill_driver(&mut self) {
-        if let Some(mut d) = self.driver.take() {
-            d.kill();
+            driver,
         }
     }
 
@@ -132,16 +95,6 @@ impl World {
             "--message",
             "injected by test",
         ]);
-    }
-
-    /// Clears a volume's injected conditions.
-    pub fn clear_condition(&self, volume: &str) {
-        self.inject(&["clear", "volume", volume]);
-    }
-
-    /// PATCHes of PVC status the API server has answered.
-    pub async fn status_patches(&self) -> f64 {
-        claim_status_patches(&self.api.url).await
     }
 
     /// Starts `volhealth monitor` named `name` with `extra` flags (the monitor's debug log on),
@@ -173,21 +126,13 @@ impl World {
     /// Starts `volhealth monitor` named `name` with `extra` flags, waits for /readyz.
     pub async fn start_monitor(&self, name: &str, extra: &[&str]) -> Monitor {
         let mut proc = self.spawn_monitor(name, extra);
-        let log = proc.log.clone();
         let base = served_url(&mut proc, WAIT);
         let ready = format!("{base}/readyz");
         wait_for_async(WAIT, &format!("{name} to be ready"), || async {
             http_text(&ready).await.map(|_| ())
         })
         .await;
-        Monitor {
-            proc,
-            page: MetricsPage {
-                metrics_url: format!("{base}/metrics"),
-                timeout: WAIT,
-            },
-            log,
-        }
+        Monitor { proc }
     }
 }
 
@@ -196,14 +141,6 @@ impl std::ops::Deref for World {
     type Target = Claims;
     fn deref(&self) -> &Claims {
         &self.claims
-    }
-}
-
-/// The monitor's metrics page: `metrics`, `metric`, `wait_metrics`, `wait_probes`.
-impl std::ops::Deref for Monitor {
-    type Target = MetricsPage;
-    fn deref(&self) -> &MetricsPage {
-        &self.page
     }
 }
 

@@ -1,15 +1,16 @@
-//! End to end: a claim whose PV is deleted loses the health that volume gave it, also when the
-//! PV only gets a deletionTimestamp (a finalizer holds it); such a PV is not probed for its claim
-//! any more; a claim deleted and created again under the same name keeps what it has.
+//! The monitor in this process, against the embedded API server and the reference driver over
+//! real HTTP and a real unix socket: a claim whose PV is deleted loses the health that volume
+//! gave it, also when the PV only gets a deletionTimestamp (a finalizer holds it); such a PV is
+//! not probed for its claim any more; a claim deleted and created again under the same name
+//! keeps what it has.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod monitor_world;
 mod support;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use monitor_world::{NS, World};
 use serde_json::json;
+use support::{NS, World};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_pv_clears_its_claim_and_a_recreated_claim_keeps_its_own() {
@@ -18,7 +19,7 @@ async fn a_deleted_pv_clears_its_claim_and_a_recreated_claim_keeps_its_own() {
     for name in ["gone", "held", "again"] {
         volumes.push(world.bound_claim(name).await);
     }
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     for v in &volumes {
         world.inject_condition(v, "Degraded", "SlowDisk");
     }

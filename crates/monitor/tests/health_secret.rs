@@ -1,20 +1,22 @@
-//! End to end: `volhealth monitor --health-secret NS/NAME` reads the Secret from the API server
-//! and passes its data as `secrets` in the controller health RPCs. The driver runs with
-//! `--require-secret-file`, so conditions reach the claim only when the Secret holds the right value;
-//! with a wrong value every cycle fails and stored conditions stay; a Secret rotated under the
-//! running monitor is used from the next call on; a value the driver echoes in its error text is
-//! redacted. A missing Secret stops the monitor with an error naming it, before any probe, and
-//! no Secret value appears in any log.
+//! The monitor in this process, against the embedded API server and the reference driver over
+//! real HTTP and a real unix socket, with `health_secret` (`--health-secret NS/NAME`): it reads
+//! the Secret from the API server and passes its data as `secrets` in the controller health
+//! RPCs. The driver requires a secret (`--require-secret-file`), so conditions reach the claim
+//! only when the Secret holds the right value; with a wrong value every cycle fails and stored
+//! conditions stay; a Secret rotated under the running monitor is used from the next call on; a
+//! value the driver echoes in its error text is redacted. A missing Secret stops the monitor with
+//! an error naming it, before any probe, and no Secret value appears in any log (each
+//! component's log is caught in memory).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod monitor_world;
 mod support;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use monitor_world::{NS, WAIT, World};
 use serde_json::json;
-use volhealth_testkit::b64;
+use support::{Monitor, NS, WAIT, World};
+use volhealth_driver::DriverConfig;
+use volhealth_testkit::{b64, wait_until};
 
 const KEY: &str = "apikey";
 const RIGHT: &str = "right-Vb7Qm2Xs9";
@@ -46,22 +48,17 @@ async fn seed_condition(world: &World, claim: &str, status: &str, reason: &str) 
         .expect("seed condition");
 }
 
-fn assert_no_secret_in_logs(world: &World, values: &[&str]) {
+/// Asserts that no value, nor its base64, appears in any of `logs` (name, text).
+fn assert_no_secret_in_logs(logs: &[(String, String)], values: &[&str]) {
     let mut seen = 0;
-    for entry in std::fs::read_dir(world.dir.path()).unwrap().flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "log") {
+    for (name, text) in logs {
+        if text.is_empty() {
             continue;
         }
         seen += 1;
-        let text = std::fs::read_to_string(&path).unwrap();
         for v in values {
-            assert!(!text.contains(v), "{v} appears in {}", path.display());
-            assert!(
-                !text.contains(&b64(v)),
-                "base64 of {v} appears in {}",
-                path.display()
-            );
+            assert!(!text.contains(v), "{v} appears in {name}");
+            assert!(!text.contains(&b64(v)), "base64 of {v} appears in {name}");
         }
     }
     assert!(
@@ -70,30 +67,32 @@ fn assert_no_secret_in_logs(world: &World, values: &[&str]) {
     );
 }
 
-async fn failed_probes(monitor: &monitor_world::Monitor) -> f64 {
+/// The driver's health RPCs refuse callers without `apikey` = [`RIGHT`] in their `secrets`.
+fn require_right_secret(c: &mut DriverConfig) {
+    c.require_secret = Some(format!("{KEY}={RIGHT}").parse().expect("KEY=VALUE"));
+}
+
+async fn failed_probes(monitor: &Monitor) -> f64 {
     monitor
         .metric("csi_volume_health_probe_total", &[r#"result="error""#])
         .await
 }
 
 async fn secret_gates_health_reports(caps: &str) {
-    let mut world = World::start(caps).await;
-    let required = world.dir.path().join("required-secret");
-    std::fs::write(&required, format!("{KEY}={RIGHT}\n")).unwrap();
-    world.restart_driver_with(&["--require-secret-file", required.to_str().unwrap()]);
+    let world = World::start_with(caps, &[], require_right_secret).await;
     let sick = world.bound_claim("sick").await;
     world.bound_claim("stale").await;
     world.inject_condition(&sick, "Inaccessible", "PathGone");
     seed_condition(&world, "stale", "Degraded", "OldNews").await;
-    let secret_ref = format!("{NS}/health-creds");
+    let secret_ref = format!("{NS}/health-creds").parse().expect("NS/NAME");
 
     // Wrong value: the driver refuses every health RPC; nothing appears, nothing is cleared.
     put_secret(&world, "health-creds", WRONG).await;
     let monitor = world
-        .start_monitor("monitor-wrong", &["--health-secret", &secret_ref])
+        .start_monitor_with("monitor-wrong", |c| c.health_secret = Some(secret_ref))
         .await;
-    support::wait_for_async(WAIT, "refused health RPCs", || async {
-        (failed_probes(&monitor).await >= 3.0).then_some(())
+    wait_until(WAIT, "refused health RPCs", || async {
+        failed_probes(&monitor).await >= 3.0
     })
     .await;
     assert_eq!(
@@ -110,7 +109,7 @@ async fn secret_gates_health_reports(caps: &str) {
         [("Degraded".to_string(), "OldNews".to_string())],
         "a failed cycle clears nothing"
     );
-    let log = std::fs::read_to_string(&monitor.log).unwrap();
+    let log = monitor.log.text();
     assert!(
         log.contains("Unauthenticated") && log.contains(&format!("{KEY:?}")),
         "the refusal is logged with the key: {log}"
@@ -128,21 +127,16 @@ async fn secret_gates_health_reports(caps: &str) {
     // A driver that echoes the credential in its error text: the value is redacted from the
     // monitor's log, the rest of the message is kept, and nothing is cleared.
     let before = failed_probes(&monitor).await;
+    let echo = format!("array login {KEY}={RIGHT} timed out");
     for method in ["ControllerListVolumeHealth", "ControllerGetVolumeHealth"] {
-        world.inject(&[
-            "rpc",
-            method,
-            "--code",
-            "UNAVAILABLE",
-            "--message",
-            &format!("array login {KEY}={RIGHT} timed out"),
-        ]);
+        world.fail_rpc(method, "UNAVAILABLE", Some(&echo));
     }
-    support::wait_for_async(WAIT, "the echoing failure to be logged", || async {
-        let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
-        (failed_probes(&monitor).await > before
-            && log.contains(&format!("array login {KEY}=[redacted] timed out")))
-        .then_some(())
+    wait_until(WAIT, "the echoing failure to be logged", || async {
+        failed_probes(&monitor).await > before
+            && monitor
+                .log
+                .text()
+                .contains(&format!("array login {KEY}=[redacted] timed out"))
     })
     .await;
     assert_eq!(
@@ -151,11 +145,11 @@ async fn secret_gates_health_reports(caps: &str) {
         "a failed cycle clears nothing"
     );
     for method in ["ControllerListVolumeHealth", "ControllerGetVolumeHealth"] {
-        world.inject(&["clear", "rpc", method]);
+        world.clear_rpc(method);
     }
     drop(monitor);
 
-    assert_no_secret_in_logs(&world, &[RIGHT, WRONG]);
+    assert_no_secret_in_logs(&world.logs(), &[RIGHT, WRONG]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,31 +164,32 @@ async fn health_secret_reaches_get_rpc() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_health_secret_is_a_clear_error_and_clears_nothing() {
-    let mut world = World::start("list,get").await;
-    let required = world.dir.path().join("required-secret");
-    std::fs::write(&required, format!("{KEY}={RIGHT}\n")).unwrap();
-    world.restart_driver_with(&["--require-secret-file", required.to_str().unwrap()]);
+    let world = World::start_with("list,get", &[], require_right_secret).await;
     world.bound_claim("stale").await;
     seed_condition(&world, "stale", "Degraded", "OldNews").await;
 
-    let mut monitor =
-        world.spawn_monitor("monitor-missing", &["--health-secret", "default/absent"]);
-    let log_path = world.dir.path().join("monitor-missing.log");
-    // Without its Secret the monitor must not probe at all: it stops with an error naming it.
-    let code = support::wait_for(WAIT, "the monitor to stop without its secret", || {
-        monitor.child.try_wait().ok().flatten()
+    let monitor = world.spawn_monitor("monitor-missing", |c| {
+        c.health_secret = Some("default/absent".parse().expect("NS/NAME"))
     });
-    let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(!code.success(), "a missing health secret is fatal: {log}");
+    // Without its Secret the monitor must not probe at all: it stops with an error naming it
+    // (the error `volhealth monitor` prints before it exits non-zero).
+    wait_until(WAIT, "the monitor to stop without its secret", || async {
+        monitor.service.ended()
+    })
+    .await;
+    let exit = monitor.service.stop();
+    assert!(exit.is_err(), "a missing health secret is fatal: {exit:?}");
+    let error = exit.unwrap_err().to_string();
     assert!(
-        log.contains("reading the health secret default/absent") && log.contains("not found"),
-        "{log}"
+        error.contains("reading the health secret default/absent") && error.contains("not found"),
+        "{error}"
     );
     assert_eq!(
         world.conditions("stale").await,
         [("Degraded".to_string(), "OldNews".to_string())],
         "no false clear"
     );
-    monitor.kill();
-    assert_no_secret_in_logs(&world, &[RIGHT]);
+    let mut logs = world.logs();
+    logs.push(("the monitor's error".to_string(), error));
+    assert_no_secret_in_logs(&logs, &[RIGHT]);
 }

@@ -1,21 +1,24 @@
-//! End to end: faults around `volhealth monitor`: a driver that dies, paging chaos, unknown
-//! values, and two replicas with leader election.
+//! The monitor in this process, against the embedded API server and the reference driver over
+//! real HTTP and a real unix socket: faults around it: a driver that dies, paging chaos,
+//! unknown values, and two replicas with leader election.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod monitor_world;
 mod support;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use monitor_world::{Monitor, NS, WAIT, World, metric_sum};
-use support::wait_for_async;
+use std::time::Duration;
+use support::{Monitor, NS, WAIT, World};
+use volhealth_driver::injection::ListChaos;
+use volhealth_monitor::LeaderElection;
+use volhealth_testkit::{http_get, metric_sum, wait_for, wait_until};
 
 /// A world (the driver lists and gets) whose monitor has written the injected `status`/`reason`
 /// on claim-a: the world, claim-a's volume and the monitor.
 async fn monitor_showing(status: &str, reason: &str) -> (World, String, Monitor) {
     let world = World::start("list,get").await;
     let vol = world.bound_claim("claim-a").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     world.inject_condition(&vol, status, reason);
     world.wait_conditions("claim-a", &[(status, reason)]).await;
     (world, vol, monitor)
@@ -47,14 +50,14 @@ async fn monitor_keeps_conditions_while_the_driver_is_down_and_resumes() {
     );
 
     world.clear_condition(&vol);
-    world.start_driver();
+    world.start_driver().await;
     world.wait_conditions("claim-a", &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_rpc_failures_keep_conditions() {
     let (world, vol, monitor) = monitor_showing("Inaccessible", "PathGone").await;
-    world.inject(&["rpc", "ControllerListVolumeHealth", "--code", "UNAVAILABLE"]);
+    world.fail_rpc("ControllerListVolumeHealth", "UNAVAILABLE", None);
     world.clear_condition(&vol);
     let errors = [
         r#"method="ControllerListVolumeHealth""#,
@@ -73,7 +76,7 @@ async fn monitor_rpc_failures_keep_conditions() {
         1,
         "kept while listing fails"
     );
-    world.inject(&["clear", "rpc"]);
+    world.inject(|i| i.rpc.clear());
     world.wait_conditions("claim-a", &[]).await;
 }
 
@@ -99,7 +102,7 @@ async fn chaos_causes_no_false_clear(caps: &str) -> Monitor {
     }
     let base = world.status_patches().await;
     let monitor = world
-        .start_monitor("monitor", &["--list-page-size", "3"])
+        .start_monitor_with("monitor", |c| c.list_page_size = 3)
         .await;
     for v in &vols {
         world.inject_condition(v, "Degraded", "SlowDisk");
@@ -111,13 +114,18 @@ async fn chaos_causes_no_false_clear(caps: &str) -> Monitor {
     }
     let written = world.status_patches().await;
     assert_eq!(written - base, 10.0);
-    world.inject(&["list-chaos", "--duplicates", "--omissions"]);
+    world.inject(|i| {
+        i.list_chaos = ListChaos {
+            duplicates: true,
+            omissions: true,
+        }
+    });
     // Ten cycles of four pages each, checking every claim as they go.
     let pages = r#"method="ControllerListVolumeHealth",result="success""#;
     let start = monitor
         .metric("csi_volume_health_probe_total", &[pages])
         .await;
-    loop {
+    wait_until(2 * WAIT, "forty pages listed under chaos", || async {
         for i in 0..10 {
             assert_eq!(
                 world.conditions(&format!("claim-{i}")).await.len(),
@@ -125,15 +133,12 @@ async fn chaos_causes_no_false_clear(caps: &str) -> Monitor {
                 "claim-{i} falsely cleared"
             );
         }
-        if monitor
+        monitor
             .metric("csi_volume_health_probe_total", &[pages])
             .await
             >= start + 40.0
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     assert_eq!(world.status_patches().await, written, "chaos wrote nothing");
     monitor
 }
@@ -158,7 +163,7 @@ async fn monitor_list_chaos_without_get_causes_no_false_clear() {
 async fn monitor_unknown_status_warns_and_is_not_written() {
     let world = World::start("get").await;
     let vol = world.bound_claim("claim-a").await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     world.inject_condition(&vol, "9", "FromTheFuture");
     let unknown = "csi_volume_health_unknown_condition_total";
     let status_9 = [r#"status="9""#];
@@ -189,6 +194,22 @@ fn holder(lease: Lease) -> Option<String> {
     lease.spec?.holder_identity.filter(|h| !h.is_empty())
 }
 
+/// Leader election on a Lease in the claims' namespace, with the default timings.
+fn leader_election() -> LeaderElection {
+    LeaderElection {
+        namespace: Some(NS.to_string()),
+        ..LeaderElection::default()
+    }
+}
+
+/// Waits until somebody holds the monitors' Lease.
+async fn wait_for_a_holder(leases: &Api<Lease>, what: &str) {
+    wait_for(WAIT, what, || async {
+        holder(leases.get(LEASE).await.ok()?)
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_two_replicas_with_leader_election_never_both_write() {
     let world = World::start("list,get").await;
@@ -196,25 +217,21 @@ async fn monitor_two_replicas_with_leader_election_never_both_write() {
         world.bound_claim("claim-a").await,
         world.bound_claim("claim-b").await,
     ];
-    let le = [
-        "--leader-election",
-        "--leader-election-namespace",
-        NS,
-        "--leader-election-lease-duration",
-        "4s",
-        "--leader-election-renew-deadline",
-        "3s",
-        "--leader-election-retry-period",
-        "1s",
-    ];
+    let le = LeaderElection {
+        lease_duration: Duration::from_secs(4),
+        renew_deadline: Duration::from_secs(3),
+        retry_period: Duration::from_secs(1),
+        ..leader_election()
+    };
     let base = world.status_patches().await;
-    let mut one = world.start_monitor("replica-1", &le).await;
-    let mut two = world.start_monitor("replica-2", &le).await;
+    let one = world
+        .start_monitor_with("replica-1", |c| c.leader_election = Some(le.clone()))
+        .await;
+    let two = world
+        .start_monitor_with("replica-2", |c| c.leader_election = Some(le.clone()))
+        .await;
     let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
-    wait_for_async(WAIT, "a lease holder", || async {
-        holder(leases.get(LEASE).await.ok()?)
-    })
-    .await;
+    wait_for_a_holder(&leases, "a lease holder").await;
 
     world.inject_condition(&vols[0], "Degraded", "SlowDisk");
     world
@@ -229,13 +246,10 @@ async fn monitor_two_replicas_with_leader_election_never_both_write() {
     );
     assert_eq!(world.status_patches().await - base, 1.0);
 
-    // The leader goes away; the other takes over and writes the next change.
-    let (leader, follower) = if w1 > 0.0 {
-        (&mut one, &two)
-    } else {
-        (&mut two, &one)
-    };
-    leader.proc.kill();
+    // The leader goes away (as a killed process: its Lease is not released, it expires); the
+    // other takes over and writes the next change.
+    let (leader, follower) = if w1 > 0.0 { (one, two) } else { (two, one) };
+    leader.service.kill().expect("the leader is killed");
     world.inject_condition(&vols[1], "Inaccessible", "PathGone");
     world
         .wait_conditions("claim-b", &[("Inaccessible", "PathGone")])
@@ -249,10 +263,11 @@ async fn monitor_two_replicas_with_leader_election_never_both_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly() {
-    let world = World::start_with("get", &["--feature-gates", "CSIVolumeHealth=false"]).await;
+    let world =
+        World::start_with("get", &["--feature-gates", "CSIVolumeHealth=false"], |_| {}).await;
     let vol = world.bound_claim("claim-a").await;
     let base = world.status_patches().await;
-    let monitor = world.start_monitor("monitor", &[]).await;
+    let monitor = world.start_monitor("monitor").await;
     world.inject_condition(&vol, "Degraded", "SlowDisk");
     wait_metric_at_least(
         &monitor,
@@ -287,15 +302,18 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
     )
     .await;
     assert!(world.conditions("claim-a").await.is_empty());
-    let log = std::fs::read_to_string(&monitor.log).unwrap_or_default();
     assert_eq!(
-        log.matches("retrying this object slowly").count(),
+        monitor
+            .log
+            .text()
+            .matches("retrying this object slowly")
+            .count(),
         1,
         "logged once"
     );
     // Said where an operator looks: /readyz (still 200), a gauge, and one Event.
     let readyz = monitor.metrics_url.replace("/metrics", "/readyz");
-    let (code, _, body) = support::http_get(&readyz, None).unwrap();
+    let (code, _, body) = http_get(&readyz, None).unwrap();
     assert_eq!(code, 200, "{body}");
     assert!(
         body.contains(
@@ -312,33 +330,18 @@ async fn monitor_counts_writes_dropped_by_a_gated_api_server_and_retries_slowly(
     world.wait_event("claim-a", "HealthStatusNotStored").await;
 }
 
+/// Stopped as SIGTERM stops `volhealth monitor` (its shutdown future completes), the leader
+/// releases its Lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_releases_its_lease_on_shutdown() {
-    if !support::have_tool("kill", &["-l"]) {
-        return;
-    }
     let world = World::start("list,get").await;
-    let mut one = world
-        .start_monitor(
-            "replica-1",
-            &["--leader-election", "--leader-election-namespace", NS],
-        )
+    let one = world
+        .start_monitor_with("replica-1", |c| c.leader_election = Some(leader_election()))
         .await;
     let leases = Api::<Lease>::namespaced(world.admin.clone(), NS);
-    wait_for_async(WAIT, "replica-1 to hold the lease", || async {
-        holder(leases.get(LEASE).await.ok()?)
-    })
-    .await;
-    let pid = one.proc.child.id().to_string();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-    let exit = support::wait_for(WAIT, "replica-1 to exit", || {
-        one.proc.child.try_wait().ok().flatten()
-    });
-    assert!(exit.success(), "clean exit on SIGTERM: {exit:?}");
+    wait_for_a_holder(&leases, "replica-1 to hold the lease").await;
+    let exit = one.service.stop();
+    assert!(exit.is_ok(), "clean exit on shutdown: {exit:?}");
     // Released, not merely left to expire: the holder is gone from the Lease.
     let lease = leases.get(LEASE).await.expect("get lease");
     assert_eq!(holder(lease), None, "the lease was released on shutdown");
