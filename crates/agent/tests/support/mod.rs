@@ -84,7 +84,7 @@ fn injection(args: &[&str]) -> Injection {
 pub async fn start_driver(node: &KubeletNode, endpoint: &str, log: &CapturedLog) -> Driver {
     let registration = node.registration_dir();
     let state = node.state.clone();
-    Driver::start_logged(node.dir.path(), DRIVER, NODE, log, |c| {
+    Driver::start_configured_logged(node.dir.path(), DRIVER, NODE, log, |c| {
         c.endpoint = endpoint.to_string();
         c.state_dir = state;
         c.registration_dir = Some(registration);
