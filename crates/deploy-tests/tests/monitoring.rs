@@ -9,10 +9,10 @@
 //! `SKIPPED` and pass, unless `VOLHEALTH_REQUIRE_TOOLS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use volhealth_deploy_tests::manifests;
+use volhealth_testkit::have_tool;
 
 /// Every metric family the monitor and the agent export (the Metrics tables of docs/monitor.md
 /// and docs/agent.md).
@@ -41,8 +41,20 @@ fn deploy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
+/// Runs `promtool ARGS` in `dir`: whether it succeeded, and its standard output followed by its
+/// standard error.
 fn promtool(args: &[&str], dir: &Path) -> (bool, String) {
-    support::merged_output(Command::new("promtool").args(args).current_dir(dir))
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run promtool {args:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
 }
 
 fn yaml(path: &Path) -> serde_json::Value {
@@ -158,7 +170,7 @@ fn anchor(heading: &str) -> String {
 
 #[test]
 fn the_alert_rules_pass_promtool_and_their_unit_tests() {
-    if !support::have_tool("promtool", &["--version"]) {
+    if !have_tool("promtool", &["--version"]) {
         return;
     }
     let dir = deploy();
@@ -237,7 +249,7 @@ fn dashboard_and_rules_use_only_exported_metrics() {
 
 #[test]
 fn every_dashboard_query_parses() {
-    if !support::have_tool("promtool", &["--version"]) {
+    if !have_tool("promtool", &["--version"]) {
         return;
     }
     // promtool parses PromQL only inside rule files, so each query becomes a recording rule,
@@ -348,12 +360,16 @@ fn the_dashboard_filters_by_cluster_namespace_and_driver() {
 
 #[test]
 fn the_dashboard_configmap_carries_the_dashboard_for_grafanas_sidecar() {
-    if !support::have_tool("kubectl", &["version", "--client"]) {
+    if !have_tool("kubectl", &["version", "--client"]) {
         return;
     }
     let dir = deploy().join("kubernetes/grafana-dashboard");
-    let cm: serde_json::Value =
-        serde_saphyr::from_str(&support::kustomize(&dir)).expect("one ConfigMap");
+    let rendered = manifests::kustomize(&dir)
+        .expect("kubectl kustomize")
+        .expect("kubectl is there");
+    let [cm] = rendered.as_slice() else {
+        panic!("one ConfigMap, not {rendered:?}");
+    };
     assert_eq!(cm["kind"], "ConfigMap");
     assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
     let data = cm["data"].as_object().unwrap();
