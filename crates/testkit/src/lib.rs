@@ -27,6 +27,7 @@ mod kubelet_node;
 mod node_world;
 mod process;
 mod service;
+mod status_objects;
 mod wait;
 mod world;
 mod writers;
@@ -58,6 +59,7 @@ pub use process::{
     run_grpcio_script,
 };
 pub use service::{Failure, Service, ServiceError};
+pub use status_objects::{make_all_three_unhealthy, seed_claim_pod_and_csinode};
 pub use wait::{block_on, runtime, wait_for, wait_for_blocking, wait_until};
 pub use world::{
     Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
