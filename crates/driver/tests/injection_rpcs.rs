@@ -13,28 +13,8 @@ use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::node_client::NodeClient;
 use volhealth_driver::condition::{Condition, StorageCondition, VolumeMode};
-use volhealth_driver::injection::{self, ListChaos, RpcFault, Side, VolumeInjection};
+use volhealth_driver::injection::{self, ListChaos, Side, VolumeInjection};
 use volhealth_driver::state::StateDir;
-
-fn set_fault(
-    state: &StateDir,
-    method: &str,
-    code: i32,
-    rate: f64,
-    delay_ms: u64,
-    message: Option<String>,
-) {
-    injection::update(state, |i| {
-        i.set_fault(RpcFault {
-            method: method.into(),
-            code,
-            rate,
-            delay_ms,
-            message,
-        })
-    })
-    .unwrap();
-}
 
 fn inject_volume(state: &StateDir, id: &str, side: Side, status: i32, reason: &str) {
     let condition = Condition::new(status, reason, format!("injected {reason}"));
