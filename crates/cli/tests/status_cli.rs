@@ -1,6 +1,7 @@
 //! `volhealth status` as a process against the real embedded API server, for what only the
 //! binary shows: the `kubectl volhealth` plugin through the real kubectl, and `--watch` telling
-//! on its standard error of an API server that is killed and started again. (What `status`
+//! on its standard error of an outage and of its end: an API server killed and started again,
+//! and a cut in the network to one that keeps running. (What `status`
 //! reports, its formats, failures, `--watch` and paging are tested in-process in
 //! `volhealth-status`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
@@ -12,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
-use support::{ApiServer, bin, have_tool, start_apiserver};
+use support::{bin, have_tool, start_apiserver};
 use volhealth_testkit::{make_all_three_unhealthy, seed_claim_pod_and_csinode};
 
 fn json_of(text: &str) -> Value {
@@ -85,36 +86,12 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
     let tmp = tempfile::tempdir().unwrap();
     let mut api = start_apiserver(tmp.path(), &[]);
     seed_claim_pod_and_csinode(&api.kubeconfig).await;
-    let (mut child, rx) = watch(&api, Stdio::piped());
-    let stderr = child.0.stderr.take().unwrap();
-
-    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let seen = warnings.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            seen.lock().unwrap().push(line);
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("first document");
+    let (_child, told) = watch_telling(&api.kubeconfig);
 
     // The API server goes away: four watches fail on every retry, the user is told once.
     let port = api.url.rsplit(':').next().unwrap().to_string();
     api.proc.kill();
-    let lines = || warnings.lock().unwrap().clone();
-    support::wait_for(Duration::from_secs(30), "the outage warning", || {
-        (!lines().is_empty()).then_some(())
-    });
-    let window = std::time::Instant::now() + Duration::from_secs(4);
-    while std::time::Instant::now() < window {
-        assert_eq!(lines().len(), 1, "one line per outage: {:#?}", lines());
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
-    let first = lines()[0].clone();
-    assert!(
-        first.contains("retrying") && !first.contains("ServiceError"),
-        "{first}"
-    );
+    told.outage_once();
 
     // Back on the same port with the same data: said once more, then nothing.
     let data = tmp.path().join("data").to_string_lossy().to_string();
@@ -134,13 +111,91 @@ async fn watch_tells_of_an_outage_once_and_of_its_end() {
             "Node,AlwaysAllow",
         ],
     );
-    support::wait_for(Duration::from_secs(60), "the end of the outage", || {
-        lines()
-            .iter()
-            .any(|l| l.contains("answers again"))
-            .then_some(())
+    told.its_end_once();
+}
+
+/// The network to a running API server is cut and restored: the watches come back where they
+/// left off and, as nothing changed meanwhile, bring no event. The end of the outage is told all
+/// the same (before, it went untold until something changed).
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_tells_of_the_end_of_a_network_cut_that_changed_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let api = start_apiserver(tmp.path(), &[]);
+    seed_claim_pod_and_csinode(&api.kubeconfig).await;
+    let upstream = api.url.trim_start_matches("http://").parse().unwrap();
+    let relay = volhealth_testkit::Relay::start(upstream).await;
+    let text = std::fs::read_to_string(&api.kubeconfig).unwrap();
+    let kubeconfig = tmp.path().join("kubeconfig-via-relay");
+    std::fs::write(
+        &kubeconfig,
+        text.replace(&api.url, &format!("http://{}", relay.addr)),
+    )
+    .unwrap();
+    let (_child, told) = watch_telling(&kubeconfig);
+
+    relay.cut();
+    told.outage_once();
+    relay.restore();
+    told.its_end_once();
+}
+
+/// What `status --watch` has written to its standard error, line by line.
+struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Told {
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// An outage has begun: it is told in one line, which is not repeated.
+    fn outage_once(&self) {
+        support::wait_for(Duration::from_secs(30), "the outage warning", || {
+            (!self.lines().is_empty()).then_some(())
+        });
+        let window = std::time::Instant::now() + Duration::from_secs(4);
+        while std::time::Instant::now() < window {
+            assert_eq!(
+                self.lines().len(),
+                1,
+                "one line per outage: {:#?}",
+                self.lines()
+            );
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
+        let first = self.lines()[0].clone();
+        assert!(
+            first.contains("retrying") && !first.contains("ServiceError"),
+            "{first}"
+        );
+    }
+
+    /// The outage has ended: that is told in one more line.
+    fn its_end_once(&self) {
+        support::wait_for(Duration::from_secs(60), "the end of the outage", || {
+            self.lines()
+                .iter()
+                .any(|l| l.contains("answers again"))
+                .then_some(())
+        });
+        assert_eq!(self.lines().len(), 2, "{:#?}", self.lines());
+    }
+}
+
+/// Starts `status --watch` with `kubeconfig` and waits for its first document: the child, and
+/// what it tells on its standard error.
+fn watch_telling(kubeconfig: &std::path::Path) -> (Reaped, Told) {
+    let (mut child, rx) = watch(kubeconfig, Stdio::piped());
+    let stderr = child.0.stderr.take().unwrap();
+    let told = Told(std::sync::Arc::default());
+    let seen = told.0.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            seen.lock().unwrap().push(line);
+        }
     });
-    assert_eq!(lines().len(), 2, "{:#?}", lines());
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("first document");
+    (child, told)
 }
 
 /// A child killed and reaped when the test ends, also when it fails.
@@ -153,12 +208,12 @@ impl Drop for Reaped {
     }
 }
 
-/// Starts `volhealth status --watch -A -o json` against `api`, its standard error going to
+/// Starts `volhealth status --watch -A -o json` with `kubeconfig`, its standard error going to
 /// `stderr`: the child, and the lines of its standard output as they come.
-fn watch(api: &ApiServer, stderr: Stdio) -> (Reaped, Receiver<String>) {
+fn watch(kubeconfig: &std::path::Path, stderr: Stdio) -> (Reaped, Receiver<String>) {
     let mut child = Command::new(bin())
         .args(["status", "--watch", "-A", "-o", "json", "--kubeconfig"])
-        .arg(&api.kubeconfig)
+        .arg(kubeconfig)
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()

@@ -26,6 +26,7 @@ mod kube_client;
 mod kubelet_node;
 mod node_world;
 mod process;
+mod relay;
 mod service;
 mod status_objects;
 mod wait;
@@ -58,6 +59,7 @@ pub use process::{
     Proc, PromtoolComplaints, free_addr, free_port, have_tool, promtool_check_metrics, python,
     run_grpcio_script,
 };
+pub use relay::Relay;
 pub use service::{Failure, Service, ServiceError};
 pub use status_objects::{make_all_three_unhealthy, seed_claim_pod_and_csinode};
 pub use wait::{block_on, runtime, wait_for, wait_for_blocking, wait_until};
