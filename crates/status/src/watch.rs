@@ -12,6 +12,7 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::Api;
+use kube::api::ListParams;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::io::Write;
@@ -25,6 +26,10 @@ const SETTLE: Duration = Duration::from_millis(150);
 const MAX_DRAIN: Duration = Duration::from_secs(1);
 /// How often a terminal table is redrawn anyway, so AGE keeps counting.
 const AGE_REFRESH: Duration = Duration::from_secs(5);
+/// While watches fail, how often the API server is asked whether it answers again.
+const RECHECK: Duration = Duration::from_secs(2);
+/// How long one such question may take.
+const RECHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 struct Stores {
     pvcs: Store<PersistentVolumeClaim>,
@@ -48,6 +53,47 @@ impl Stores {
         }
     }
 }
+
+/// The APIs the watches read, in scope.
+#[derive(Clone)]
+struct Apis {
+    pvcs: Api<PersistentVolumeClaim>,
+    pods: Api<Pod>,
+    csinodes: Api<CSINode>,
+    pvs: Api<PersistentVolume>,
+    csidrivers: Api<CSIDriver>,
+}
+
+impl Apis {
+    /// Whether the API server answers the list request the watch of `what` starts with (one
+    /// object of it, in scope). A watch that comes back where it left off brings no event when
+    /// nothing changed meanwhile, so this is how the end of an outage is seen then.
+    async fn answers(&self, what: &str, selector: Option<&str>) -> bool {
+        let mut params = ListParams::default().limit(1);
+        if let Some(sel) = selector {
+            params = params.labels(sel);
+        }
+        let cluster = ListParams::default().limit(1);
+        let asked = async {
+            match what {
+                PVCS => self.pvcs.list_metadata(&params).await.is_ok(),
+                PODS => self.pods.list_metadata(&params).await.is_ok(),
+                CSINODES => self.csinodes.list_metadata(&cluster).await.is_ok(),
+                PVS => self.pvs.list_metadata(&cluster).await.is_ok(),
+                _ => self.csidrivers.list_metadata(&cluster).await.is_ok(),
+            }
+        };
+        tokio::time::timeout(RECHECK_TIMEOUT, asked)
+            .await
+            .unwrap_or(false)
+    }
+}
+
+const PVCS: &str = "PersistentVolumeClaims";
+const PODS: &str = "Pods";
+const CSINODES: &str = "CSINodes";
+const PVS: &str = "PersistentVolumes";
+const CSIDRIVERS: &str = "CSIDrivers";
 
 /// A watch's failure: what it watches, and the innermost cause (a refused connection, a
 /// 403), which says more than the client library's wrapping of it.
@@ -120,11 +166,16 @@ impl Failures {
                 false
             }
             Ok(what) => {
-                if self.failing.remove(what) && self.failing.is_empty() {
-                    eprintln!("volhealth: the API server answers again; watching");
-                }
+                self.answered(what);
                 true
             }
+        }
+    }
+
+    /// The watch of `what` works again; the user is told when it was the last one failing.
+    fn answered(&mut self, what: &str) {
+        if self.failing.remove(what) && self.failing.is_empty() {
+            eprintln!("volhealth: the API server answers again; watching");
         }
     }
 }
@@ -150,23 +201,18 @@ pub async fn run<W: Write>(
     let mut last = first;
 
     let sel = scope.selector.as_deref();
-    let (pvcs, s1) = watch_into(
-        scope.api::<PersistentVolumeClaim>(&conn.client),
-        "PersistentVolumeClaims",
-        sel,
-    );
-    let (pods, s2) = watch_into(scope.api::<Pod>(&conn.client), "Pods", sel);
-    let (csinodes, s3) = watch_into(Api::<CSINode>::all(conn.client.clone()), "CSINodes", None);
-    let (pvs, s4) = watch_into(
-        Api::<PersistentVolume>::all(conn.client.clone()),
-        "PersistentVolumes",
-        None,
-    );
-    let (csidrivers, s5) = watch_into(
-        Api::<CSIDriver>::all(conn.client.clone()),
-        "CSIDrivers",
-        None,
-    );
+    let apis = Apis {
+        pvcs: scope.api::<PersistentVolumeClaim>(&conn.client),
+        pods: scope.api::<Pod>(&conn.client),
+        csinodes: Api::all(conn.client.clone()),
+        pvs: Api::all(conn.client.clone()),
+        csidrivers: Api::all(conn.client.clone()),
+    };
+    let (pvcs, s1) = watch_into(apis.pvcs.clone(), PVCS, sel);
+    let (pods, s2) = watch_into(apis.pods.clone(), PODS, sel);
+    let (csinodes, s3) = watch_into(apis.csinodes.clone(), CSINODES, None);
+    let (pvs, s4) = watch_into(apis.pvs.clone(), PVS, None);
+    let (csidrivers, s5) = watch_into(apis.csidrivers.clone(), CSIDRIVERS, None);
     let stores = Stores {
         pvcs,
         pods,
@@ -179,12 +225,29 @@ pub async fn run<W: Write>(
     tokio::pin!(shutdown);
     let mut refresh = tokio::time::interval(AGE_REFRESH);
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut recheck = tokio::time::interval(RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failures = Failures::default();
     loop {
         let mut force = false;
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
             _ = refresh.tick() => force = in_place,
+            _ = recheck.tick(), if !failures.failing.is_empty() => {
+                let failing: Vec<&'static str> = failures.failing.iter().copied().collect();
+                let asked = futures::future::join_all(failing.iter().map(|w| apis.answers(w, sel)));
+                tokio::select! {
+                    _ = &mut shutdown => return Ok(()),
+                    answers = asked => {
+                        for (what, answers) in failing.into_iter().zip(answers) {
+                            if answers {
+                                failures.answered(what);
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
             item = changes.next() => match item {
                 None => return Err(Error::WatchesEnded),
                 Some(item) => {
