@@ -13,8 +13,7 @@ use kube::api::{Api as KubeApi, DeleteParams, ListParams, Patch, PatchParams, Po
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use volhealth_testkit::b64;
+use volhealth_testkit::{CapturedLog, b64, start_apiserver_logged};
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 const PASSWORD: &str = "pw-Zq8vN3kTx1";
@@ -22,50 +21,11 @@ const USER: &str = "user-Lm4Rb7Yc2";
 const TOKEN: &str = "tok-Hs6Wd9Pf5";
 const BAD_BASE64: &str = "raw!Jx3Kq0Vn";
 
-/// Everything logged in this test binary, from every target at debug level: what
-/// `RUST_LOG=debug` would make the server write.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Log {
-    type Writer = Log;
-
-    fn make_writer(&'a self) -> Log {
-        self.clone()
-    }
-}
-
-impl Log {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
-    }
-}
-
 /// Starts the server like `support::start_apiserver`, with every debug-level log line a
-/// request can cause captured.
-fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> (support::ApiServer, Log) {
-    let log = Log::default();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
-        .with_ansi(false)
-        .with_writer(log.clone())
-        .try_init()
-        .expect("the only subscriber of this test binary");
-    (support::start_apiserver(dir, extra), log)
+/// request can cause captured: what `RUST_LOG=debug` would make the server write.
+fn start_debug_apiserver(dir: &Path, extra: &[&str]) -> (support::ApiServer, CapturedLog) {
+    let log = CapturedLog::new("debug");
+    (start_apiserver_logged(dir, extra, &log), log)
 }
 
 fn data_of(s: &Secret) -> BTreeMap<String, String> {

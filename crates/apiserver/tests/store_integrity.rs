@@ -98,20 +98,6 @@ async fn a_corrupt_change_log_row_ends_watches_with_a_clear_error() {
     );
 }
 
-/// Log output of this test binary, for the one test that reads it.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_ahead_log_that_sqlite_ignores_is_reported_and_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,23 +111,15 @@ async fn a_write_ahead_log_that_sqlite_ignores_is_reported_and_kept() {
     let garbage = vec![0x5a; 8192];
     std::fs::write(&wal, &garbage).unwrap();
 
-    let log = Captured::default();
-    let writer = log.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish(),
-    )
-    .unwrap();
-    let server = support::start_apiserver(dir.path(), &[]);
+    let log = volhealth_testkit::CapturedLog::new("info");
+    let server = volhealth_testkit::start_apiserver_logged(dir.path(), &[], &log);
     let api = Api::new(&server.url);
     assert_eq!(
         api.get(&format!("{PVCS}/kept")).await.code,
         200,
         "the database itself is intact"
     );
-    let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let text = log.text();
     let warning = text
         .lines()
         .find(|l| l.contains("WARN") && l.contains(&wal.display().to_string()))

@@ -61,7 +61,7 @@ impl Service {
         Fut: Future<Output = Result<(), E>>,
         E: Into<Failure>,
     {
-        Self::start_with(name, None, start)
+        Self::start_maybe_logged(name, None, start)
     }
 
     /// Like [`Service::start`], with everything the service logs, on any thread of its runtime,
@@ -72,7 +72,7 @@ impl Service {
         Fut: Future<Output = Result<(), E>>,
         E: Into<Failure>,
     {
-        Self::start_with(name, Some(log.dispatch()), start)
+        Self::start_maybe_logged(name, Some(log), start)
     }
 
     /// [`Service::start_logged`] when `log` is given, else [`Service::start`].
@@ -86,15 +86,7 @@ impl Service {
         Fut: Future<Output = Result<(), E>>,
         E: Into<Failure>,
     {
-        Self::start_with(name, log.map(CapturedLog::dispatch), start)
-    }
-
-    fn start_with<F, Fut, E>(name: &str, log: Option<tracing::Dispatch>, start: F) -> Service
-    where
-        F: FnOnce(Shutdown) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<(), E>>,
-        E: Into<Failure>,
-    {
+        let log = log.map(CapturedLog::dispatch);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (kill, killed) = tokio::sync::oneshot::channel::<()>();
         let label = name.to_string();

@@ -109,9 +109,9 @@ impl Driver {
         .await;
     }
 
-    /// Stops the driver's server through its shutdown future, as when its process dies: the
-    /// socket stops answering, while the state dir, and what is injected into it, stays for
-    /// [`Driver::restart`].
+    /// Stops the driver's server through its shutdown future, as when its process is stopped:
+    /// it removes its socket, while the state dir, and what is injected into it, stays for
+    /// [`Driver::restart`]. ([`Driver::kill`] is the crash, which leaves the socket behind.)
     pub fn stop_server(&mut self) {
         if let Some(service) = self.service.take() {
             service.stop().expect("the driver stops cleanly");
