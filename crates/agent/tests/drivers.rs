@@ -100,7 +100,7 @@ async fn agent_picks_up_drivers_that_come_and_go() {
         ("driver-1", CapturedLog::new("info")),
         ("driver-2", CapturedLog::new("info")),
     ];
-    let driver = start_driver(&w, &first, &logs[0].1).await;
+    let mut driver = start_driver(&w, &first, &logs[0].1).await;
     w.inject(&[
         "storage",
         "--status",

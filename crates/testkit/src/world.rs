@@ -29,7 +29,7 @@ pub struct Driver {
     state: StateDir,
     config: volhealth_driver::DriverConfig,
     log: Option<CapturedLog>,
-    /// `None` while stopped by [`Driver::stop_server`].
+    /// `None` once killed by [`Driver::kill`], until [`Driver::restart`].
     service: Option<Service>,
 }
 
@@ -109,17 +109,8 @@ impl Driver {
         .await;
     }
 
-    /// Stops the driver's server through its shutdown future, as when its process is stopped:
-    /// it removes its socket, while the state dir, and what is injected into it, stays for
-    /// [`Driver::restart`]. ([`Driver::kill`] is the crash, which leaves the socket behind.)
-    pub fn stop_server(&mut self) {
-        if let Some(service) = self.service.take() {
-            service.stop().expect("the driver stops cleanly");
-        }
-    }
-
     /// Starts the driver's server again, with the same configuration on the same socket and
-    /// state dir, after [`Driver::stop_server`].
+    /// state dir, after [`Driver::kill`].
     pub async fn restart(&mut self) {
         assert!(self.service.is_none(), "the driver is still serving");
         self.serve().await;
@@ -240,10 +231,11 @@ impl Driver {
         self.service.map_or(Ok(()), Service::stop)
     }
 
-    /// Ends the driver as `kill -9` ends its process (see [`Service::kill`]): its sockets stay
-    /// behind with nobody answering them.
-    pub fn kill(self) {
-        if let Some(service) = self.service {
+    /// Ends the driver's server as `kill -9` ends its process (see [`Service::kill`]): its
+    /// sockets stay behind with nobody answering them, and the state dir stays for
+    /// [`Driver::restart`], which clears the stale socket as a new process would.
+    pub fn kill(&mut self) {
+        if let Some(service) = self.service.take() {
             service.kill().expect("the driver's thread did not panic");
         }
     }

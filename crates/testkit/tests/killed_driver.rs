@@ -11,7 +11,7 @@ async fn a_killed_driver_leaves_its_socket_unanswered_and_a_stopped_one_removes_
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("csi.sock");
     for killed in [true, false] {
-        let driver = Driver::start(dir.path(), DRIVER, "node-a").await;
+        let mut driver = Driver::start(dir.path(), DRIVER, "node-a").await;
         let endpoint = driver.endpoint.clone();
         if killed {
             driver.kill();

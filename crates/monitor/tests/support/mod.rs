@@ -126,9 +126,9 @@ impl World {
         self.inject(|i| i.rpc.retain(|f| f.method != method));
     }
 
-    /// Stops the driver, as when its process dies; injections still reach its state dir.
+    /// Ends the driver as `kill -9` would end its process; injections still reach its state dir.
     pub fn kill_driver(&mut self) {
-        self.driver.stop_server();
+        self.driver.kill();
     }
 
     /// Starts the driver again on the same socket and state dir.
