@@ -80,7 +80,8 @@ impl Apis {
                 PODS => self.pods.list_metadata(&params).await.is_ok(),
                 CSINODES => self.csinodes.list_metadata(&cluster).await.is_ok(),
                 PVS => self.pvs.list_metadata(&cluster).await.is_ok(),
-                _ => self.csidrivers.list_metadata(&cluster).await.is_ok(),
+                CSIDRIVERS => self.csidrivers.list_metadata(&cluster).await.is_ok(),
+                _ => false,
             }
         };
         tokio::time::timeout(RECHECK_TIMEOUT, asked)
