@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use volhealth_model::sanitize::Condition;
 use volhealth_model::{StorageHealthCondition, Timestamp, VolumeHealthCondition};
-use volhealth_writer::events::{Subject, transition_events};
+use volhealth_writer::events::{Subject, Transition};
 use volhealth_writer::{
     ApiFailure, Clock, EntryReports, EventSink, HealthEvent, ObjectRef, Outcome, Patched,
     QueuedTarget, Stored, Target,
@@ -60,13 +60,14 @@ fn entry_events<E, C: Condition>(
                     .map(|e| conditions(e).to_vec())
                     .unwrap_or_default()
             };
-            transition_events(
+            Transition {
                 object,
                 subject,
-                Some(&format!("{noun} {n}")),
-                &find(before),
-                &find(after),
-            )
+                context: Some(&format!("{noun} {n}")),
+                before: &find(before),
+                after: &find(after),
+            }
+            .events()
         })
         .collect()
 }

@@ -67,60 +67,71 @@ fn describe<C: Condition>(cs: &[C]) -> String {
         .join("; ")
 }
 
-/// The Event for a stored change of one condition list from `before` to `after`, if it is a
-/// transition (by the same rule that decides whether anything is written). `context` names the
-/// part of the object (`volume data`, `driver x`), if any.
-pub fn transition_event<C: Condition>(
-    object: &ObjectRef,
-    subject: Subject,
-    context: Option<&str>,
-    before: &[C],
-    after: &[C],
-) -> Option<HealthEvent> {
-    if same_conditions(before, after) {
-        return None;
-    }
-    let (degraded, changed, recovered, noun) = match subject {
-        Subject::Volume => (
-            REASON_VOLUME_DEGRADED,
-            REASON_VOLUME_CHANGED,
-            REASON_VOLUME_RECOVERED,
-            "Volume health",
-        ),
-        Subject::Storage => (
-            REASON_STORAGE_DEGRADED,
-            REASON_STORAGE_CHANGED,
-            REASON_STORAGE_RECOVERED,
-            "Storage health",
-        ),
-    };
-    let prefix = context.map(|c| format!("{c}: ")).unwrap_or_default();
-    let (event_type, reason, message) = match (before.is_empty(), after.is_empty()) {
-        (true, _) => (
-            EventType::Warning,
-            degraded,
-            format!("{prefix}{noun} conditions reported: {}", describe(after)),
-        ),
-        (false, true) => (
-            EventType::Normal,
-            recovered,
-            format!(
-                "{prefix}{noun} conditions cleared (were: {})",
-                describe(before)
+/// A stored change of one condition list of one object, from `before` to `after`: what its
+/// Events are made of.
+pub struct Transition<'a, C> {
+    /// The object whose list changed.
+    pub object: &'a ObjectRef,
+    /// Whether the list is volume or storage health.
+    pub subject: Subject,
+    /// The part of the object (`volume data`, `driver x`), if any.
+    pub context: Option<&'a str>,
+    /// The list as stored before.
+    pub before: &'a [C],
+    /// The list as stored now.
+    pub after: &'a [C],
+}
+
+impl<C: Condition> Transition<'_, C> {
+    /// The Event for this change, if it is a transition (by the same rule that decides whether
+    /// anything is written).
+    pub fn event(&self) -> Option<HealthEvent> {
+        let (before, after) = (self.before, self.after);
+        if same_conditions(before, after) {
+            return None;
+        }
+        let (degraded, changed, recovered, noun) = match self.subject {
+            Subject::Volume => (
+                REASON_VOLUME_DEGRADED,
+                REASON_VOLUME_CHANGED,
+                REASON_VOLUME_RECOVERED,
+                "Volume health",
             ),
-        ),
-        (false, false) => (
-            EventType::Warning,
-            changed,
-            format!("{prefix}{noun} conditions now: {}", describe(after)),
-        ),
-    };
-    Some(HealthEvent {
-        object: object.clone(),
-        event_type,
-        reason,
-        message,
-    })
+            Subject::Storage => (
+                REASON_STORAGE_DEGRADED,
+                REASON_STORAGE_CHANGED,
+                REASON_STORAGE_RECOVERED,
+                "Storage health",
+            ),
+        };
+        let prefix = self.context.map(|c| format!("{c}: ")).unwrap_or_default();
+        let (event_type, reason, message) = match (before.is_empty(), after.is_empty()) {
+            (true, _) => (
+                EventType::Warning,
+                degraded,
+                format!("{prefix}{noun} conditions reported: {}", describe(after)),
+            ),
+            (false, true) => (
+                EventType::Normal,
+                recovered,
+                format!(
+                    "{prefix}{noun} conditions cleared (were: {})",
+                    describe(before)
+                ),
+            ),
+            (false, false) => (
+                EventType::Warning,
+                changed,
+                format!("{prefix}{noun} conditions now: {}", describe(after)),
+            ),
+        };
+        Some(HealthEvent {
+            object: self.object.clone(),
+            event_type,
+            reason,
+            message,
+        })
+    }
 }
 
 /// The one Warning saying that the API server drops the health field of `resource` (on the
@@ -155,7 +166,7 @@ impl EventCounter for WriterMetrics {
 }
 
 mod upstream;
-pub use upstream::{emit_upstream_reasons, transition_events};
+pub use upstream::emit_upstream_reasons;
 
 #[cfg(test)]
 mod tests;

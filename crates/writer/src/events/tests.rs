@@ -1,6 +1,5 @@
 //! Which transitions raise which Events (the recorder's own tests are in `volhealth-kube-access`).
 
-use super::upstream::transition_events_with;
 use super::*;
 use volhealth_model::VolumeHealthCondition;
 
@@ -16,21 +15,38 @@ fn c(reason: &str, message: &str) -> VolumeHealthCondition {
     }
 }
 
+fn event_of(
+    object: &ObjectRef,
+    subject: Subject,
+    context: Option<&str>,
+    before: &[VolumeHealthCondition],
+    after: &[VolumeHealthCondition],
+) -> Option<HealthEvent> {
+    Transition {
+        object,
+        subject,
+        context,
+        before,
+        after,
+    }
+    .event()
+}
+
 #[test]
 fn only_transitions_raise_events() {
     let o = pvc("a");
     let deg = [c("Slow", "m")];
-    let e = transition_event(&o, Subject::Volume, None, &[], &deg).unwrap();
+    let e = event_of(&o, Subject::Volume, None, &[], &deg).unwrap();
     assert_eq!(
         (e.event_type, e.reason),
         (EventType::Warning, REASON_VOLUME_DEGRADED)
     );
-    let e = transition_event(&o, Subject::Volume, None, &deg, &[]).unwrap();
+    let e = event_of(&o, Subject::Volume, None, &deg, &[]).unwrap();
     assert_eq!(
         (e.event_type, e.reason),
         (EventType::Normal, REASON_VOLUME_RECOVERED)
     );
-    let e = transition_event(
+    let e = event_of(
         &o,
         Subject::Volume,
         Some("volume data"),
@@ -40,16 +56,10 @@ fn only_transitions_raise_events() {
     .unwrap();
     assert_eq!(e.reason, REASON_VOLUME_CHANGED);
     assert!(e.message.starts_with("volume data: "), "{}", e.message);
-    assert_eq!(
-        transition_event(&o, Subject::Volume, None, &deg, &deg),
-        None
-    );
+    assert_eq!(event_of(&o, Subject::Volume, None, &deg, &deg), None);
     let empty: [VolumeHealthCondition; 0] = [];
-    assert_eq!(
-        transition_event(&o, Subject::Volume, None, &empty, &empty),
-        None
-    );
-    let e = transition_event(&o, Subject::Storage, None, &[], &deg).unwrap();
+    assert_eq!(event_of(&o, Subject::Volume, None, &empty, &empty), None);
+    let e = event_of(&o, Subject::Storage, None, &[], &deg).unwrap();
     assert_eq!(e.reason, REASON_STORAGE_DEGRADED);
 }
 
@@ -80,10 +90,17 @@ fn the_upstream_reason_comes_beside_ours_for_abnormal_volumes_only() {
                    subject: Subject,
                    before: &[VolumeHealthCondition],
                    after: &[VolumeHealthCondition]| {
-        transition_events_with(upstream, &o, subject, None, before, after)
-            .into_iter()
-            .map(|e| (e.reason, e.message))
-            .collect::<Vec<_>>()
+        Transition {
+            object: &o,
+            subject,
+            context: None,
+            before,
+            after,
+        }
+        .events_with(upstream)
+        .into_iter()
+        .map(|e| (e.reason, e.message))
+        .collect::<Vec<_>>()
     };
     let on = reasons(true, Subject::Volume, &[], &deg);
     assert_eq!(on.len(), 2);

@@ -2,9 +2,7 @@
 //! before v1.37 reported an abnormal volume as a Warning `VolumeConditionAbnormal` with the
 //! driver's message, and alerts and dashboards built on them look for it.
 
-use super::{
-    EventType, HealthEvent, ObjectRef, REASON_UPSTREAM_ABNORMAL, Subject, transition_event,
-};
+use super::{EventType, HealthEvent, REASON_UPSTREAM_ABNORMAL, Subject, Transition};
 use volhealth_model::sanitize::Condition;
 
 /// Whether volume transitions also raise [`REASON_UPSTREAM_ABNORMAL`]; set once at start.
@@ -21,49 +19,39 @@ fn upstream_reasons() -> bool {
     UPSTREAM_REASONS.get().copied().unwrap_or(false)
 }
 
-/// The Events of a stored change of one condition list: [`transition_event`]'s, and for volume
-/// conditions that are abnormal after it, the upstream [`REASON_UPSTREAM_ABNORMAL`] beside it
-/// when [`emit_upstream_reasons`] is on.
-pub fn transition_events<C: Condition>(
-    object: &ObjectRef,
-    subject: Subject,
-    context: Option<&str>,
-    before: &[C],
-    after: &[C],
-) -> Vec<HealthEvent> {
-    transition_events_with(upstream_reasons(), object, subject, context, before, after)
-}
-
-pub(super) fn transition_events_with<C: Condition>(
-    upstream: bool,
-    object: &ObjectRef,
-    subject: Subject,
-    context: Option<&str>,
-    before: &[C],
-    after: &[C],
-) -> Vec<HealthEvent> {
-    let Some(primary) = transition_event(object, subject, context, before, after) else {
-        return Vec::new();
-    };
-    let abnormal = upstream && subject == Subject::Volume && !after.is_empty();
-    let mut out = vec![primary];
-    if abnormal {
-        // The upstream message is the driver's message itself.
-        let message = after
-            .iter()
-            .map(|c| match c.message() {
-                Some(m) if !m.is_empty() => m.to_string(),
-                _ => format!("{}/{}", c.status(), c.reason()),
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        let prefix = context.map(|c| format!("{c}: ")).unwrap_or_default();
-        out.push(HealthEvent {
-            object: object.clone(),
-            event_type: EventType::Warning,
-            reason: REASON_UPSTREAM_ABNORMAL,
-            message: format!("{prefix}{message}"),
-        });
+impl<C: Condition> Transition<'_, C> {
+    /// The Events of this change: [`Transition::event`]'s, and for volume conditions that are
+    /// abnormal after it, the upstream [`REASON_UPSTREAM_ABNORMAL`] beside it when
+    /// [`emit_upstream_reasons`] is on.
+    pub fn events(&self) -> Vec<HealthEvent> {
+        self.events_with(upstream_reasons())
     }
-    out
+
+    pub(super) fn events_with(&self, upstream: bool) -> Vec<HealthEvent> {
+        let Some(primary) = self.event() else {
+            return Vec::new();
+        };
+        let abnormal = upstream && self.subject == Subject::Volume && !self.after.is_empty();
+        let mut out = vec![primary];
+        if abnormal {
+            // The upstream message is the driver's message itself.
+            let message = self
+                .after
+                .iter()
+                .map(|c| match c.message() {
+                    Some(m) if !m.is_empty() => m.to_string(),
+                    _ => format!("{}/{}", c.status(), c.reason()),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let prefix = self.context.map(|c| format!("{c}: ")).unwrap_or_default();
+            out.push(HealthEvent {
+                object: self.object.clone(),
+                event_type: EventType::Warning,
+                reason: REASON_UPSTREAM_ABNORMAL,
+                message: format!("{prefix}{message}"),
+            });
+        }
+        out
+    }
 }
