@@ -7,6 +7,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use volhealth_daemon::metrics_text::Families;
 
 use volhealth_writer::{StatusSeries, WriterMetrics};
 
@@ -46,7 +47,8 @@ type VolumeKey = (String, String, String);
 /// All metrics of one agent.
 #[derive(Debug)]
 pub struct Metrics {
-    registry: Registry,
+    /// Every family, for the `/metrics` page and the tests.
+    pub families: Families,
     /// The families both writers share.
     pub writer: Arc<WriterMetrics>,
     /// The node fault detector's series.
@@ -56,14 +58,8 @@ pub struct Metrics {
 }
 
 impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
-    }
-}
-
-impl Metrics {
     /// Creates and registers every metric.
-    pub fn new() -> Metrics {
+    fn default() -> Self {
         let mut registry = Registry::default();
         let writer = Arc::new(WriterMetrics::new(&mut registry));
         let node_faults = Arc::new(volhealth_node_faults::NodeFaultMetrics::register(
@@ -80,14 +76,16 @@ impl Metrics {
             "1 while a driver reports this storage backend condition on this node",
         );
         Metrics {
-            registry,
+            families: registry.into(),
             writer,
             node_faults,
             volume_status,
             storage_status,
         }
     }
+}
 
+impl Metrics {
     /// Records one status write.
     pub fn write(&self, resource: &str, result: &str) {
         self.writer.write(resource, result);
@@ -158,17 +156,6 @@ impl Metrics {
             .collect();
         self.set_storage(driver, &pairs);
     }
-
-    /// The text exposition of every metric (OpenMetrics; the tests read it).
-    #[cfg(test)]
-    pub fn encode(&self) -> String {
-        volhealth_daemon::metrics_text::encode(&self.registry)
-    }
-
-    /// The families in `format`, for the `/metrics` page.
-    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
-        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
-    }
 }
 
 #[cfg(test)]
@@ -181,46 +168,46 @@ mod tests {
 
     #[test]
     fn volume_series_follow_conditions() {
-        let m = Metrics::new();
+        let m = Metrics::default();
         m.set_volume(
             "ns",
             "p",
             "data",
             &[c("Degraded", "Slow"), c("DataLoss", "Bad")],
         );
-        let text = m.encode();
+        let text = m.families.encode();
         assert!(text.contains(
             r#"csi_node_volume_health_status{namespace="ns",pod="p",volume="data",status="Degraded",reason="Slow"} 1"#
         ));
         m.set_volume("ns", "p", "data", &[c("DataLoss", "Bad")]);
-        let text = m.encode();
+        let text = m.families.encode();
         assert!(!text.contains("Slow"), "{text}");
         assert!(text.contains(r#"reason="Bad"} 1"#));
         m.forget_pod("ns", "p");
-        assert!(!m.encode().contains("reason=\"Bad\""));
+        assert!(!m.families.encode().contains("reason=\"Bad\""));
     }
 
     #[test]
     fn storage_series_are_removed_on_recovery() {
-        let m = Metrics::new();
+        let m = Metrics::default();
         m.set_storage("d", &[c("StorageUnreachable", "Net")]);
-        assert!(m.encode().contains(
+        assert!(m.families.encode().contains(
             r#"csi_node_storage_health_status{driver_name="d",status="StorageUnreachable",reason="Net"} 1"#
         ));
         m.set_storage("d", &[]);
-        assert!(!m.encode().contains("reason=\"Net\""));
+        assert!(!m.families.encode().contains("reason=\"Net\""));
     }
 
     #[test]
     fn probe_counters_have_upstream_names() {
-        let m = Metrics::new();
+        let m = Metrics::default();
         m.writer.probe(
             "d",
             METHOD_VOLUME,
             false,
             std::time::Duration::from_millis(3),
         );
-        let text = m.encode();
+        let text = m.families.encode();
         assert!(text.contains(
             r#"csi_volume_health_probe_total{driver_name="d",method="NodeGetVolumeHealth",result="error"} 1"#
         ));

@@ -288,7 +288,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_detectors_series_are_on_the_agents_metrics_page() {
-        let metrics = Metrics::new();
+        let metrics = Metrics::default();
         let mut config = AgentConfig::new("node-a");
         config.node_faults = NodeFaultMode::Auto;
         let set = driver_set(&config, &metrics);
@@ -296,7 +296,7 @@ mod tests {
         let wrapped = set.snapshot().remove("d.example.com").unwrap();
         assert!(wrapped.volume_health, "the set adapts drivers as they join");
         metrics.node_faults.count("statfs", "ok");
-        let page = metrics.encode();
+        let page = metrics.families.encode();
         for series in [
             r#"csi_volume_health_node_fault_probes_total{signal="statfs",result="ok"} 1"#,
             "csi_volume_health_node_fault_probes_in_flight",

@@ -21,7 +21,7 @@ use volhealth_writer::intervals::{DriverIntervals, NODE_ANNOTATION};
 
 /// Runs the agent until `shutdown` completes, or until an error that must stop it.
 pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(AtomicBool::new(false));
     let api = ApiFlags::default();
     let mut tasks = JoinSet::new();
@@ -30,7 +30,7 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> Res
         let ready_flag = flag_check(ready.clone(), "not ready");
         let unreachable = api.unreachable.clone();
         let dropped = api.field_dropped.clone();
-        let endpoints = Endpoints::new(move |format| page.encode_as(format))
+        let endpoints = Endpoints::new(move |format| page.families.encode_as(format))
             .readyz(move || {
                 ready_flag()?;
                 if unreachable.load(Ordering::Acquire) {

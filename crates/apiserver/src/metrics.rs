@@ -5,6 +5,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use volhealth_daemon::metrics_text::Families;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -37,22 +38,17 @@ fn new_histogram() -> Histogram {
 
 /// The server's metrics.
 pub struct Metrics {
-    registry: Registry,
+    /// Every family, for the `/metrics` page and the tests.
+    pub families: Families,
     requests: Family<RequestLabels, Counter>,
     durations: HistogramFamily,
     terminated_watchers: Family<ResourceLabels, Counter>,
 }
 
 impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
-    }
-}
-
-impl Metrics {
     /// Registers `apiserver_request_total`, `apiserver_request_duration_seconds` and
     /// `apiserver_terminated_watchers_total`.
-    pub fn new() -> Metrics {
+    fn default() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -73,13 +69,15 @@ impl Metrics {
             terminated_watchers.clone(),
         );
         Metrics {
-            registry,
+            families: registry.into(),
             requests,
             durations,
             terminated_watchers,
         }
     }
+}
 
+impl Metrics {
     /// Counts one watcher of `resource` (`plural` or `plural.group`) terminated for not reading.
     pub fn terminated_watcher(&self, resource: &str) {
         self.terminated_watchers
@@ -106,10 +104,5 @@ impl Metrics {
                 subresource: subresource.to_string(),
             })
             .observe(seconds);
-    }
-
-    /// The families in `format`, for the `/metrics` page.
-    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
-        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
     }
 }

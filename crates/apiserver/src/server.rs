@@ -158,7 +158,7 @@ pub async fn serve(
         gates: config.gates,
         tokens: config.tokens.clone(),
         authorizer: config.authorization.clone(),
-        metrics: Metrics::new(),
+        metrics: Metrics::default(),
         bookmark_interval: config.bookmark_interval,
         address: addr.to_string(),
         watch_backlog: crate::storage::backlog::Limits {
@@ -393,7 +393,7 @@ async fn dispatch(
         "/version" if is_get => return Ok(json_response(200, &discovery::version())),
         "/metrics" if is_get => {
             let page = volhealth_daemon::exposition::page(Some(&accept), |format| {
-                st.metrics.encode_as(format)
+                st.metrics.families.encode_as(format)
             });
             return Ok(text(200, page.body, page.content_type));
         }

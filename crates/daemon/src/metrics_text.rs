@@ -36,6 +36,34 @@ pub fn encode_as(registry: &Registry, format: Format) -> String {
     out
 }
 
+/// One component's metric families: registered once, at start, and encoded for its
+/// `/metrics` page and its tests.
+#[derive(Debug, Default)]
+pub struct Families(Registry);
+
+impl From<Registry> for Families {
+    fn from(registry: Registry) -> Self {
+        Families(registry)
+    }
+}
+
+impl Families {
+    /// The registry to register the component's families in.
+    pub fn registry(&mut self) -> &mut Registry {
+        &mut self.0
+    }
+
+    /// Every family in OpenMetrics text, as [`encode`] writes it (the tests read it).
+    pub fn encode(&self) -> String {
+        encode(&self.0)
+    }
+
+    /// Every family in `format`, as [`encode_as`] writes it, for the `/metrics` page.
+    pub fn encode_as(&self, format: Format) -> String {
+        encode_as(&self.0, format)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,7 +126,7 @@ impl Shared {
         clock: Arc<dyn Clock>,
         interval: Duration,
     ) -> Self {
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(Metrics::default());
         let events = Arc::new(EventRecorder::new(metrics.writer.clone()));
         let target = ClaimTarget {
             claims,

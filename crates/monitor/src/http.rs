@@ -30,7 +30,7 @@ pub fn endpoints(shared: Arc<Shared>, flags: Arc<HealthFlags>) -> Endpoints {
     let metrics = shared.clone();
     let ready = flags.ready.clone();
     let dropping = shared.clone();
-    Endpoints::new(move |format| metrics.metrics.encode_as(format))
+    Endpoints::new(move |format| metrics.metrics.families.encode_as(format))
         .readyz_warning(move || {
             dropping.writer().drops_field().then(|| {
                 "the API server accepts pvc.status.healthStatus writes but drops the field (its CSIVolumeHealth feature gate is off): no claim shows health".to_string()

@@ -9,6 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use volhealth_daemon::metrics_text::Families;
 use volhealth_writer::{StatusSeries, WriterMetrics};
 
 /// Labels of `csi_controller_volume_health_status`.
@@ -33,7 +34,8 @@ pub struct IncompleteLabels {
 
 /// All metrics of one monitor.
 pub struct Metrics {
-    registry: Registry,
+    /// Every family, for the `/metrics` page and the tests.
+    pub families: Families,
     /// The families both writers share.
     pub writer: Arc<WriterMetrics>,
     status: StatusSeries<ClaimKey, StatusLabels>,
@@ -48,14 +50,8 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Metrics {
     /// Registers every metric.
-    pub fn new() -> Self {
+    fn default() -> Self {
         let mut registry = Registry::default();
         let writer = Arc::new(WriterMetrics::new(&mut registry));
         let status = StatusSeries::register(
@@ -76,14 +72,16 @@ impl Metrics {
             incomplete.clone(),
         );
         Metrics {
-            registry,
+            families: registry.into(),
             writer,
             status,
             unmapped,
             incomplete,
         }
     }
+}
 
+impl Metrics {
     /// Sets the number of reported volumes without a bound PV.
     pub fn set_unmapped(&self, n: usize) {
         self.unmapped.set(i64::try_from(n).unwrap_or(i64::MAX));
@@ -116,17 +114,6 @@ impl Metrics {
     pub fn retain_claims(&self, keep: impl Fn(&ClaimKey) -> bool) {
         self.status.retain(keep);
     }
-
-    /// The text exposition format (OpenMetrics; the tests read it).
-    #[cfg(test)]
-    pub fn encode(&self) -> String {
-        volhealth_daemon::metrics_text::encode(&self.registry)
-    }
-
-    /// The families in `format`, for the `/metrics` page.
-    pub fn encode_as(&self, format: volhealth_daemon::negotiation::Format) -> String {
-        volhealth_daemon::metrics_text::encode_as(&self.registry, format)
-    }
 }
 
 #[cfg(test)]
@@ -136,7 +123,7 @@ mod tests {
 
     #[test]
     fn names_and_labels_match_the_upstream_conventions() {
-        let m = Metrics::new();
+        let m = Metrics::default();
         m.writer.probe(
             "d",
             "ControllerListVolumeHealth",
@@ -155,7 +142,7 @@ mod tests {
             name: "c".into(),
         };
         m.set_claim_conditions(&key, BTreeSet::from([("Degraded".into(), "Slow".into())]));
-        let text = m.encode();
+        let text = m.families.encode();
         for want in [
             r#"csi_volume_health_probe_total{driver_name="d",method="ControllerListVolumeHealth",result="success"} 1"#,
             r#"csi_volume_health_probe_duration_seconds_count{driver_name="d",method="ControllerListVolumeHealth"} 1"#,
@@ -172,7 +159,7 @@ mod tests {
         }
         m.set_claim_conditions(&key, BTreeSet::new());
         assert!(
-            !m.encode().contains("persistentvolumeclaim=\"c\""),
+            !m.families.encode().contains("persistentvolumeclaim=\"c\""),
             "series removed on recovery"
         );
     }

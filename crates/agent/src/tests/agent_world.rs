@@ -43,7 +43,7 @@ pub(crate) fn world_with(
     let node = FakeNode::new(delay);
     let drivers = DriverSet::new();
     drivers.insert(driver(DRIVER, &node, volume, storage));
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::default());
     let intervals = Arc::new(DriverIntervals::new(NODE_ANNOTATION, INTERVAL));
     let agent = Agent::new(AgentDeps {
         node_name: "node-a".into(),

@@ -101,6 +101,7 @@ async fn each_cycle_is_timed_per_driver_and_an_overrun_is_counted() {
     let metric = |name: &str| -> String {
         let series = format!(r#"{name}{{driver_name="{DRIVER}",mode="node"}}"#);
         w.metrics
+            .families
             .encode()
             .lines()
             .find_map(|l| {

@@ -29,13 +29,13 @@ async fn storage_health_appears_with_its_scope_and_clears() {
     );
     assert_eq!(cond.access_mode.as_deref(), Some("ReadWriteOnce"));
     assert_eq!(cond.volume_mode.as_deref(), Some("Filesystem"));
-    assert!(w.metrics.encode().contains(
+    assert!(w.metrics.families.encode().contains(
         r#"csi_node_storage_health_status{driver_name="d.example.com",status="StorageDegraded",reason="SlowDisks"} 1"#
     ));
 
     *w.node.storage.lock().unwrap() = Ok(vec![backend(S::StorageUnreachable, "Partition", false)]);
     w.cycle().await.unwrap();
-    let text = w.metrics.encode();
+    let text = w.metrics.families.encode();
     assert!(
         !text.contains("SlowDisks") && text.contains("reason=\"Partition\"} 1"),
         "{text}"
@@ -55,7 +55,7 @@ async fn storage_health_appears_with_its_scope_and_clears() {
     *w.node.storage.lock().unwrap() = Ok(vec![]);
     w.cycle().await.unwrap();
     assert!(w.cluster.storage_health().is_empty());
-    assert!(!w.metrics.encode().contains("reason=\"Partition\""));
+    assert!(!w.metrics.families.encode().contains("reason=\"Partition\""));
     let writes = w.cluster.writes();
     assert_eq!(
         writes,
@@ -145,6 +145,7 @@ async fn transitions_raise_events_on_the_pod_and_the_csinode() {
     assert_csinode_and_pod_events(&w, REASON_STORAGE_RECOVERED, REASON_VOLUME_RECOVERED);
     assert!(
         w.metrics
+            .families
             .encode()
             .contains(r#"csi_volume_health_unknown_condition_total{status="42"} 1"#),
         "counted once per transition, not once per cycle"

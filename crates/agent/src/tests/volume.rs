@@ -29,6 +29,7 @@ async fn each_volume_status_appears_and_clears() {
         assert_eq!(health[0].name, "data", "keyed by the pod.spec.volumes name");
         assert!(
             w.metrics
+                .families
                 .encode()
                 .contains(&format!(r#"status="{name}",reason="Injected"}} 1"#))
         );
@@ -38,7 +39,7 @@ async fn each_volume_status_appears_and_clears() {
             w.cluster.pod_health("ns", "web").is_empty(),
             "an empty answer clears at once"
         );
-        assert!(!w.metrics.encode().contains("reason=\"Injected\""));
+        assert!(!w.metrics.families.encode().contains("reason=\"Injected\""));
     }
     assert_eq!(
         pod_writes(&w),
@@ -78,6 +79,7 @@ async fn failed_rpc_keeps_what_is_stored() {
     assert_eq!(pod_writes(&w), 1);
     assert!(
         w.metrics
+            .families
             .encode()
             .contains(r#"method="NodeGetVolumeHealth",result="error"} 3"#)
     );
@@ -151,7 +153,7 @@ async fn refused_writes_are_retried_slowly() {
     w.report(V::Degraded, "Slow");
     w.fail_writes(422, "invalid");
     twenty_cycles_back_off(&w, "refused").await;
-    assert!(w.metrics.encode().contains(
+    assert!(w.metrics.families.encode().contains(
         r#"csi_volume_health_status_writes_total{resource="pods/status",result="rejected"}"#
     ));
     // Accepted again: written at the next allowed attempt, then quiet.
@@ -167,7 +169,7 @@ async fn writes_dropped_by_a_gated_api_server_back_off() {
     w.report(V::Degraded, "Slow");
     *w.cluster.drop_health_fields.lock().unwrap() = true;
     twenty_cycles_back_off(&w, "dropped").await;
-    assert!(w.metrics.encode().contains(r#"result="dropped"}"#));
+    assert!(w.metrics.families.encode().contains(r#"result="dropped"}"#));
 }
 
 #[tokio::test(start_paused = true)]
@@ -176,12 +178,13 @@ async fn gone_pods_lose_their_metric_series() {
     w.cycle().await.unwrap();
     assert!(
         w.metrics
+            .families
             .encode()
             .contains(r#"pod="web",volume="data",status="Degraded""#)
     );
     w.cluster.pods.lock().unwrap().clear();
     w.cycle().await.unwrap();
-    assert!(!w.metrics.encode().contains(r#"pod="web""#));
+    assert!(!w.metrics.families.encode().contains(r#"pod="web""#));
     let _ = &w.drivers;
 }
 

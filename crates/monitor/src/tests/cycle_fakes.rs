@@ -438,7 +438,7 @@ impl Rig {
         settle().await;
     }
     pub(crate) fn metrics(&self) -> String {
-        self.shared.metrics.encode()
+        self.shared.metrics.families.encode()
     }
 }
 

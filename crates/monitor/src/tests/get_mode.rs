@@ -125,7 +125,7 @@ async fn each_cycle_is_timed_and_an_overrun_is_counted() {
     let shared = r.shared.clone();
     let running = Running::start(r.engine);
     let metric = |name: &str| -> String {
-        let text = shared.metrics.encode();
+        let text = shared.metrics.families.encode();
         text.lines()
             .find_map(|l| l.strip_prefix(name))
             .map_or("absent".to_string(), |v| v.trim().to_string())
