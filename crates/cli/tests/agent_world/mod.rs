@@ -4,7 +4,7 @@
 //! registration directory, `volhealth inject` and `volhealth agent` processes.
 #![allow(dead_code)]
 
-use crate::support::{Proc, served_url, volhealth};
+use crate::support::{Proc, quick_sidecar_flags, served_url, volhealth};
 use std::path::Path;
 use std::time::Duration;
 pub use volhealth_testkit::{KUBELET_NODE as NODE, KubeletNode, wait_cycles};
@@ -73,14 +73,8 @@ impl World {
             kc.to_str().unwrap(),
             "--kubelet-root-dir",
             self.root.to_str().unwrap(),
-            "--interval",
-            "1s",
-            "--timeout",
-            "5s",
-            "--http-endpoint",
-            "127.0.0.1:0",
         ];
-        args.extend_from_slice(extra);
+        args.extend(quick_sidecar_flags("--interval", extra));
         let mut agent = volhealth(name, self.dir.path(), &args);
         let url = format!("{}/metrics", served_url(&mut agent, WAIT));
         assert!(

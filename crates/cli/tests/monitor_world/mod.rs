@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use crate::support::{
-    self, ApiServer, Proc, served_url, start_apiserver, volhealth, volhealth_with_env,
-    wait_for_async,
+    self, ApiServer, Proc, quick_sidecar_flags, served_url, start_apiserver, volhealth,
+    volhealth_with_env, wait_for_async,
 };
 use std::path::PathBuf;
 use volhealth_testkit::{Claims, http_text};
@@ -107,14 +107,8 @@ impl World {
             &self.endpoint,
             "--kubeconfig",
             &kc,
-            "--monitor-interval",
-            "1s",
-            "--timeout",
-            "5s",
-            "--http-endpoint",
-            "127.0.0.1:0",
         ];
-        args.extend_from_slice(extra);
+        args.extend(quick_sidecar_flags("--monitor-interval", extra));
         volhealth_with_env(
             name,
             self.dir.path(),

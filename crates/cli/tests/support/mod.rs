@@ -277,3 +277,18 @@ pub fn kube_request_as(
     }
     volhealth_testkit::parse_response(&String::from_utf8_lossy(&raw))
 }
+
+/// The flags an end-to-end sidecar run ends with: `interval_flag` at one second, a 5 s RPC
+/// timeout and metrics on an ephemeral loopback port, then the test's `extra` flags.
+pub fn quick_sidecar_flags<'a>(interval_flag: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut flags = vec![
+        interval_flag,
+        "1s",
+        "--timeout",
+        "5s",
+        "--http-endpoint",
+        "127.0.0.1:0",
+    ];
+    flags.extend_from_slice(extra);
+    flags
+}
