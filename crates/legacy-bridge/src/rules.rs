@@ -3,11 +3,13 @@
 //! the message. A message no rule matches is `Degraded` / `VolumeConditionAbnormal` with the
 //! driver's words.
 //!
-//! Patterns are globs (`*` matches any run of characters, everything else is literal), so a
-//! rules file cannot make matching cost more than the message's length times the pattern's.
+//! Patterns are [`glob`]s (`*` matches any run of characters, `?` any one, everything else only
+//! itself), so a rules file cannot make matching cost more than the message's length times the
+//! pattern's.
 
 use serde::Deserialize;
 use volhealth_csi::v1::VolumeHealthErrorType;
+use volhealth_model::pattern::glob;
 
 /// The rules volhealth ships, from the messages the drivers' public sources write.
 pub const SHIPPED: &str = include_str!("../legacy-rules.yaml");
@@ -204,30 +206,6 @@ fn is_camel_case(reason: &str) -> bool {
         && reason.len() <= MAX_REASON
         && reason.starts_with(|c: char| c.is_ascii_uppercase())
         && reason.chars().all(|c| c.is_ascii_alphanumeric())
-}
-
-/// Whether `text` matches `pattern`, where `*` matches any run of characters. Linear in the
-/// text per star at most (the classic backtrack-to-last-star walk), never exponential.
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// `text` without dates and times, with the spaces around what was removed collapsed.

@@ -13,6 +13,8 @@
 //!   form the pod and CSINode paths share.
 //! - [`identity`]: the node identity's names (`system:node:NAME`, `system:nodes`).
 //! - [`recovery`]: the list-mode recovery tracker (two complete cycles, or one confirming Get).
+//! - [`pattern`]: the `*`/`?` patterns settings match condition text with (the legacy bridge's
+//!   rules, the remediation policy).
 //!
 //! Both writers (the controller-side monitor and the node-side agent) are thin loops around
 //! these functions, so every rule of the reconciliation contract is tested here once.
@@ -20,6 +22,7 @@
 pub mod api_time;
 pub mod equality;
 pub mod identity;
+pub mod pattern;
 pub mod reconcile;
 pub mod recovery;
 pub mod report;

@@ -3,7 +3,7 @@
 //! `csinode.status.storageHealth`, held for a time measured from its `lastTransitionTime`, and
 //! name actions to take.
 //!
-//! - [`policy`]: the policy file, validated with line-numbered errors, and [`policy::glob`].
+//! - [`policy`]: the policy file, validated with line-numbered errors, and the [`policy::glob`] patterns it matches with.
 //! - [`findings`]: the conditions of each object, and which rules are due for them.
 //! - [`plan`]: the actions due now, once per transition, the taints to remove, the eviction budget.
 //! - [`cache`]: the watch-fed caches the findings come from.

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use std::time::Duration;
+pub use volhealth_model::pattern::glob;
 
 /// The whole policy file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -337,30 +338,6 @@ fn rule_lines(text: &str) -> Vec<usize> {
         }
     }
     out
-}
-
-/// Whether `value` matches `pattern`, where `*` is any run of characters and `?` any one.
-pub fn glob(pattern: &str, value: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let v: Vec<char> = value.chars().collect();
-    let (mut pi, mut vi) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while vi < v.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == v[vi]) {
-            pi += 1;
-            vi += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, vi));
-            pi += 1;
-        } else if let Some((sp, sv)) = star {
-            pi = sp + 1;
-            vi = sv + 1;
-            star = Some((sp, sv + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]
