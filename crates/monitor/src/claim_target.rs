@@ -6,7 +6,7 @@ use crate::metrics::Metrics;
 use async_trait::async_trait;
 use std::sync::Arc;
 use volhealth_model::{Timestamp, VolumeHealthCondition, VolumeHealthStatus, condition_keys};
-use volhealth_writer::events::{Subject, Transition};
+use volhealth_writer::events::Transition;
 use volhealth_writer::{
     ApiFailure, Clock, HealthEvent, ObjectRef, Patched, QueuedTarget, Stored, Target,
 };
@@ -87,14 +87,7 @@ impl Target for ClaimTarget {
         after: &Health,
     ) -> Vec<HealthEvent> {
         let object = claim_ref(key, stored.uid.as_deref());
-        Transition {
-            object: &object,
-            subject: Subject::Volume,
-            context: None,
-            before: conditions(before),
-            after: conditions(after),
-        }
-        .events()
+        Transition::claim(&object, before, after).events()
     }
 }
 

@@ -2,17 +2,12 @@
 //! nodes (no GET per tick), and the [`Finding`]s and pod sets the rules need from them.
 
 use crate::findings::{Finding, of_csinode, of_pod, of_pvc};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
-use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use serde::de::DeserializeOwned;
-use std::fmt::Debug;
-use std::hash::Hash;
 use volhealth_kube_access::objects::{pod_claim_names, pod_volumes};
+use volhealth_kube_access::watch::spawn_reflector;
 
 /// The watched objects.
 #[derive(Clone)]
@@ -29,34 +24,15 @@ pub struct Caches {
     pub nodes: Store<Node>,
 }
 
-fn watch<K>(client: &kube::Client, resource: &'static str) -> Store<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Eq + Hash + Clone,
-{
-    let (store, writer) = reflector::store::<K>();
-    let stream =
-        watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff();
-    let mut stream = Box::pin(reflector::reflector(writer, stream));
-    tokio::spawn(async move {
-        while let Some(event) = stream.next().await {
-            if let Err(e) = event {
-                tracing::warn!(resource, error = %e, "watch failed; retrying with backoff");
-            }
-        }
-    });
-    store
-}
-
 impl Caches {
     /// Starts the watches.
     pub fn start(client: &kube::Client) -> Caches {
         Caches {
-            csinodes: watch(client, "csinodes"),
-            pvcs: watch(client, "persistentvolumeclaims"),
-            pvs: watch(client, "persistentvolumes"),
-            pods: watch(client, "pods"),
-            nodes: watch(client, "nodes"),
+            csinodes: spawn_reflector(Api::all(client.clone()), "csinodes"),
+            pvcs: spawn_reflector(Api::all(client.clone()), "persistentvolumeclaims"),
+            pvs: spawn_reflector(Api::all(client.clone()), "persistentvolumes"),
+            pods: spawn_reflector(Api::all(client.clone()), "pods"),
+            nodes: spawn_reflector(Api::all(client.clone()), "nodes"),
         }
     }
 

@@ -7,6 +7,7 @@
 use crate::metrics::WriterMetrics;
 use volhealth_model::same_conditions;
 use volhealth_model::sanitize::Condition;
+use volhealth_model::{VolumeHealthCondition, VolumeHealthStatus};
 
 pub use volhealth_kube_access::events::{
     AGGREGATE_AFTER, EVENT_BURST, EVENT_QPS, EventCounter, EventRecorder, EventSink, EventType,
@@ -80,6 +81,29 @@ pub struct Transition<'a, C> {
     pub before: &'a [C],
     /// The list as stored now.
     pub after: &'a [C],
+}
+
+impl<'a> Transition<'a, VolumeHealthCondition> {
+    /// The change of a claim's `status.healthStatus` from `before` to `after` (no
+    /// `healthStatus` and one with no conditions are the same).
+    pub fn claim(
+        object: &'a ObjectRef,
+        before: &'a Option<VolumeHealthStatus>,
+        after: &'a Option<VolumeHealthStatus>,
+    ) -> Self {
+        let conditions = |h: &'a Option<VolumeHealthStatus>| -> &'a [VolumeHealthCondition] {
+            h.as_ref()
+                .and_then(|h| h.health_conditions.as_deref())
+                .unwrap_or(&[])
+        };
+        Transition {
+            object,
+            subject: Subject::Volume,
+            context: None,
+            before: conditions(before),
+            after: conditions(after),
+        }
+    }
 }
 
 impl<C: Condition> Transition<'_, C> {

@@ -17,7 +17,7 @@ use volhealth_csi::v1::volume_health::VolumeHealthEntry;
 use volhealth_model::{
     Timestamp, VolumeHealthCondition, VolumeHealthStatus, same_conditions, same_keys, volume_report,
 };
-use volhealth_writer::events::{Subject, Transition};
+use volhealth_writer::events::Transition;
 use volhealth_writer::{
     ApiFailure, Clock, EventRecorder, HealthEvent, ObjectRef, Offers, Patched, QueuedTarget,
     RateLimiter, StatusWriter, Stored, Target, TokioClock, WriteLoop, WriterMetrics,
@@ -134,16 +134,10 @@ impl Target for Pvcs {
         after: &Health,
     ) -> Vec<HealthEvent> {
         let object = ObjectRef::claim("ns", &format!("pvc-{key}"), None);
-        Transition {
-            object: &object,
-            subject: Subject::Volume,
-            context: None,
-            before: conditions(before),
-            after: conditions(after),
-        }
-        .event()
-        .into_iter()
-        .collect()
+        Transition::claim(&object, before, after)
+            .event()
+            .into_iter()
+            .collect()
     }
 }
 
