@@ -13,7 +13,7 @@ use kube::api::{Api as KubeApi, DeleteParams, ListParams, Patch, PatchParams, Po
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
-use volhealth_testkit::{CapturedLog, b64, start_apiserver_logged};
+use volhealth_testkit::{CapturedLog, b64, start_apiserver_logged, write_token_file};
 
 const SECRETS: &str = "/api/v1/namespaces/default/secrets";
 const PASSWORD: &str = "pw-Zq8vN3kTx1";
@@ -46,12 +46,10 @@ fn pod_using_secret(name: &str, node: &str, secret: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_round_trip_and_stay_out_of_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(
-        &tokens,
+    let tokens = write_token_file(
+        dir.path(),
         "admin-token,admin,1,\"system:masters\"\nnode-a-token,system:node:node-a,2,\"system:nodes\"\nnode-b-token,system:node:node-b,3,\"system:nodes\"\n",
-    )
-    .unwrap();
+    );
     let (server, server_log) =
         start_debug_apiserver(dir.path(), &["--token-auth-file", tokens.to_str().unwrap()]);
     let client = support::client_for(&server.kubeconfig).await;

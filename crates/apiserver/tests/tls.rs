@@ -26,17 +26,9 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 const TOKENS: &str = "admintok,admin,1,\"system:masters\"\n";
 
-fn tokens_file(dir: &Path) -> String {
-    let path = dir.join("tokens.csv");
-    std::fs::write(&path, TOKENS).unwrap();
-    path.display().to_string()
-}
-
 fn start(dir: &Path, extra: &[&str]) -> support::ApiServer {
-    let tokens = tokens_file(dir);
-    let mut flags = vec!["--token-auth-file", tokens.as_str()];
-    flags.extend_from_slice(extra);
-    support::start_tls_apiserver(dir, &flags)
+    let flags = volhealth_testkit::token_flags(dir, TOKENS, extra);
+    support::start_tls_apiserver(dir, &flags.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Writes a kubeconfig at `path` for `server` with a client certificate for (user, groups)

@@ -23,10 +23,9 @@ const TOKENS: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_cluster_config_authenticates_and_follows_a_rotated_token() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tokens.csv"), TOKENS).unwrap();
+    let tokens = volhealth_testkit::write_token_file(dir.path(), TOKENS);
     let mut config = volhealth_apiserver::ServerConfig::new(dir.path().join("data"));
-    config.tokens =
-        Some(volhealth_apiserver::authz::Tokens::load(&dir.path().join("tokens.csv")).unwrap());
+    config.tokens = Some(volhealth_apiserver::authz::Tokens::load(&tokens).unwrap());
     config.tls = Some(volhealth_apiserver::TlsConfig::default());
     config.write_kubeconfig = Some(dir.path().join("kubeconfig"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
