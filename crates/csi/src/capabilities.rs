@@ -1,4 +1,5 @@
-//! Finding out which health RPCs a driver supports.
+//! Finding out which health RPCs a driver supports, and the capability entries a driver answers
+//! with.
 
 use std::time::Duration;
 
@@ -143,6 +144,27 @@ pub async fn probe_node(channel: Channel, timeout: Duration) -> Result<NodeHealt
         volume: has(NodeRpc::GetVolumeHealth),
         storage: has(NodeRpc::GetStorageHealth),
     })
+}
+
+/// The ControllerGetCapabilities entry that advertises `rpc`: a
+/// [`v1::controller_service_capability::rpc::Type`], or a bare number (such as one CSI v1.13
+/// reserves).
+pub fn controller_rpc(rpc: impl Into<i32>) -> v1::ControllerServiceCapability {
+    v1::ControllerServiceCapability {
+        r#type: Some(v1::controller_service_capability::Type::Rpc(
+            v1::controller_service_capability::Rpc { r#type: rpc.into() },
+        )),
+    }
+}
+
+/// The NodeGetCapabilities entry that advertises `rpc`: a
+/// [`v1::node_service_capability::rpc::Type`], or a bare number (such as one CSI v1.13 reserves).
+pub fn node_rpc(rpc: impl Into<i32>) -> v1::NodeServiceCapability {
+    v1::NodeServiceCapability {
+        r#type: Some(v1::node_service_capability::Type::Rpc(
+            v1::node_service_capability::Rpc { r#type: rpc.into() },
+        )),
+    }
 }
 
 fn is_unimplemented(e: &Error) -> bool {

@@ -5,17 +5,16 @@ use crate::condition::merge;
 use crate::config::BackendKind;
 use crate::injection::{Injections, Side};
 use crate::paging;
-use crate::plugin::{Plugin, internal, volume_health};
+use crate::plugin::{HealthRpc, Plugin, internal, required, volume_health};
 use crate::records::{self, VolumeRecord};
 use crate::{backend_dir, backend_image};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tonic::{Request, Response, Status};
+use volhealth_csi::capabilities::controller_rpc;
 use volhealth_csi::v1;
-use volhealth_csi::v1::controller_service_capability::{
-    Rpc, Type as CapType, rpc::Type as RpcType,
-};
+use volhealth_csi::v1::controller_service_capability::rpc::Type as RpcType;
 
 /// Capacity of a volume created without a capacity range.
 pub const DEFAULT_CAPACITY: i64 = 1024 * 1024 * 1024;
@@ -40,6 +39,20 @@ impl ControllerService {
             entry.detected.clone(),
             inj.volume_conditions(&entry.record.id, Side::Controller),
         )
+    }
+
+    /// What both controller health RPCs do first: [`Plugin::health_rpc`], then UNAUTHENTICATED
+    /// unless `secrets` hold what `--require-secret-file` demands.
+    async fn health_rpc(
+        &self,
+        rpc: HealthRpc,
+        secrets: &HashMap<String, String>,
+    ) -> Result<(), Status> {
+        self.plugin.health_rpc(rpc).await?;
+        match &self.plugin.config.require_secret {
+            Some(r) => r.check(rpc.method(), secrets),
+            None => Ok(()),
+        }
     }
 }
 
@@ -129,17 +142,6 @@ fn context_of(plugin: &Plugin, rec: &VolumeRecord) -> HashMap<String, String> {
     ])
 }
 
-fn capability(t: RpcType) -> v1::ControllerServiceCapability {
-    raw_capability(t as i32)
-}
-
-/// A capability by number, for the ones v1.13 reserves (the legacy VOLUME_CONDITION).
-fn raw_capability(t: i32) -> v1::ControllerServiceCapability {
-    v1::ControllerServiceCapability {
-        r#type: Some(CapType::Rpc(Rpc { r#type: t })),
-    }
-}
-
 #[tonic::async_trait]
 impl v1::controller_server::Controller for ControllerService {
     async fn create_volume(
@@ -148,9 +150,7 @@ impl v1::controller_server::Controller for ControllerService {
     ) -> Result<Response<v1::CreateVolumeResponse>, Status> {
         self.plugin.fault("CreateVolume").await?;
         let req = req.into_inner();
-        if req.name.is_empty() {
-            return Err(Status::invalid_argument("name is required"));
-        }
+        required(&req.name, "name")?;
         if req.volume_capabilities.is_empty() {
             return Err(Status::invalid_argument("volume_capabilities is required"));
         }
@@ -234,9 +234,7 @@ impl v1::controller_server::Controller for ControllerService {
     ) -> Result<Response<v1::DeleteVolumeResponse>, Status> {
         self.plugin.fault("DeleteVolume").await?;
         let req = req.into_inner();
-        if req.volume_id.is_empty() {
-            return Err(Status::invalid_argument("volume_id is required"));
-        }
+        required(&req.volume_id, "volume_id")?;
         let view = self.plugin.view()?;
         let _guard = self.plugin.ops.lock().await;
         let Some(entry) = view.get(&req.volume_id) else {
@@ -259,16 +257,11 @@ impl v1::controller_server::Controller for ControllerService {
     ) -> Result<Response<v1::ValidateVolumeCapabilitiesResponse>, Status> {
         self.plugin.fault("ValidateVolumeCapabilities").await?;
         let req = req.into_inner();
-        if req.volume_id.is_empty() {
-            return Err(Status::invalid_argument("volume_id is required"));
-        }
+        required(&req.volume_id, "volume_id")?;
         if req.volume_capabilities.is_empty() {
             return Err(Status::invalid_argument("volume_capabilities is required"));
         }
-        let entry =
-            self.plugin.view()?.get(&req.volume_id).ok_or_else(|| {
-                Status::not_found(format!("volume {} does not exist", req.volume_id))
-            })?;
+        let entry = self.plugin.volume(&req.volume_id)?;
         let resp = match check_capabilities(&req.volume_capabilities, entry.record.backend) {
             Ok(()) => v1::ValidateVolumeCapabilitiesResponse {
                 confirmed: Some(v1::validate_volume_capabilities_response::Confirmed {
@@ -319,16 +312,9 @@ impl v1::controller_server::Controller for ControllerService {
         &self,
         req: Request<v1::ControllerListVolumeHealthRequest>,
     ) -> Result<Response<v1::ControllerListVolumeHealthResponse>, Status> {
-        if !self.plugin.config.health.list {
-            return Err(Status::unimplemented(
-                "LIST_VOLUME_HEALTH is not advertised by this driver",
-            ));
-        }
-        self.plugin.fault("ControllerListVolumeHealth").await?;
+        self.health_rpc(HealthRpc::ControllerList, &req.get_ref().secrets)
+            .await?;
         let req = req.into_inner();
-        if let Some(r) = &self.plugin.config.require_secret {
-            r.check("ControllerListVolumeHealth", &req.secrets)?;
-        }
         let token = paging::parse(&req.starting_token)?;
         let max = paging::limit(req.max_entries)?;
         let view = self.plugin.view()?;
@@ -354,23 +340,11 @@ impl v1::controller_server::Controller for ControllerService {
         &self,
         req: Request<v1::ControllerGetVolumeHealthRequest>,
     ) -> Result<Response<v1::ControllerGetVolumeHealthResponse>, Status> {
-        if !self.plugin.config.health.get {
-            return Err(Status::unimplemented(
-                "GET_VOLUME_HEALTH is not advertised by this driver",
-            ));
-        }
-        self.plugin.fault("ControllerGetVolumeHealth").await?;
+        self.health_rpc(HealthRpc::ControllerGet, &req.get_ref().secrets)
+            .await?;
         let req = req.into_inner();
-        if let Some(r) = &self.plugin.config.require_secret {
-            r.check("ControllerGetVolumeHealth", &req.secrets)?;
-        }
-        if req.volume_id.is_empty() {
-            return Err(Status::invalid_argument("volume_id is required"));
-        }
-        let entry =
-            self.plugin.view()?.get(&req.volume_id).ok_or_else(|| {
-                Status::not_found(format!("volume {} does not exist", req.volume_id))
-            })?;
+        required(&req.volume_id, "volume_id")?;
+        let entry = self.plugin.volume(&req.volume_id)?;
         Ok(Response::new(v1::ControllerGetVolumeHealthResponse {
             volume_health: Some(volume_health(
                 &entry.record.id,
@@ -401,19 +375,19 @@ impl v1::controller_server::Controller for ControllerService {
     ) -> Result<Response<v1::ControllerGetCapabilitiesResponse>, Status> {
         self.plugin.fault("ControllerGetCapabilities").await?;
         let mut caps = vec![
-            capability(RpcType::CreateDeleteVolume),
-            capability(RpcType::ListVolumes),
-            capability(RpcType::GetCapacity),
+            controller_rpc(RpcType::CreateDeleteVolume),
+            controller_rpc(RpcType::ListVolumes),
+            controller_rpc(RpcType::GetCapacity),
         ];
         if self.plugin.config.health.get {
-            caps.push(capability(RpcType::GetVolumeHealth));
+            caps.push(controller_rpc(RpcType::GetVolumeHealth));
         }
         if self.plugin.config.health.list {
-            caps.push(capability(RpcType::ListVolumeHealth));
+            caps.push(controller_rpc(RpcType::ListVolumeHealth));
         }
         if self.plugin.config.legacy_condition {
-            caps.push(capability(RpcType::GetVolume));
-            caps.push(raw_capability(
+            caps.push(controller_rpc(RpcType::GetVolume));
+            caps.push(controller_rpc(
                 volhealth_legacy_bridge::wire::CONTROLLER_VOLUME_CONDITION,
             ));
         }

@@ -8,7 +8,7 @@
 use crate::condition::Condition;
 use crate::controller::ControllerService;
 use crate::node::NodeService;
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, required};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -127,13 +127,8 @@ async fn get_volume(
     req: v1::ControllerGetVolumeRequest,
 ) -> Result<wire::ControllerGetVolumeResponse, Status> {
     plugin.fault("ControllerGetVolume").await?;
-    if req.volume_id.is_empty() {
-        return Err(Status::invalid_argument("volume_id is required"));
-    }
-    let entry = plugin
-        .view()?
-        .get(&req.volume_id)
-        .ok_or_else(|| Status::not_found(format!("volume {} does not exist", req.volume_id)))?;
+    required(&req.volume_id, "volume_id")?;
+    let entry = plugin.volume(&req.volume_id)?;
     let conditions = ControllerService::conditions(&plugin.injections.current(), &entry);
     Ok(wire::ControllerGetVolumeResponse {
         volume: Some(v1::Volume {

@@ -2,19 +2,20 @@
 //! volume and storage health. Without mount privilege, staging and publishing make symlinks instead
 //! (see [`crate::mounts`]).
 
-use crate::attempts::{self, PathAttempt};
+use crate::attempts::{self, Attempts, PathAttempt};
 use crate::condition::{merge, merge_storage};
 use crate::config::BackendKind;
 use crate::detect_node::NodeCheckInput;
 use crate::injection::Side;
 use crate::mounts::{self, MountMethod};
-use crate::plugin::{Plugin, internal, storage_entry, volume_health};
+use crate::plugin::{HealthRpc, Plugin, internal, required, storage_entry, volume_health};
 use crate::records::{self, VolumeRecord};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
+use volhealth_csi::capabilities::node_rpc;
 use volhealth_csi::v1;
-use volhealth_csi::v1::node_service_capability::{Rpc, Type as CapType, rpc::Type as RpcType};
+use volhealth_csi::v1::node_service_capability::rpc::Type as RpcType;
 
 /// Node service of one driver process.
 pub struct NodeService {
@@ -38,13 +39,83 @@ impl NodeService {
             .ok_or_else(|| Status::not_found(format!("volume {volume_id} does not exist")))
     }
 
-    fn remember(&self, volume_id: &str, change: impl FnOnce(&mut attempts::Attempts)) {
+    /// Keeps `attempt` as the volume's attempt at `at` (None forgets it).
+    fn remember(&self, volume_id: &str, at: At<'_>, attempt: Option<PathAttempt>) {
         if !records::is_valid_volume_id(volume_id) {
             return;
         }
+        let change = |a: &mut Attempts| at.set(a, attempt);
         if let Err(e) = attempts::update(&self.plugin.state, self.node_id(), volume_id, change) {
             tracing::warn!(volume_id, error = %e, "could not record a stage or publish attempt");
         }
+    }
+
+    /// Keeps `status` as the failed attempt of `call`, with `source`, and returns it.
+    fn refuse(&self, call: &Call<'_>, source: &str, status: Status) -> Status {
+        let attempt = call.attempt(source, None, Some(status.message().to_string()));
+        self.remember(call.id, call.at, Some(attempt));
+        status
+    }
+
+    /// The record of the volume `call` attaches; a failure to load it is kept as the attempt.
+    fn record_for(&self, call: &Call<'_>) -> Result<VolumeRecord, Status> {
+        self.record(call.id)
+            .map_err(|status| self.refuse(call, "", status))
+    }
+
+    /// Whether an earlier attempt of `call` succeeded and its path still shows what it attached.
+    fn already_done(&self, call: &Call<'_>) -> bool {
+        let existing = attempts::load(&self.plugin.state, self.node_id(), call.id)
+            .ok()
+            .flatten();
+        Self::already_attached(
+            existing.as_ref().and_then(|a| call.at.get(a)),
+            call.at.path(),
+        )
+    }
+
+    /// Attaches `source` at the path of `call` (see [`NodeService::attach`]) and keeps the
+    /// outcome as its attempt: FAILED_PRECONDITION when `source` is missing, INTERNAL when
+    /// attaching fails.
+    async fn attach_kept(
+        &self,
+        call: &Call<'_>,
+        source: &Path,
+        image: bool,
+    ) -> Result<MountMethod, Status> {
+        let source_s = source.display().to_string();
+        if std::fs::symlink_metadata(source).is_err() {
+            let missing = Status::failed_precondition(call.at.missing_source(&source_s));
+            return Err(self.refuse(call, &source_s, missing));
+        }
+        let target = Path::new(call.at.path());
+        match self.attach(source, target, image, call.readonly).await {
+            Ok(method) => {
+                let attempt = call.attempt(&source_s, Some(method), None);
+                self.remember(call.id, call.at, Some(attempt));
+                Ok(method)
+            }
+            Err(e) => {
+                let attempt = call.attempt(&source_s, None, Some(e.to_string()));
+                self.remember(call.id, call.at, Some(attempt));
+                Err(Status::internal(format!(
+                    "{} {}: {e}",
+                    call.at.doing(),
+                    call.id
+                )))
+            }
+        }
+    }
+
+    /// NodeUnstageVolume and NodeUnpublishVolume: detaches the path of `at` and forgets its
+    /// attempt.
+    async fn undo(&self, volume_id: &str, at: At<'_>) -> Result<(), Status> {
+        at.given_with(volume_id)?;
+        let _guard = self.plugin.ops.lock().await;
+        self.detach(Path::new(at.path()), at.keeps_dir())
+            .map_err(internal)?;
+        self.remember(volume_id, at, None);
+        Ok(())
     }
 
     /// Makes `target` show `source`: a bind or loop mount, or a symlink without privilege.
@@ -112,17 +183,110 @@ impl NodeService {
     }
 }
 
-fn capability(t: RpcType) -> v1::NodeServiceCapability {
-    v1::NodeServiceCapability {
-        r#type: Some(CapType::Rpc(Rpc { r#type: t as i32 })),
+/// Where the node attaches a volume: its staging path, or one of its target paths. Each keeps its
+/// own attempt.
+#[derive(Debug, Clone, Copy)]
+enum At<'a> {
+    /// NodeStageVolume at this staging path.
+    Stage(&'a str),
+    /// NodePublishVolume at this target path.
+    Publish(&'a str),
+}
+
+impl<'a> At<'a> {
+    fn path(self) -> &'a str {
+        match self {
+            At::Stage(path) | At::Publish(path) => path,
+        }
+    }
+
+    /// INVALID_ARGUMENT unless the request gives `volume_id` and the path (its field is
+    /// `staging_target_path` or `target_path`).
+    fn given_with(self, volume_id: &str) -> Result<(), Status> {
+        required(volume_id, "volume_id")?;
+        match self {
+            At::Stage(path) => required(path, "staging_target_path"),
+            At::Publish(path) => required(path, "target_path"),
+        }
+    }
+
+    /// What attaching here is called in errors.
+    fn doing(self) -> &'static str {
+        match self {
+            At::Stage(_) => "staging",
+            At::Publish(_) => "publishing",
+        }
+    }
+
+    /// The refusal when the source to attach is missing.
+    fn missing_source(self, source: &str) -> String {
+        match self {
+            At::Stage(_) => format!("volume data {source} does not exist"),
+            At::Publish(_) => format!("source {source} does not exist (not staged?)"),
+        }
+    }
+
+    /// Whether detaching leaves the directory: the CO makes the staging path.
+    fn keeps_dir(self) -> bool {
+        matches!(self, At::Stage(_))
+    }
+
+    fn get(self, a: &Attempts) -> Option<&PathAttempt> {
+        match self {
+            At::Stage(_) => a.stage.as_ref(),
+            At::Publish(target) => a.publishes.get(target),
+        }
+    }
+
+    fn set(self, a: &mut Attempts, attempt: Option<PathAttempt>) {
+        match (self, attempt) {
+            (At::Stage(_), attempt) => a.stage = attempt,
+            (At::Publish(target), Some(attempt)) => {
+                a.publishes.insert(target.to_string(), attempt);
+            }
+            (At::Publish(target), None) => {
+                a.publishes.remove(target);
+            }
+        }
     }
 }
 
-fn required(value: &str, name: &str) -> Result<(), Status> {
-    if value.is_empty() {
-        Err(Status::invalid_argument(format!("{name} is required")))
-    } else {
-        Ok(())
+/// A NodeStageVolume or NodePublishVolume being answered.
+struct Call<'a> {
+    id: &'a str,
+    at: At<'a>,
+    readonly: bool,
+}
+
+impl<'a> Call<'a> {
+    /// The call to attach volume `id` at `at`; INVALID_ARGUMENT unless the request gives the
+    /// volume, the path and a `capability`.
+    fn new(
+        id: &'a str,
+        at: At<'a>,
+        readonly: bool,
+        capability: &Option<v1::VolumeCapability>,
+    ) -> Result<Self, Status> {
+        at.given_with(id)?;
+        if capability.is_none() {
+            return Err(Status::invalid_argument("volume_capability is required"));
+        }
+        Ok(Call { id, at, readonly })
+    }
+
+    fn attempt(
+        &self,
+        source: &str,
+        method: Option<MountMethod>,
+        error: Option<String>,
+    ) -> PathAttempt {
+        PathAttempt {
+            path: self.at.path().to_string(),
+            source: source.into(),
+            method,
+            readonly: self.readonly,
+            error,
+        }
     }
 }
 
@@ -134,83 +298,30 @@ impl v1::node_server::Node for NodeService {
     ) -> Result<Response<v1::NodeStageVolumeResponse>, Status> {
         self.plugin.fault("NodeStageVolume").await?;
         let req = req.into_inner();
-        required(&req.volume_id, "volume_id")?;
-        required(&req.staging_target_path, "staging_target_path")?;
-        if req.volume_capability.is_none() {
-            return Err(Status::invalid_argument("volume_capability is required"));
-        }
-        let id = req.volume_id.clone();
-        let staging = req.staging_target_path.clone();
-        let fail = |source: &str, err: String| PathAttempt {
-            path: staging.clone(),
-            source: source.into(),
-            method: None,
-            readonly: false,
-            error: Some(err),
-        };
-        let rec = match self.record(&id) {
-            Ok(r) => r,
-            Err(status) => {
-                self.remember(&id, |a| {
-                    a.stage = Some(fail("", status.message().to_string()))
-                });
-                return Err(status);
-            }
-        };
+        let (id, staging) = (req.volume_id.as_str(), req.staging_target_path.as_str());
+        let call = Call::new(id, At::Stage(staging), false, &req.volume_capability)?;
+        let rec = self.record_for(&call)?;
         let _guard = self.plugin.ops.lock().await;
-        let existing = attempts::load(&self.plugin.state, self.node_id(), &id)
-            .ok()
-            .flatten();
-        if Self::already_attached(existing.as_ref().and_then(|a| a.stage.as_ref()), &staging) {
+        if self.already_done(&call) {
             return Ok(Response::new(v1::NodeStageVolumeResponse {}));
         }
         let image = rec.backend == BackendKind::Image;
         let source: PathBuf = if image && !self.plugin.can_mount {
-            let dir = self.plugin.state.fallback_dir(self.node_id(), &id);
+            let dir = self.plugin.state.fallback_dir(self.node_id(), id);
             if let Err(e) = std::fs::create_dir_all(&dir) {
-                let msg = format!("creating {}: {e}", dir.display());
-                self.remember(&id, |a| {
-                    a.stage = Some(fail(&dir.display().to_string(), msg.clone()))
-                });
-                return Err(Status::internal(msg));
+                let shown = dir.display().to_string();
+                let status = Status::internal(format!("creating {shown}: {e}"));
+                return Err(self.refuse(&call, &shown, status));
             }
             dir
         } else {
             rec.data_path(&self.plugin.state)
         };
-        let source_s = source.display().to_string();
-        if std::fs::symlink_metadata(&source).is_err() {
-            let msg = format!("volume data {source_s} does not exist");
-            self.remember(&id, |a| a.stage = Some(fail(&source_s, msg.clone())));
-            return Err(Status::failed_precondition(msg));
-        }
-        match self
-            .attach(
-                &source,
-                Path::new(&staging),
-                image && self.plugin.can_mount,
-                false,
-            )
-            .await
-        {
-            Ok(method) => {
-                self.remember(&id, |a| {
-                    a.stage = Some(PathAttempt {
-                        path: staging.clone(),
-                        source: source_s.clone(),
-                        method: Some(method),
-                        readonly: false,
-                        error: None,
-                    })
-                });
-                tracing::info!(volume_id = %id, staging = %staging, ?method, "staged volume");
-                Ok(Response::new(v1::NodeStageVolumeResponse {}))
-            }
-            Err(e) => {
-                self.remember(&id, |a| a.stage = Some(fail(&source_s, e.to_string())));
-                Err(Status::internal(format!("staging {id}: {e}")))
-            }
-        }
+        let method = self
+            .attach_kept(&call, &source, image && self.plugin.can_mount)
+            .await?;
+        tracing::info!(volume_id = %id, staging = %staging, ?method, "staged volume");
+        Ok(Response::new(v1::NodeStageVolumeResponse {}))
     }
 
     async fn node_unstage_volume(
@@ -219,12 +330,8 @@ impl v1::node_server::Node for NodeService {
     ) -> Result<Response<v1::NodeUnstageVolumeResponse>, Status> {
         self.plugin.fault("NodeUnstageVolume").await?;
         let req = req.into_inner();
-        required(&req.volume_id, "volume_id")?;
-        required(&req.staging_target_path, "staging_target_path")?;
-        let _guard = self.plugin.ops.lock().await;
-        self.detach(Path::new(&req.staging_target_path), true)
-            .map_err(internal)?;
-        self.remember(&req.volume_id, |a| a.stage = None);
+        self.undo(&req.volume_id, At::Stage(&req.staging_target_path))
+            .await?;
         Ok(Response::new(v1::NodeUnstageVolumeResponse {}))
     }
 
@@ -234,31 +341,14 @@ impl v1::node_server::Node for NodeService {
     ) -> Result<Response<v1::NodePublishVolumeResponse>, Status> {
         self.plugin.fault("NodePublishVolume").await?;
         let req = req.into_inner();
-        required(&req.volume_id, "volume_id")?;
-        required(&req.target_path, "target_path")?;
-        if req.volume_capability.is_none() {
-            return Err(Status::invalid_argument("volume_capability is required"));
-        }
-        let id = req.volume_id.clone();
-        let target = req.target_path.clone();
-        let readonly = req.readonly;
-        let fail = |source: &str, err: String| PathAttempt {
-            path: target.clone(),
-            source: source.into(),
-            method: None,
-            readonly,
-            error: Some(err),
-        };
-        let rec = match self.record(&id) {
-            Ok(r) => r,
-            Err(status) => {
-                self.remember(&id, |a| {
-                    a.publishes
-                        .insert(target.clone(), fail("", status.message().to_string()));
-                });
-                return Err(status);
-            }
-        };
+        let (id, target) = (req.volume_id.as_str(), req.target_path.as_str());
+        let call = Call::new(
+            id,
+            At::Publish(target),
+            req.readonly,
+            &req.volume_capability,
+        )?;
+        let rec = self.record_for(&call)?;
         let source = if !req.staging_target_path.is_empty() {
             PathBuf::from(&req.staging_target_path)
         } else if rec.backend == BackendKind::Dir {
@@ -268,53 +358,13 @@ impl v1::node_server::Node for NodeService {
                 "image volumes must be staged before they are published",
             ));
         };
-        let source_s = source.display().to_string();
         let _guard = self.plugin.ops.lock().await;
-        let existing = attempts::load(&self.plugin.state, self.node_id(), &id)
-            .ok()
-            .flatten();
-        if Self::already_attached(
-            existing.as_ref().and_then(|a| a.publishes.get(&target)),
-            &target,
-        ) {
+        if self.already_done(&call) {
             return Ok(Response::new(v1::NodePublishVolumeResponse {}));
         }
-        if std::fs::symlink_metadata(&source).is_err() {
-            let msg = format!("source {source_s} does not exist (not staged?)");
-            self.remember(&id, |a| {
-                a.publishes
-                    .insert(target.clone(), fail(&source_s, msg.clone()));
-            });
-            return Err(Status::failed_precondition(msg));
-        }
-        match self
-            .attach(&source, Path::new(&target), false, readonly)
-            .await
-        {
-            Ok(method) => {
-                self.remember(&id, |a| {
-                    a.publishes.insert(
-                        target.clone(),
-                        PathAttempt {
-                            path: target.clone(),
-                            source: source_s.clone(),
-                            method: Some(method),
-                            readonly,
-                            error: None,
-                        },
-                    );
-                });
-                tracing::info!(volume_id = %id, target = %target, ?method, "published volume");
-                Ok(Response::new(v1::NodePublishVolumeResponse {}))
-            }
-            Err(e) => {
-                self.remember(&id, |a| {
-                    a.publishes
-                        .insert(target.clone(), fail(&source_s, e.to_string()));
-                });
-                Err(Status::internal(format!("publishing {id}: {e}")))
-            }
-        }
+        let method = self.attach_kept(&call, &source, false).await?;
+        tracing::info!(volume_id = %id, target = %target, ?method, "published volume");
+        Ok(Response::new(v1::NodePublishVolumeResponse {}))
     }
 
     async fn node_unpublish_volume(
@@ -323,14 +373,8 @@ impl v1::node_server::Node for NodeService {
     ) -> Result<Response<v1::NodeUnpublishVolumeResponse>, Status> {
         self.plugin.fault("NodeUnpublishVolume").await?;
         let req = req.into_inner();
-        required(&req.volume_id, "volume_id")?;
-        required(&req.target_path, "target_path")?;
-        let _guard = self.plugin.ops.lock().await;
-        self.detach(Path::new(&req.target_path), false)
-            .map_err(internal)?;
-        self.remember(&req.volume_id, |a| {
-            a.publishes.remove(&req.target_path);
-        });
+        self.undo(&req.volume_id, At::Publish(&req.target_path))
+            .await?;
         Ok(Response::new(v1::NodeUnpublishVolumeResponse {}))
     }
 
@@ -383,12 +427,7 @@ impl v1::node_server::Node for NodeService {
         &self,
         req: Request<v1::NodeGetVolumeHealthRequest>,
     ) -> Result<Response<v1::NodeGetVolumeHealthResponse>, Status> {
-        if !self.plugin.config.health.node_volume {
-            return Err(Status::unimplemented(
-                "node GET_VOLUME_HEALTH is not advertised by this driver",
-            ));
-        }
-        self.plugin.fault("NodeGetVolumeHealth").await?;
+        self.plugin.health_rpc(HealthRpc::NodeVolume).await?;
         let req = req.into_inner();
         required(&req.volume_id, "volume_id")?;
         let conditions = self
@@ -407,12 +446,7 @@ impl v1::node_server::Node for NodeService {
         &self,
         _req: Request<v1::NodeGetStorageHealthRequest>,
     ) -> Result<Response<v1::NodeGetStorageHealthResponse>, Status> {
-        if !self.plugin.config.health.node_storage {
-            return Err(Status::unimplemented(
-                "GET_STORAGE_HEALTH is not advertised by this driver",
-            ));
-        }
-        self.plugin.fault("NodeGetStorageHealth").await?;
+        self.plugin.health_rpc(HealthRpc::NodeStorage).await?;
         let root = self.plugin.state.root().to_path_buf();
         let low = self.plugin.config.low_space_fraction;
         let probe = format!(".volhealth-storage-probe-{}", self.node_id());
@@ -452,21 +486,19 @@ impl v1::node_server::Node for NodeService {
     ) -> Result<Response<v1::NodeGetCapabilitiesResponse>, Status> {
         self.plugin.fault("NodeGetCapabilities").await?;
         let mut caps = vec![
-            capability(RpcType::StageUnstageVolume),
-            capability(RpcType::GetVolumeStats),
+            node_rpc(RpcType::StageUnstageVolume),
+            node_rpc(RpcType::GetVolumeStats),
         ];
         if self.plugin.config.health.node_volume {
-            caps.push(capability(RpcType::GetVolumeHealth));
+            caps.push(node_rpc(RpcType::GetVolumeHealth));
         }
         if self.plugin.config.health.node_storage {
-            caps.push(capability(RpcType::GetStorageHealth));
+            caps.push(node_rpc(RpcType::GetStorageHealth));
         }
         if self.plugin.config.legacy_condition {
-            caps.push(v1::NodeServiceCapability {
-                r#type: Some(CapType::Rpc(Rpc {
-                    r#type: volhealth_legacy_bridge::wire::NODE_VOLUME_CONDITION,
-                })),
-            });
+            caps.push(node_rpc(
+                volhealth_legacy_bridge::wire::NODE_VOLUME_CONDITION,
+            ));
         }
         Ok(Response::new(v1::NodeGetCapabilitiesResponse {
             capabilities: caps,

@@ -2,12 +2,12 @@
 //! driver's conditions to CSI messages.
 
 use crate::condition::{Condition, StorageCondition, VolumeMode};
-use crate::config::DriverConfig;
+use crate::config::{DriverConfig, HealthCapabilities};
 use crate::detect_node::NodeChecker;
 use crate::fault;
 use crate::injection_watch::InjectionWatch;
 use crate::state::StateDir;
-use crate::volume_view::VolumeView;
+use crate::volume_view::{Entry, VolumeView};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tonic::Status;
@@ -53,11 +53,83 @@ impl Plugin {
         }
     }
 
+    /// The start of a health RPC: UNIMPLEMENTED when the driver does not advertise it, else its
+    /// injected fault (see [`Plugin::fault`]).
+    pub async fn health_rpc(&self, rpc: HealthRpc) -> Result<(), Status> {
+        if !rpc.advertised(&self.config.health) {
+            return Err(Status::unimplemented(rpc.refusal()));
+        }
+        self.fault(rpc.method()).await
+    }
+
     /// The controller view, or UNIMPLEMENTED when this process does not serve the controller.
     pub fn view(&self) -> Result<&Arc<VolumeView>, Status> {
         self.view.as_ref().ok_or_else(|| {
             Status::unimplemented("the controller service is not served by this process")
         })
+    }
+
+    /// The controller's entry of volume `id`: NOT_FOUND when there is none, UNIMPLEMENTED when
+    /// this process does not serve the controller.
+    pub fn volume(&self, id: &str) -> Result<Entry, Status> {
+        self.view()?
+            .get(id)
+            .ok_or_else(|| Status::not_found(format!("volume {id} does not exist")))
+    }
+}
+
+/// INVALID_ARGUMENT "`name` is required" when the request field `name` holds `value` and it is
+/// empty.
+pub fn required(value: &str, name: &str) -> Result<(), Status> {
+    if value.is_empty() {
+        Err(Status::invalid_argument(format!("{name} is required")))
+    } else {
+        Ok(())
+    }
+}
+
+/// A health RPC, which the driver may leave unadvertised (see [`HealthCapabilities`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthRpc {
+    /// ControllerListVolumeHealth.
+    ControllerList,
+    /// ControllerGetVolumeHealth.
+    ControllerGet,
+    /// NodeGetVolumeHealth.
+    NodeVolume,
+    /// NodeGetStorageHealth.
+    NodeStorage,
+}
+
+impl HealthRpc {
+    /// The gRPC method name, as faults are injected for it.
+    pub fn method(self) -> &'static str {
+        match self {
+            HealthRpc::ControllerList => "ControllerListVolumeHealth",
+            HealthRpc::ControllerGet => "ControllerGetVolumeHealth",
+            HealthRpc::NodeVolume => "NodeGetVolumeHealth",
+            HealthRpc::NodeStorage => "NodeGetStorageHealth",
+        }
+    }
+
+    /// Whether `health` advertises the RPC.
+    pub fn advertised(self, health: &HealthCapabilities) -> bool {
+        match self {
+            HealthRpc::ControllerList => health.list,
+            HealthRpc::ControllerGet => health.get,
+            HealthRpc::NodeVolume => health.node_volume,
+            HealthRpc::NodeStorage => health.node_storage,
+        }
+    }
+
+    /// The UNIMPLEMENTED message when it is not advertised.
+    fn refusal(self) -> &'static str {
+        match self {
+            HealthRpc::ControllerList => "LIST_VOLUME_HEALTH is not advertised by this driver",
+            HealthRpc::ControllerGet => "GET_VOLUME_HEALTH is not advertised by this driver",
+            HealthRpc::NodeVolume => "node GET_VOLUME_HEALTH is not advertised by this driver",
+            HealthRpc::NodeStorage => "GET_STORAGE_HEALTH is not advertised by this driver",
+        }
     }
 }
 
