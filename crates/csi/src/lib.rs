@@ -11,7 +11,8 @@
 //! - [`registration`]: the kubelet plugin registration API v1 (`proto/pluginregistration.proto`).
 //! - [`endpoint`]: `unix:///path`-style endpoint strings to socket paths.
 //! - [`client`]: [`client::connect`], waiting for a driver's socket with backoff.
-//! - [`server`]: [`server::serve_unix`], serving a tonic router on a unix socket.
+//! - [`server`]: [`server::serve_unix`], serving a tonic router on a unix socket, and
+//!   [`server::spawn_unix`], serving one in the background.
 //! - [`socket_address`]: the address of a socket path of any length (deep directories included).
 //! - [`capabilities`]: [`capabilities::probe`], which health RPCs a driver offers.
 //! - [`redact`]: what secret fields print instead of their values.

@@ -5,6 +5,8 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
 use tokio::net::UnixListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::Router;
@@ -90,6 +92,69 @@ pub async fn serve_unix_with(
         source,
     })?;
     removed
+}
+
+/// A router served in the background by [`spawn_unix`].
+///
+/// Dropping it aborts the task: no connection is accepted from then on and the socket file is
+/// left behind, as when a plugin dies. [`Serving::stop`] stops gracefully instead.
+#[derive(Debug)]
+pub struct Serving {
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<()>>>,
+}
+
+impl Serving {
+    /// Asks the server to stop, waits for it and returns what [`serve_unix_with`] returned. A
+    /// panic of the serving task is resumed here.
+    pub async fn stop(mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let Some(task) = self.task.take() else {
+            return Ok(());
+        };
+        match task.await {
+            Ok(served) => served,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // Only dropping a `Serving` aborts its task.
+                Err(e) => unreachable!("the serving task was cancelled: {e}"),
+            },
+        }
+    }
+
+    /// Whether serving has ended without being stopped (it failed, or the socket could not be
+    /// set up).
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Serves `router` on the unix socket at `endpoint` in a tokio task, as [`serve_unix_with`]
+/// with `options` does, until the returned [`Serving`] is stopped or dropped. Must be called
+/// within a tokio runtime.
+pub fn spawn_unix(endpoint: &str, router: Router, options: SocketOptions) -> Serving {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let endpoint = endpoint.to_string();
+    let task = tokio::spawn(async move {
+        serve_unix_with(&endpoint, router, options, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    Serving {
+        stop: Some(stop),
+        task: Some(task),
+    }
 }
 
 /// Creates parent directories and clears a stale socket at `path`.

@@ -1,4 +1,4 @@
-//! `client::connect` and `server::serve_unix` over real unix sockets.
+//! `client::connect`, `server::serve_unix` and `server::spawn_unix` over real unix sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail by panicking
 
 mod test_plugin;
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use test_plugin::Config;
 use volhealth_csi::Error;
+use volhealth_csi::server::{SocketOptions, spawn_unix};
 use volhealth_csi::v1::identity_client::IdentityClient;
 
 fn config() -> Config {
@@ -70,6 +71,11 @@ async fn refuses_to_delete_a_regular_file() {
     let (_dir, path) = temp_path("csi.sock");
     std::fs::write(&path, b"not a socket").expect("write file");
     let plugin = test_plugin::start(&path, &config());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !plugin.is_finished() {
+        assert!(tokio::time::Instant::now() < deadline, "still serving");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let err = plugin.stop().await.expect_err("must refuse");
     assert!(matches!(err, Error::NotASocket { .. }), "{err}");
     assert!(
@@ -91,6 +97,20 @@ async fn refuses_to_replace_a_socket_in_use() {
     assert!(matches!(err, Error::SocketInUse { .. }), "{err}");
     assert_answers(&first.endpoint, "first still serving").await;
     first.stop().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_dropped_plugin_accepts_no_more_connections() {
+    let (_dir, socket) = temp_path("csi.sock");
+    let plugin = test_plugin::start(&socket, &config());
+    let endpoint = plugin.endpoint.clone();
+    assert_answers(&endpoint, "connect").await;
+    assert!(!plugin.is_finished());
+    drop(plugin);
+    let err = volhealth_csi::client::connect(&endpoint, Duration::from_millis(500))
+        .await
+        .expect_err("nobody accepts");
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
 }
 
 #[tokio::test]
@@ -148,32 +168,21 @@ async fn connect_to_a_dead_socket_times_out_naming_the_path() {
 async fn serve_unix_with_applies_the_given_permissions() {
     let (_dir, socket) = temp_path("reg/plugin-reg.sock");
     let endpoint = format!("unix://{}", socket.display());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let options = volhealth_csi::server::SocketOptions {
+    let options = SocketOptions {
         mode: 0o600,
         service: "plugin registration",
     };
-    let server = tokio::spawn({
-        let endpoint = endpoint.clone();
-        let router = test_plugin::router(&config());
-        async move {
-            volhealth_csi::server::serve_unix_with(&endpoint, router, options, async {
-                let _ = stopped.await;
-            })
-            .await
-        }
-    });
+    let server = spawn_unix(&endpoint, test_plugin::router(&config()), options);
     assert_answers(&endpoint, "connect").await;
     let meta = std::fs::symlink_metadata(&socket).expect("socket exists");
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    let _ = stop.send(());
-    server.await.expect("server task").expect("clean shutdown");
+    server.stop().await.expect("clean shutdown");
     assert!(!socket.exists(), "socket left behind after shutdown");
 }
 
 #[test]
 fn default_socket_options_are_those_of_serve_unix() {
-    let options = volhealth_csi::server::SocketOptions::default();
+    let options = SocketOptions::default();
     assert_eq!(options.mode, 0o660);
     assert_eq!(options.service, "CSI");
 }

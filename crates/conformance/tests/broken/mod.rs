@@ -1,5 +1,5 @@
 //! A small in-memory CSI driver for the suite's own tests, served for real on a unix socket with
-//! `volhealth_csi::server::serve_unix`. Unbroken, it follows every rule the suite checks; each
+//! `volhealth_csi::server::spawn_unix`. Unbroken, it follows every rule the suite checks; each
 //! [`Break`] makes it break exactly one.
 //!
 //! Besides the volumes the suite creates, it has two volumes of its own with conditions, so that
@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tonic::transport::Server;
 use tonic::{Request, Response, Status};
+use volhealth_csi::capabilities::{controller_rpc, node_rpc};
+use volhealth_csi::server::{Serving, SocketOptions, spawn_unix};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as CtrlRpc;
 use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
@@ -222,16 +222,8 @@ impl v1::controller_server::Controller for Driver {
         if self.brk != Break::ListWithoutGet {
             caps.push(CtrlRpc::GetVolumeHealth);
         }
-        let capabilities = caps
-            .into_iter()
-            .map(|t| v1::ControllerServiceCapability {
-                r#type: Some(v1::controller_service_capability::Type::Rpc(
-                    v1::controller_service_capability::Rpc { r#type: t as i32 },
-                )),
-            })
-            .collect();
         Ok(Response::new(v1::ControllerGetCapabilitiesResponse {
-            capabilities,
+            capabilities: caps.into_iter().map(controller_rpc).collect(),
         }))
     }
 
@@ -368,16 +360,9 @@ impl v1::node_server::Node for Driver {
             NodeRpc::StageUnstageVolume,
             NodeRpc::GetVolumeHealth,
             NodeRpc::GetStorageHealth,
-        ]
-        .into_iter()
-        .map(|t| v1::NodeServiceCapability {
-            r#type: Some(v1::node_service_capability::Type::Rpc(
-                v1::node_service_capability::Rpc { r#type: t as i32 },
-            )),
-        })
-        .collect();
+        ];
         Ok(Response::new(v1::NodeGetCapabilitiesResponse {
-            capabilities,
+            capabilities: capabilities.into_iter().map(node_rpc).collect(),
         }))
     }
 
@@ -491,18 +476,8 @@ pub struct Running {
     pub endpoint: String,
     /// An `--inject-cmd` for this driver.
     pub inject_cmd: String,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<volhealth_csi::Result<()>>,
+    _serving: Serving,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.task.abort();
-    }
 }
 
 /// Starts a driver breaking `brk` on a fresh socket.
@@ -525,19 +500,11 @@ pub fn start_with(brk: Break, omit_healthy: bool) -> Running {
         .add_service(v1::identity_server::IdentityServer::new(driver.clone()))
         .add_service(v1::controller_server::ControllerServer::new(driver.clone()))
         .add_service(v1::node_server::NodeServer::new(driver));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let ep = endpoint.clone();
-    let task = tokio::spawn(async move {
-        volhealth_csi::server::serve_unix(&ep, router, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let serving = spawn_unix(&endpoint, router, SocketOptions::default());
     Running {
         endpoint,
         inject_cmd,
-        stop: Some(stop),
-        task,
+        _serving: serving,
         _dir: dir,
     }
 }

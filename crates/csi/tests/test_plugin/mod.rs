@@ -1,16 +1,16 @@
 //! A tiny CSI plugin for tests: Identity always, Controller and Node only when
 //! given, each reporting a configurable capability list. Served for real on a
-//! unix socket with `volhealth_csi::server::serve_unix`.
+//! unix socket with `volhealth_csi::server::spawn_unix`.
 
 #![allow(dead_code)]
 
 use std::path::Path;
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tonic::transport::Server;
 use tonic::transport::server::Router;
 use tonic::{Request, Response, Status};
+use volhealth_csi::capabilities::{controller_rpc, node_rpc};
+use volhealth_csi::server::{Serving, SocketOptions, spawn_unix};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
 use volhealth_csi::v1::node_service_capability::rpc::Type as NodeRpc;
@@ -53,17 +53,8 @@ impl v1::controller_server::Controller for ControllerImpl {
         &self,
         _: Request<v1::ControllerGetCapabilitiesRequest>,
     ) -> Result<Response<v1::ControllerGetCapabilitiesResponse>, Status> {
-        let capabilities = self
-            .caps
-            .iter()
-            .map(|t| v1::ControllerServiceCapability {
-                r#type: Some(v1::controller_service_capability::Type::Rpc(
-                    v1::controller_service_capability::Rpc { r#type: *t as i32 },
-                )),
-            })
-            .collect();
         Ok(Response::new(v1::ControllerGetCapabilitiesResponse {
-            capabilities,
+            capabilities: self.caps.iter().copied().map(controller_rpc).collect(),
         }))
     }
 }
@@ -78,17 +69,8 @@ impl v1::node_server::Node for NodeImpl {
         &self,
         _: Request<v1::NodeGetCapabilitiesRequest>,
     ) -> Result<Response<v1::NodeGetCapabilitiesResponse>, Status> {
-        let capabilities = self
-            .caps
-            .iter()
-            .map(|t| v1::NodeServiceCapability {
-                r#type: Some(v1::node_service_capability::Type::Rpc(
-                    v1::node_service_capability::Rpc { r#type: *t as i32 },
-                )),
-            })
-            .collect();
         Ok(Response::new(v1::NodeGetCapabilitiesResponse {
-            capabilities,
+            capabilities: self.caps.iter().copied().map(node_rpc).collect(),
         }))
     }
 }
@@ -113,49 +95,27 @@ pub fn router(config: &Config) -> Router {
         )
 }
 
-/// A plugin serving in the background.
+/// A plugin serving in the background; dropped, it stops at once.
 pub struct Running {
     pub endpoint: String,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<volhealth_csi::Result<()>>>,
+    serving: Serving,
 }
 
 impl Running {
     /// Asks the server to stop and returns what `serve_unix` returned.
-    pub async fn stop(mut self) -> volhealth_csi::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.expect("server task panicked"),
-            None => Ok(()),
-        }
+    pub async fn stop(self) -> volhealth_csi::Result<()> {
+        self.serving.stop().await
     }
-}
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+    /// Whether the server has ended by itself (it could not serve the socket).
+    pub fn is_finished(&self) -> bool {
+        self.serving.is_finished()
     }
 }
 
 /// Starts serving `config` at `unix://<socket>`.
 pub fn start(socket: &Path, config: &Config) -> Running {
     let endpoint = format!("unix://{}", socket.display());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let router = router(config);
-    let ep = endpoint.clone();
-    let task = tokio::spawn(async move {
-        volhealth_csi::server::serve_unix(&ep, router, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
-    Running {
-        endpoint,
-        stop: Some(stop),
-        task: Some(task),
-    }
+    let serving = spawn_unix(&endpoint, router(config), SocketOptions::default());
+    Running { endpoint, serving }
 }
