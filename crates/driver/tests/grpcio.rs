@@ -14,14 +14,8 @@ async fn grpcio_with_default_options_calls_the_health_rpcs() {
     // C-core sends this path, percent-encoded, as `:authority`: no valid authority at all.
     let driver = Driver::start(dir.path(), DEFAULT_DRIVER_NAME, "node-a").await;
     let socket = dir.path().join("csi.sock");
-    let Some(out) = run_grpcio_script("grpcio_csi.py", &[&socket]).await else {
+    if !run_grpcio_script("grpcio_csi.py", &[&socket]).await {
         return;
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.lines().any(|l| l == "OK"),
-        "grpcio_csi.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-    );
+    }
     driver.stop().expect("the driver stops cleanly");
 }

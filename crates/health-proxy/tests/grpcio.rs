@@ -31,16 +31,9 @@ async fn grpcio_gets_health_from_a_legacy_driver_through_the_proxy() {
     .await;
     let staging = dir.path().join("kubelet/plugins/globalmount");
     std::fs::create_dir_all(staging.parent().unwrap()).unwrap();
-    let Some(out) = run_grpcio_script("grpcio_health_proxy.py", &[&proxy_socket, &staging]).await
-    else {
+    if !run_grpcio_script("grpcio_health_proxy.py", &[&proxy_socket, &staging]).await {
         return;
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.lines().any(|l| l == "OK"),
-        "grpcio_health_proxy.py failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-    );
+    }
     proxy.stop().await;
     driver.stop().expect("the driver stops cleanly");
 }

@@ -126,23 +126,30 @@ pub fn python() -> String {
 }
 
 /// Runs the workspace's `tests/python/<script>` with `args` under [`python`] when that has
-/// `grpcio`; `None` after printing why when it has not (a failure instead under
-/// `VOLHEALTH_REQUIRE_TOOLS=1`, see [`have_tool`]).
-pub async fn run_grpcio_script(script: &str, args: &[&Path]) -> Option<std::process::Output> {
+/// `grpcio`, and fails unless the script exits 0 having printed a line `OK`. False, after printing
+/// why, when python has no `grpcio` (a failure instead under `VOLHEALTH_REQUIRE_TOOLS=1`, see
+/// [`have_tool`]).
+pub async fn run_grpcio_script(script: &str, args: &[&Path]) -> bool {
     let python = python();
     if !have_tool(&python, &["-c", "import grpc"]) {
-        return None;
+        return false;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/python")
         .join(script);
     let out = tokio::process::Command::new(&python)
-        .arg(&script)
+        .arg(&path)
         .args(args)
         .output()
         .await
         .expect("run python");
-    Some(out)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == "OK"),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+    );
+    true
 }
 
 /// What `promtool check metrics` said about a page it refused.
