@@ -11,9 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::failure::Context as _;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use volhealth_csi::registration::registration_server::RegistrationServer;
+use volhealth_csi::server::{Serving, SocketOptions, spawn_unix};
 use volhealth_driver::registration::{self, RegistrationService};
 
 /// Parses the `--node-endpoint NODE=ENDPOINT` flags; a node named twice is an error.
@@ -54,7 +53,7 @@ pub async fn driver_name(endpoint: &str, timeout: Duration) -> Result<String> {
 /// Registration sockets served by `up` for an outside driver, stopped together.
 #[derive(Default)]
 pub struct Registrations {
-    serving: Vec<(oneshot::Sender<()>, JoinHandle<volhealth_csi::Result<()>>)>,
+    serving: Vec<Serving>,
 }
 
 impl Registrations {
@@ -72,18 +71,11 @@ impl Registrations {
         let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(
             RegistrationService::new(driver.to_string(), csi_socket),
         ));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let options = volhealth_csi::server::SocketOptions {
+        let options = SocketOptions {
             service: "plugin registration",
             ..Default::default()
         };
-        let task = tokio::spawn(async move {
-            volhealth_csi::server::serve_unix_with(&endpoint, router, options, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        self.serving.push((stop, task));
+        self.serving.push(spawn_unix(&endpoint, router, options));
         Ok(())
     }
 
@@ -91,15 +83,14 @@ impl Registrations {
     pub fn exited(&mut self) -> Option<String> {
         self.serving
             .iter()
-            .find(|(_, t)| t.is_finished())
+            .find(|s| s.is_finished())
             .map(|_| "a plugin-registration socket served by up stopped".to_string())
     }
 
     /// Stops every socket and waits for them to be removed.
     pub async fn stop_all(&mut self) {
-        for (stop, task) in self.serving.drain(..) {
-            let _ = stop.send(());
-            let _ = task.await;
+        for serving in self.serving.drain(..) {
+            let _ = serving.stop().await;
         }
     }
 }
