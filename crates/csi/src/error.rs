@@ -91,6 +91,14 @@ pub enum Error {
         #[source]
         source: tonic::transport::Error,
     },
+    /// A server's task ended without returning (it panicked, or was cancelled).
+    #[error("serving {endpoint} ended abnormally: {reason}")]
+    ServerTask {
+        /// The endpoint it served.
+        endpoint: String,
+        /// What ended it.
+        reason: String,
+    },
     /// The driver answered an RPC with an error status.
     #[error("{rpc} failed: {code:?}: {message}")]
     Rpc {

@@ -100,13 +100,14 @@ pub async fn serve_unix_with(
 /// left behind, as when a plugin dies. [`Serving::stop`] stops gracefully instead.
 #[derive(Debug)]
 pub struct Serving {
+    endpoint: String,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<()>>>,
 }
 
 impl Serving {
-    /// Asks the server to stop, waits for it and returns what [`serve_unix_with`] returned. A
-    /// panic of the serving task is resumed here.
+    /// Asks the server to stop, waits for it and returns what [`serve_unix_with`] returned, or
+    /// [`Error::ServerTask`] if its task panicked.
     pub async fn stop(mut self) -> Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -114,14 +115,12 @@ impl Serving {
         let Some(task) = self.task.take() else {
             return Ok(());
         };
-        match task.await {
-            Ok(served) => served,
-            Err(e) => match e.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                // Only dropping a `Serving` aborts its task.
-                Err(e) => unreachable!("the serving task was cancelled: {e}"),
-            },
-        }
+        task.await.unwrap_or_else(|e| {
+            Err(Error::ServerTask {
+                endpoint: self.endpoint.clone(),
+                reason: e.to_string(),
+            })
+        })
     }
 
     /// Whether serving has ended without being stopped (it failed, or the socket could not be
@@ -144,14 +143,15 @@ impl Drop for Serving {
 /// within a tokio runtime.
 pub fn spawn_unix(endpoint: &str, router: Router, options: SocketOptions) -> Serving {
     let (stop, stopped) = oneshot::channel::<()>();
-    let endpoint = endpoint.to_string();
+    let served = endpoint.to_string();
     let task = tokio::spawn(async move {
-        serve_unix_with(&endpoint, router, options, async {
+        serve_unix_with(&served, router, options, async {
             let _ = stopped.await;
         })
         .await
     });
     Serving {
+        endpoint: endpoint.to_string(),
         stop: Some(stop),
         task: Some(task),
     }
