@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::Status;
 use tonic::body::Body;
-use volhealth_csi::capabilities::ControllerHealthMode;
+use volhealth_csi::capabilities::{ControllerHealthMode, controller_rpc, node_rpc};
 use volhealth_csi::server::serve_unary;
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as ControllerRpc;
@@ -144,13 +144,7 @@ pub(crate) async fn capabilities(inner: &Inner, path: &str, req: Request<Body>) 
                 let mut client = v1::controller_client::ControllerClient::new(channel);
                 let mut resp = client.controller_get_capabilities(r).await?.into_inner();
                 if let Some(k) = k {
-                    let mut add = |t: ControllerRpc| {
-                        resp.capabilities.push(v1::ControllerServiceCapability {
-                            r#type: Some(v1::controller_service_capability::Type::Rpc(
-                                v1::controller_service_capability::Rpc { r#type: t as i32 },
-                            )),
-                        })
-                    };
+                    let mut add = |t: ControllerRpc| resp.capabilities.push(controller_rpc(t));
                     if k.bridged_get().is_some() {
                         add(ControllerRpc::GetVolumeHealth);
                     }
@@ -175,13 +169,7 @@ pub(crate) async fn capabilities(inner: &Inner, path: &str, req: Request<Body>) 
             async move {
                 let mut client = v1::node_client::NodeClient::new(channel);
                 let mut resp = client.node_get_capabilities(r).await?.into_inner();
-                let mut add = |t: NodeRpc| {
-                    resp.capabilities.push(v1::NodeServiceCapability {
-                        r#type: Some(v1::node_service_capability::Type::Rpc(
-                            v1::node_service_capability::Rpc { r#type: t as i32 },
-                        )),
-                    })
-                };
+                let mut add = |t: NodeRpc| resp.capabilities.push(node_rpc(t));
                 if volume {
                     add(NodeRpc::GetVolumeHealth);
                 }

@@ -96,16 +96,10 @@ fn offered<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volhealth_csi::capabilities::{controller_rpc, node_rpc};
 
     fn ctrl(types: &[i32]) -> Vec<v1::ControllerServiceCapability> {
-        types
-            .iter()
-            .map(|t| v1::ControllerServiceCapability {
-                r#type: Some(v1::controller_service_capability::Type::Rpc(
-                    v1::controller_service_capability::Rpc { r#type: *t },
-                )),
-            })
-            .collect()
+        types.iter().map(|t| controller_rpc(*t)).collect()
     }
 
     #[test]
@@ -127,16 +121,7 @@ mod tests {
                 node_volume_stats: false
             }
         );
-        let node = |types: &[i32]| {
-            types
-                .iter()
-                .map(|t| v1::NodeServiceCapability {
-                    r#type: Some(v1::node_service_capability::Type::Rpc(
-                        v1::node_service_capability::Rpc { r#type: *t },
-                    )),
-                })
-                .collect::<Vec<_>>()
-        };
+        let node = |types: &[i32]| types.iter().map(|t| node_rpc(*t)).collect::<Vec<_>>();
         assert!(LegacyModes::from_node(&node(&[2, 4])).node_volume_stats);
         assert!(!LegacyModes::from_node(&node(&[4])).node_volume_stats);
         assert!(!LegacyModes::from_node(&node(&[2, 7])).node_volume_stats);
