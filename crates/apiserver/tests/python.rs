@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 #[test]
 fn python_client_lists_patches_and_watches() {
-    let Some(python) = support::python::with_client() else {
+    let Some(python) = support::python_with_kubernetes_client() else {
         return;
     };
     let script =
@@ -18,5 +18,5 @@ fn python_client_lists_patches_and_watches() {
     let dir = tempfile::tempdir().unwrap();
     let server = support::start_apiserver(dir.path(), &[]);
     let args = [script.as_os_str(), server.kubeconfig.as_os_str()];
-    support::python::run_ok(&python, &args, "test_client.py");
+    support::run_python_ok(&python, &args, "test_client.py");
 }

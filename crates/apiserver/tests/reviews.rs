@@ -374,14 +374,14 @@ print("OK")
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_makes_access_reviews() {
-    let Some(python) = support::python::with_client() else {
+    let Some(python) = support::python_with_kubernetes_client() else {
         return;
     };
     let (dir, server, admin) = start();
     grant_alice_pods(&admin).await;
     let kubeconfig = write_kubeconfig(&server, dir.path(), "alicetok");
     let args = ["-c".as_ref(), PYTHON_SSAR.as_ref(), kubeconfig.as_os_str()];
-    support::python::run_ok(&python, &args, "python SSAR");
+    support::run_python_ok(&python, &args, "python SSAR");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,11 +15,11 @@ use serde_json::json;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use volhealth_apiserver::kubeconfig::{self, Kubeconfig as KubeconfigFile};
 use volhealth_apiserver::tls;
+use volhealth_testkit::kubectl::Kubectl;
 
 /// How long a test waits for the server to do something it must do.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -341,18 +341,6 @@ async fn certificates_are_kept_and_the_serving_one_follows_the_names() {
     secrets.list(&ListParams::default()).await.unwrap();
 }
 
-fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("run kubectl")
-}
-
 #[test]
 fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
     if !support::kubectl::available() {
@@ -360,8 +348,7 @@ fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
     }
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &[]);
-    let cache = dir.path().join("kubectl-cache");
-    let out = kubectl(&server.kubeconfig, &cache, &["get", "namespaces"]);
+    let out = Kubectl::new(&server, dir.path()).run(&["get", "namespaces"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("kube-system"),
@@ -369,13 +356,14 @@ fn kubectl_with_the_written_kubeconfig_and_a_node_certificate() {
         String::from_utf8_lossy(&out.stderr)
     );
     let node_kc = node_kubeconfig(&server, dir.path());
-    let out = kubectl(&node_kc, &cache, &["get", "pods"]);
+    let node = Kubectl::with_kubeconfig(&node_kc, dir.path());
+    let out = node.run(&["get", "pods"]);
     assert!(
         out.status.success(),
         "a node may list pods: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = kubectl(&node_kc, &cache, &["get", "secrets"]);
+    let out = node.run(&["get", "secrets"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("User \"system:node:node-a\" cannot list"),
@@ -404,7 +392,7 @@ print("OK")
 
 #[test]
 fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
-    let Some(python) = support::python::with_client() else {
+    let Some(python) = support::python_with_kubernetes_client() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -416,7 +404,7 @@ fn python_client_with_the_written_kubeconfig_and_a_node_certificate() {
     ];
     for args in runs {
         let run = [&["-c".as_ref(), SCRIPT.as_ref()], &args[..]].concat();
-        support::python::run_ok(&python, &run, &format!("{args:?}"));
+        support::run_python_ok(&python, &run, &format!("{args:?}"));
     }
 }
 

@@ -67,7 +67,7 @@ fn validator() -> Option<String> {
     if !support::have_tool("kubectl", &["version", "--client"]) {
         return None;
     }
-    let python = std::env::var("VOLHEALTH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = volhealth_testkit::python();
     support::have_tool(&python, &["-c", "import kubernetes_validate"]).then_some(python)
 }
 

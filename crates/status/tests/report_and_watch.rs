@@ -12,10 +12,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use volhealth_status::{Error, Format, StatusOptions};
+use volhealth_testkit::kubectl::{self, Kubectl};
 use volhealth_testkit::{
-    ApiServer, DRIVER, Service, client_for, have_tool, http_get, http_text,
-    make_all_three_unhealthy, metric_sum, seed_claim_pod_and_csinode, start_apiserver,
-    wait_for_blocking,
+    ApiServer, DRIVER, Service, client_for, http_get, http_text, make_all_three_unhealthy,
+    metric_sum, seed_claim_pod_and_csinode, start_apiserver, wait_for_blocking,
 };
 
 /// The options of `volhealth status --kubeconfig <kubeconfig>` with its output piped (no colour).
@@ -318,27 +318,19 @@ async fn lists_come_in_pages_of_500_and_a_label_selector_narrows_them() {
     );
 
     // The real kubectl reads the chunks too (its table requests included).
-    if have_tool("kubectl", &["version", "--client"]) {
+    if kubectl::available() {
+        let kubectl = Kubectl::new(&api, tmp.path());
         for output in ["name", "wide"] {
-            let mut kubectl = std::process::Command::new("kubectl");
-            kubectl
-                .args([
-                    "get",
-                    "pvc",
-                    "-A",
-                    "--chunk-size=100",
-                    "--no-headers",
-                    "-o",
-                    output,
-                ])
-                .env("KUBECONFIG", &api.kubeconfig);
-            let out = kubectl.output().unwrap();
-            assert!(
-                out.status.success(),
-                "{kubectl:?} failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+            let out = kubectl.ok(&[
+                "get",
+                "pvc",
+                "-A",
+                "--chunk-size=100",
+                "--no-headers",
+                "-o",
+                output,
+            ]);
+            let lines = out.lines().count();
             assert_eq!(lines, 502, "kubectl -o {output} saw every claim");
         }
     }

@@ -23,6 +23,7 @@ mod event_wait;
 mod http;
 pub mod kernel_faults;
 mod kube_client;
+pub mod kubectl;
 mod kubelet_node;
 mod node_world;
 mod process;
@@ -57,7 +58,7 @@ pub use kubelet_node::{
 pub use node_world::{KubeletLayout, NodeWorld, TOKENS};
 pub use process::{
     Proc, PromtoolComplaints, free_addr, free_port, have_tool, promtool_check_metrics, python,
-    run_grpcio_script,
+    python_with_kubernetes_client, run_grpcio_script, run_python_ok,
 };
 pub use relay::Relay;
 pub use service::{Failure, Service, ServiceError};

@@ -143,13 +143,40 @@ pub async fn run_grpcio_script(script: &str, args: &[&Path]) -> bool {
         .output()
         .await
         .expect("run python");
+    assert_printed_ok(script, &out);
+    true
+}
+
+/// The version test of [`python_with_kubernetes_client`]: PyPI `kubernetes` 37 or later, the
+/// first with the KEP-1432 models.
+const KUBERNETES_CLIENT_PROBE: &str =
+    "import sys, kubernetes; sys.exit(0 if int(kubernetes.__version__.split('.')[0]) >= 37 else 1)";
+
+/// [`python`] when it has the Python `kubernetes` client, 37 or later; None when not, after
+/// printing why (a failure instead under `VOLHEALTH_REQUIRE_TOOLS=1`, see [`have_tool`]).
+pub fn python_with_kubernetes_client() -> Option<String> {
+    let python = python();
+    have_tool(&python, &["-c", KUBERNETES_CLIENT_PROBE]).then_some(python)
+}
+
+/// Runs `python ARGS...`, which must exit 0 having printed a line `OK`; `what` names the run in
+/// a failure.
+pub fn run_python_ok(python: &str, args: &[&std::ffi::OsStr], what: &str) {
+    let out = Command::new(python)
+        .args(args)
+        .output()
+        .expect("run python");
+    assert_printed_ok(what, &out);
+}
+
+/// Fails unless `out` is of a run that exited 0 having printed a line `OK`.
+fn assert_printed_ok(what: &str, out: &std::process::Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.lines().any(|l| l == "OK"),
-        "{script} failed:\n{stdout}\n{}",
+        "{what} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr),
     );
-    true
 }
 
 /// What `promtool check metrics` said about a page it refused.

@@ -17,12 +17,12 @@ use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 use volhealth_agent::KubeletRoot;
 use volhealth_driver::condition::{storage_status, volume_status};
 use volhealth_driver::injection::Side;
 use volhealth_monitor::{LeaderElection, MonitorConfig};
+use volhealth_testkit::kubectl::{self, Kubectl};
 use volhealth_testkit::{
     NodeWorld, Service, ServiceError, create, run_agent, run_monitor, storage_conditions, wait_for,
 };
@@ -47,36 +47,6 @@ fn tokens() -> String {
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn have_kubectl() -> bool {
-    let ok = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("VOLHEALTH_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "kubectl is required (VOLHEALTH_REQUIRE_TOOLS=1) but not available"
-        );
-        eprintln!("SKIPPED: kubectl is not available");
-    }
-    ok
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("running kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// One role the shipped files grant.
@@ -431,7 +401,7 @@ impl World {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
-    if !have_kubectl() {
+    if !kubectl::available() {
         return;
     }
     let world = World(
@@ -451,26 +421,21 @@ async fn the_shipped_rbac_is_sufficient_and_has_nothing_spare() {
         json!({"metadata": {"name": DRIVER}, "spec": {}}),
     )
     .await;
-    let kubeconfig = world.api.kubeconfig.clone();
-    kubectl(
-        &kubeconfig,
-        &[
-            "apply",
-            "-k",
-            repo().join("deploy/kubernetes/monitor").to_str().unwrap(),
-        ],
-    );
-    kubectl(
-        &kubeconfig,
-        &[
-            "apply",
-            "-f",
-            repo()
-                .join("deploy/kubernetes/agent/rbac.yaml")
-                .to_str()
-                .unwrap(),
-        ],
-    );
+    let cache = tempfile::tempdir().unwrap();
+    let kubectl = Kubectl::new(&world.api, cache.path());
+    kubectl.ok(&[
+        "apply",
+        "-k",
+        repo().join("deploy/kubernetes/monitor").to_str().unwrap(),
+    ]);
+    kubectl.ok(&[
+        "apply",
+        "-f",
+        repo()
+            .join("deploy/kubernetes/agent/rbac.yaml")
+            .to_str()
+            .unwrap(),
+    ]);
 
     // Sufficient: with every grant, all the work is done and nothing is refused.
     let mut n = 0;

@@ -5,8 +5,6 @@
 #![allow(dead_code)]
 
 pub mod child;
-pub mod kubectl;
-pub mod python;
 
 use std::time::Duration;
 
@@ -14,8 +12,9 @@ use std::time::Duration;
 #[allow(unused_imports)]
 pub use volhealth_testkit::{
     ApiServer, TESTS_AUTHORIZATION_MODE, client_for, config_from_flags, have_tool, http_get_ok,
-    start_apiserver, start_apiserver_with_tokens, start_tls_apiserver, start_with_config,
-    token_flags, wait_for as wait_for_async, wait_for_blocking as wait_for, write_token_file,
+    kubectl, python_with_kubernetes_client, run_python_ok, start_apiserver,
+    start_apiserver_with_tokens, start_tls_apiserver, start_with_config, token_flags,
+    wait_for as wait_for_async, wait_for_blocking as wait_for, write_token_file,
 };
 
 /// A new connection to `server`.

@@ -1,5 +1,5 @@
-//! The real kubectl against a test's server, with the server's kubeconfig and a cache of its own
-//! (never the user's `KUBECONFIG`). Callers check [`available`] first.
+//! The real kubectl against a test's server, with a kubeconfig and a cache of its own (never the
+//! user's `KUBECONFIG`). Callers check [`available`] first.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 /// Whether kubectl runs here; when not, the test is skipped (a failure instead under
 /// `VOLHEALTH_REQUIRE_TOOLS=1`, see `have_tool`).
 pub fn available() -> bool {
-    super::have_tool("kubectl", &["version", "--client"])
+    crate::have_tool("kubectl", &["version", "--client"])
 }
 
 /// kubectl for one server.
@@ -20,21 +20,26 @@ pub struct Kubectl {
 
 impl Kubectl {
     /// kubectl with `server`'s admin kubeconfig and its cache in `<dir>/kubectl-cache`.
-    pub fn new(server: &super::ApiServer, dir: &Path) -> Kubectl {
+    pub fn new(server: &crate::ApiServer, dir: &Path) -> Kubectl {
+        Kubectl::with_kubeconfig(&server.kubeconfig, dir)
+    }
+
+    /// kubectl with `kubeconfig` (another identity's, say) and its cache in `<dir>/kubectl-cache`.
+    pub fn with_kubeconfig(kubeconfig: &Path, dir: &Path) -> Kubectl {
         Kubectl {
-            kubeconfig: server.kubeconfig.clone(),
+            kubeconfig: kubeconfig.to_path_buf(),
             cache: dir.join("kubectl-cache"),
         }
     }
 
     /// A server on a fresh data directory, started with the `extra` flags, and kubectl for it;
     /// None when kubectl is not [`available`].
-    pub fn start(extra: &[&str]) -> Option<(tempfile::TempDir, super::ApiServer, Kubectl)> {
+    pub fn start(extra: &[&str]) -> Option<(tempfile::TempDir, crate::ApiServer, Kubectl)> {
         if !available() {
             return None;
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        let server = super::start_apiserver(dir.path(), extra);
+        let server = crate::start_apiserver(dir.path(), extra);
         let kubectl = Kubectl::new(&server, dir.path());
         Some((dir, server, kubectl))
     }
