@@ -33,11 +33,7 @@ mod tests {
     use super::glob;
 
     #[test]
-    fn stars_and_question_marks_match_and_the_rest_is_literal() {
-        assert!(glob("*", ""));
-        assert!(glob("a*c", "abbbc"));
-        assert!(glob("D?sk*e", "DiskFailure"));
-        assert!(!glob("Disk?", "Disk"));
+    fn brackets_and_braces_are_only_themselves() {
         assert!(glob("failed [errno 5]*", "failed [errno 5] on sda"));
         assert!(!glob("failed [errno 5]", "failed e"));
         assert!(glob("{a,b}", "{a,b}"));
@@ -48,5 +44,35 @@ mod tests {
     fn a_literal_star_or_question_mark_in_the_text_is_matched_too() {
         assert!(glob("is it attached?", "is it attached?"));
         assert!(glob("100*", "100*"));
+    }
+
+    #[test]
+    fn message_patterns_as_the_legacy_bridge_s_rules_use_them() {
+        assert!(glob("*", ""));
+        assert!(glob("a*c", "abbbc"));
+        assert!(glob("*b*", "abc"));
+        assert!(!glob("a*c", "abcd"));
+        assert!(glob("The *", "The volume"));
+        assert!(!glob("x", "xx"));
+        // Many stars over a long non-matching text stay cheap (no exponential backtracking).
+        let text = "a".repeat(2000);
+        assert!(!glob(
+            &"*a".repeat(50).to_string().replace("*a*a", "*a*b"),
+            &text
+        ));
+    }
+
+    #[test]
+    fn reason_and_driver_patterns_as_the_remediation_policy_uses_them() {
+        assert!(glob("*", ""));
+        assert!(glob("*", "DiskFailure"));
+        assert!(glob("Disk*", "DiskFailure"));
+        assert!(glob("*Failure", "DiskFailure"));
+        assert!(glob("D?sk*e", "DiskFailure"));
+        assert!(glob("DiskFailure", "DiskFailure"));
+        assert!(!glob("DiskFailure", "DiskFailures"));
+        assert!(!glob("Disk?", "Disk"));
+        assert!(glob("*.csi.*", "local.csi.example.com"));
+        assert!(!glob("*.csi", "local.csi.example.com"));
     }
 }

@@ -104,22 +104,6 @@ fn bad_rules_files_are_refused_with_the_rule_named() {
 }
 
 #[test]
-fn globs() {
-    assert!(glob("*", ""));
-    assert!(glob("a*c", "abbbc"));
-    assert!(glob("*b*", "abc"));
-    assert!(!glob("a*c", "abcd"));
-    assert!(glob("The *", "The volume"));
-    assert!(!glob("x", "xx"));
-    // Many stars over a long non-matching text stay cheap (no exponential backtracking).
-    let text = "a".repeat(2000);
-    assert!(!glob(
-        &"*a".repeat(50).to_string().replace("*a*a", "*a*b"),
-        &text
-    ));
-}
-
-#[test]
 fn timestamps_of_the_common_shapes_are_stripped() {
     for (input, want) in [
         ("at 2006-01-02 15:04:05", "at"),

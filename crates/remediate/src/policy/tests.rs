@@ -92,20 +92,6 @@ evictionBudget: {maxPercent: 0, window: soon}
 }
 
 #[test]
-fn globs() {
-    assert!(glob("*", ""));
-    assert!(glob("*", "DiskFailure"));
-    assert!(glob("Disk*", "DiskFailure"));
-    assert!(glob("*Failure", "DiskFailure"));
-    assert!(glob("D?sk*e", "DiskFailure"));
-    assert!(glob("DiskFailure", "DiskFailure"));
-    assert!(!glob("DiskFailure", "DiskFailures"));
-    assert!(!glob("Disk?", "Disk"));
-    assert!(glob("*.csi.*", "local.csi.example.com"));
-    assert!(!glob("*.csi", "local.csi.example.com"));
-}
-
-#[test]
 fn node_actions_need_a_node() {
     let err = Policy::parse(
         "rules:\n- name: t\n  match: {object: PersistentVolumeClaim, status: Degraded}\n  actions: [{taint: {key: k, effect: NoSchedule}}]\n",
