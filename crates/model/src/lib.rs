@@ -37,7 +37,8 @@ pub use jiff::Timestamp;
 pub use k8s_openapi::api::core::v1::{PodVolumeHealth, VolumeHealthCondition, VolumeHealthStatus};
 pub use k8s_openapi::api::storage::v1::{StorageHealth, StorageHealthCondition};
 pub use reconcile::{
-    NamedEntry, Write, reconcile_entry, reconcile_pod_volume, reconcile_pvc, reconcile_storage,
+    NamedEntry, Write, claim_conditions, reconcile_entry, reconcile_pod_volume, reconcile_pvc,
+    reconcile_storage,
 };
 pub use recovery::{ListRecovery, ListVerdict};
 pub use report::{Report, UnknownCondition, storage_report, volume_report};

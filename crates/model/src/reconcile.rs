@@ -102,6 +102,14 @@ fn reconcile_volume_set<T>(
     Some(Write::Set(entry(desired.clone(), since)))
 }
 
+/// The conditions of a claim's `status.healthStatus`: none when it has no `healthStatus` or one
+/// without conditions, which mean the same.
+pub fn claim_conditions(health: Option<&VolumeHealthStatus>) -> &[VolumeHealthCondition] {
+    health
+        .and_then(|h| h.health_conditions.as_deref())
+        .unwrap_or_default()
+}
+
 /// `pvc.status.healthStatus`: `None` means nothing to write.
 pub fn reconcile_pvc(
     stored: Option<&VolumeHealthStatus>,

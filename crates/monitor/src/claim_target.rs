@@ -5,7 +5,7 @@ use crate::claims::{ClaimKey, ClaimStore};
 use crate::metrics::Metrics;
 use async_trait::async_trait;
 use std::sync::Arc;
-use volhealth_model::{Timestamp, VolumeHealthCondition, VolumeHealthStatus, condition_keys};
+use volhealth_model::{Timestamp, VolumeHealthStatus, claim_conditions, condition_keys};
 use volhealth_writer::events::Transition;
 use volhealth_writer::{
     ApiFailure, Clock, HealthEvent, ObjectRef, Patched, QueuedTarget, Stored, Target,
@@ -39,12 +39,6 @@ pub fn health_patch(
     Ok(serde_json::json!({ "status": { "healthStatus": value } }))
 }
 
-fn conditions(h: &Health) -> &[VolumeHealthCondition] {
-    h.as_ref()
-        .and_then(|h| h.health_conditions.as_deref())
-        .unwrap_or(&[])
-}
-
 /// The Event object of a claim.
 pub fn claim_ref(key: &ClaimKey, uid: Option<&str>) -> ObjectRef {
     ObjectRef::claim(&key.namespace, &key.name, uid)
@@ -76,7 +70,7 @@ impl Target for ClaimTarget {
 
     fn written(&self, key: &ClaimKey, value: &Health) {
         self.metrics
-            .set_claim_conditions(key, condition_keys(conditions(value)));
+            .set_claim_conditions(key, condition_keys(claim_conditions(value.as_ref())));
     }
 
     fn transitions(
@@ -108,6 +102,7 @@ impl QueuedTarget for ClaimTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volhealth_model::VolumeHealthCondition;
 
     #[test]
     fn patch_bodies() {

@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use volhealth_csi::capabilities::ControllerHealthMode;
-use volhealth_model::{ListRecovery, Report, VolumeHealthCondition, condition_keys};
+use volhealth_model::{
+    ListRecovery, Report, VolumeHealthCondition, claim_conditions, condition_keys,
+};
 use volhealth_writer::intervals::DriverIntervals;
 use volhealth_writer::pacing::Ticker;
 use volhealth_writer::{
@@ -473,11 +475,7 @@ impl Engine {
         let mut with_health = HashSet::new();
         for (volume_id, claim) in bound {
             let health = shared.effective(&claim.key, &claim.stored);
-            let keys = health
-                .as_ref()
-                .and_then(|h| h.health_conditions.as_deref())
-                .map(condition_keys)
-                .unwrap_or_default();
+            let keys = condition_keys(claim_conditions(health.as_ref()));
             if !keys.is_empty() {
                 with_health.insert(volume_id.clone());
             }

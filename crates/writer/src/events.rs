@@ -7,7 +7,7 @@
 use crate::metrics::WriterMetrics;
 use volhealth_model::same_conditions;
 use volhealth_model::sanitize::Condition;
-use volhealth_model::{VolumeHealthCondition, VolumeHealthStatus};
+use volhealth_model::{VolumeHealthCondition, VolumeHealthStatus, claim_conditions};
 
 pub use volhealth_kube_access::events::{
     AGGREGATE_AFTER, EVENT_BURST, EVENT_QPS, EventCounter, EventRecorder, EventSink, EventType,
@@ -91,17 +91,12 @@ impl<'a> Transition<'a, VolumeHealthCondition> {
         before: &'a Option<VolumeHealthStatus>,
         after: &'a Option<VolumeHealthStatus>,
     ) -> Self {
-        let conditions = |h: &'a Option<VolumeHealthStatus>| -> &'a [VolumeHealthCondition] {
-            h.as_ref()
-                .and_then(|h| h.health_conditions.as_deref())
-                .unwrap_or(&[])
-        };
         Transition {
             object,
             subject: Subject::Volume,
             context: None,
-            before: conditions(before),
-            after: conditions(after),
+            before: claim_conditions(before.as_ref()),
+            after: claim_conditions(after.as_ref()),
         }
     }
 }
