@@ -44,10 +44,7 @@ fn json_value() -> impl Strategy<Value = Value> {
 /// Cases per property: 256 in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000`
 /// (see docs/benchmarks.md).
 fn cases() -> u32 {
-    std::env::var("VOLHEALTH_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+    volhealth_testkit::fuzz_cases(256)
 }
 
 proptest! {

@@ -424,10 +424,7 @@ async fn updates_status_binding_and_eviction_in_protobuf() {
 
 /// Cases: 64 in every run (each is an HTTP request); the fuzz run sets `VOLHEALTH_FUZZ_CASES`.
 fn cases() -> u32 {
-    std::env::var("VOLHEALTH_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
+    volhealth_testkit::fuzz_cases(64)
 }
 
 /// Arbitrary bytes after the envelope, for every kind the tables read: 400, and nothing is

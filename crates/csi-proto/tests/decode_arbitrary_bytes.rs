@@ -62,10 +62,7 @@ fn sample() -> Vec<u8> {
 /// 1,500 cases in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000` (see
 /// docs/benchmarks.md).
 fn cases() -> u32 {
-    std::env::var("VOLHEALTH_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1500)
+    volhealth_testkit::fuzz_cases(1500)
 }
 
 proptest! {

@@ -18,10 +18,7 @@ use volhealth_model::*;
 /// docs/benchmarks.md).
 fn cases() -> ProptestConfig {
     ProptestConfig {
-        cases: std::env::var("VOLHEALTH_FUZZ_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1000),
+        cases: volhealth_testkit::fuzz_cases(1000),
         ..ProptestConfig::default()
     }
 }

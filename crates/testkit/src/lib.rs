@@ -20,6 +20,7 @@ mod captured_log;
 mod claims;
 mod csi_calls;
 mod event_wait;
+mod fuzz;
 mod http;
 pub mod kernel_faults;
 mod kube_client;
@@ -49,6 +50,7 @@ pub use csi_calls::{
     storage_health,
 };
 pub use event_wait::wait_event;
+pub use fuzz::{FUZZ_CASES, fuzz_cases};
 pub use http::{b64, http_get, http_get_ok, parse_response};
 pub use kube_client::client_for;
 pub use kubelet_node::{

@@ -258,10 +258,7 @@ fn hostile_bodies_are_400() {
 
 /// Cases: 256 in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000`.
 fn cases() -> u32 {
-    std::env::var("VOLHEALTH_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+    volhealth_testkit::fuzz_cases(256)
 }
 
 proptest::proptest! {
