@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use volhealth_csi::v1;
-
 /// One volume this run asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Created {
@@ -31,18 +29,6 @@ pub struct Fixture {
     run_id: String,
     volumes: Mutex<Vec<Created>>,
     injections: Mutex<Vec<(String, String)>>,
-}
-
-/// The capability every test volume is created, staged and published with.
-pub fn mount_capability() -> v1::VolumeCapability {
-    v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(
-            v1::volume_capability::MountVolume::default(),
-        )),
-        access_mode: Some(v1::volume_capability::AccessMode {
-            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
 }
 
 impl Fixture {

@@ -7,7 +7,9 @@ use std::path::Path;
 use tonic::Status;
 use volhealth_csi::v1;
 
-use crate::fixture::{Created, mount_capability};
+use volhealth_csi::node_requests::{self, mount_capability};
+
+use crate::fixture::Created;
 use crate::inject::Injector;
 use crate::session::Session;
 
@@ -67,12 +69,10 @@ pub async fn stage(s: &Session, volume_id: &str, staging: &Path) -> Result<(), S
     });
     let mut n = s.node_client();
     let req = v1::NodeStageVolumeRequest {
-        volume_id: volume_id.to_string(),
         publish_context,
-        staging_target_path: staging.display().to_string(),
-        volume_capability: Some(mount_capability()),
         secrets: s.secrets.clone(),
         volume_context: context,
+        ..node_requests::stage(volume_id, staging)
     };
     s.call("NodeStageVolume", n.node_stage_volume(req)).await?;
     Ok(())
@@ -105,14 +105,10 @@ pub async fn publish(
     });
     let mut n = s.node_client();
     let req = v1::NodePublishVolumeRequest {
-        volume_id: volume_id.to_string(),
         publish_context,
-        staging_target_path: staging.map(|p| p.display().to_string()).unwrap_or_default(),
-        target_path: target.display().to_string(),
-        volume_capability: Some(mount_capability()),
-        readonly: false,
         secrets: s.secrets.clone(),
         volume_context: context,
+        ..node_requests::publish(volume_id, staging.unwrap_or(Path::new("")), target)
     };
     s.call("NodePublishVolume", n.node_publish_volume(req))
         .await?;
@@ -187,10 +183,7 @@ pub async fn cleanup(s: &Session, injector: Option<&Injector>) -> Vec<String> {
         };
         let mut n = s.node_client();
         if let Some(target) = &c.published {
-            let req = v1::NodeUnpublishVolumeRequest {
-                volume_id: id.clone(),
-                target_path: target.display().to_string(),
-            };
+            let req = node_requests::unpublish(&id, target);
             if let Err(e) = s
                 .call("NodeUnpublishVolume", n.node_unpublish_volume(req))
                 .await
@@ -199,10 +192,7 @@ pub async fn cleanup(s: &Session, injector: Option<&Injector>) -> Vec<String> {
             }
         }
         if let Some(staging) = &c.staged {
-            let req = v1::NodeUnstageVolumeRequest {
-                volume_id: id.clone(),
-                staging_target_path: staging.display().to_string(),
-            };
+            let req = node_requests::unstage(&id, staging);
             if let Err(e) = s
                 .call("NodeUnstageVolume", n.node_unstage_volume(req))
                 .await

@@ -14,6 +14,8 @@
 //! - [`server`]: [`server::serve_unix`], serving a tonic router on a unix socket, and
 //!   [`server::spawn_unix`], serving one in the background.
 //! - [`socket_address`]: the address of a socket path of any length (deep directories included).
+//! - [`node_requests`]: the stage, publish, unpublish and unstage requests of a filesystem
+//!   volume, as the kubelet sends them.
 //! - [`capabilities`]: [`capabilities::probe`], which health RPCs a driver offers.
 //! - [`redact`]: what secret fields print instead of their values.
 //! - [`Error`] / [`Result`]: errors name the socket or RPC, never request contents.
@@ -22,6 +24,7 @@ pub mod capabilities;
 pub mod client;
 pub mod endpoint;
 mod error;
+pub mod node_requests;
 pub mod server;
 pub mod socket_address;
 

@@ -56,7 +56,7 @@ async fn failed_stage_is_reported_by_node_get_volume_health() {
     let mut node = d.node().await;
     let staging = d.dir.path().join("staging");
     let err = node
-        .node_stage_volume(stage_req("vh-missing", &staging))
+        .node_stage_volume(node_requests::stage("vh-missing", &staging))
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound);

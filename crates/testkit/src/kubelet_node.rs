@@ -8,7 +8,7 @@
 use crate::apiserver::{ApiServer, start_apiserver_with_tokens};
 use crate::kube_client::client_for;
 use crate::wait::wait_for;
-use crate::world::{create, create_volume, mount_capability};
+use crate::world::{create, create_volume};
 use k8s_openapi::api::core::v1::{
     Event, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
@@ -17,6 +17,7 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use volhealth_csi::node_requests;
 use volhealth_csi::v1;
 
 /// The driver name of these worlds.
@@ -168,12 +169,7 @@ impl KubeletNode {
                 .expect("connect to the driver"),
         );
         let staged = node
-            .node_stage_volume(v1::NodeStageVolumeRequest {
-                volume_id: handle.into(),
-                staging_target_path: staging.display().to_string(),
-                volume_capability: Some(mount_capability()),
-                ..Default::default()
-            })
+            .node_stage_volume(node_requests::stage(handle, &staging))
             .await
             .is_ok();
         if !staged {
@@ -186,15 +182,9 @@ impl KubeletNode {
             "{}",
         )
         .expect("vol_data.json");
-        node.node_publish_volume(v1::NodePublishVolumeRequest {
-            volume_id: handle.into(),
-            staging_target_path: staging.display().to_string(),
-            target_path: target.display().to_string(),
-            volume_capability: Some(mount_capability()),
-            ..Default::default()
-        })
-        .await
-        .expect("NodePublishVolume");
+        node.node_publish_volume(node_requests::publish(handle, &staging, &target))
+            .await
+            .expect("NodePublishVolume");
         true
     }
 

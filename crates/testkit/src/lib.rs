@@ -67,8 +67,7 @@ pub use service::{Failure, Service, ServiceError};
 pub use status_objects::{make_all_three_unhealthy, seed_claim_pod_and_csinode};
 pub use wait::{block_on, runtime, wait_for, wait_for_blocking, wait_until};
 pub use world::{
-    Driver, bind_claim, create, create_volume, mount_capability, stage_and_publish,
-    stage_and_publish_via,
+    Driver, bind_claim, create, create_volume, stage_and_publish, stage_and_publish_via,
 };
 pub use writers::{
     agent_config, monitor_config, run_agent, run_agent_logged, run_monitor, run_monitor_logged,

@@ -9,6 +9,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
+use volhealth_csi::node_requests::{self, mount_capability};
 use volhealth_csi::v1;
 use volhealth_driver::condition::{Condition, StorageCondition};
 use volhealth_driver::injection::{self, Injections, NodeStorageInjection, Side, VolumeInjection};
@@ -241,16 +242,6 @@ impl Driver {
     }
 }
 
-/// A single-node-writer mount capability, as the kubelet asks for a filesystem volume.
-pub fn mount_capability() -> v1::VolumeCapability {
-    v1::VolumeCapability {
-        access_type: Some(v1::volume_capability::AccessType::Mount(Default::default())),
-        access_mode: Some(v1::volume_capability::AccessMode {
-            mode: v1::volume_capability::access_mode::Mode::SingleNodeWriter as i32,
-        }),
-    }
-}
-
 /// A CSI call's request, with the deadline every call of these tests has.
 fn csi_request<T>(message: T) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
@@ -393,25 +384,14 @@ pub async fn stage_and_publish_via(
         std::fs::create_dir_all(dir).expect("creating a kubelet directory");
         std::fs::write(dir.join("vol_data.json"), data.to_string()).expect("writing vol_data.json");
     }
-    let stage = csi_request(v1::NodeStageVolumeRequest {
-        volume_id: volume_id.to_string(),
-        staging_target_path: staging.display().to_string(),
-        volume_capability: Some(mount_capability()),
-        ..Default::default()
-    });
     client
-        .node_stage_volume(stage)
+        .node_stage_volume(csi_request(node_requests::stage(volume_id, &staging)))
         .await
         .expect("NodeStageVolume");
-    let publish = csi_request(v1::NodePublishVolumeRequest {
-        volume_id: volume_id.to_string(),
-        staging_target_path: staging.display().to_string(),
-        target_path: target.display().to_string(),
-        volume_capability: Some(mount_capability()),
-        ..Default::default()
-    });
     client
-        .node_publish_volume(publish)
+        .node_publish_volume(csi_request(node_requests::publish(
+            volume_id, &staging, &target,
+        )))
         .await
         .expect("NodePublishVolume");
 }

@@ -11,6 +11,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
+use volhealth_csi::node_requests::{self, mount_capability};
 use volhealth_csi::v1;
 
 /// Namespace of the sample workload.
@@ -159,10 +160,6 @@ pub async fn register_cluster(client: &kube::Client, driver: &str, nodes: &[Stri
     Ok(())
 }
 
-fn mount_capability() -> v1::VolumeCapability {
-    capability(&["ReadWriteOnce".to_string()], false)
-}
-
 /// The CSI capability for a claim's access modes (the first one the CSI spec can express) and
 /// volume mode (`block` for `volumeMode: Block`).
 pub fn capability(access_modes: &[String], block: bool) -> v1::VolumeCapability {
@@ -268,11 +265,7 @@ pub async fn unpublish(
     volume_id: &str,
 ) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
-    let target = pod_dir.join("mount");
-    let req = request(v1::NodeUnpublishVolumeRequest {
-        volume_id: volume_id.to_string(),
-        target_path: target.display().to_string(),
-    });
+    let req = request(node_requests::unpublish(volume_id, &pod_dir.join("mount")));
     client
         .node_unpublish_volume(req)
         .await
@@ -288,10 +281,10 @@ pub async fn unstage(
     volume_id: &str,
 ) -> Result<()> {
     let mut client = node_client(node_endpoint, node).await?;
-    let req = request(v1::NodeUnstageVolumeRequest {
-        volume_id: volume_id.to_string(),
-        staging_target_path: stage_dir.join("globalmount").display().to_string(),
-    });
+    let req = request(node_requests::unstage(
+        volume_id,
+        &stage_dir.join("globalmount"),
+    ));
     client
         .node_unstage_volume(req)
         .await
@@ -462,12 +455,7 @@ pub async fn stage_and_publish(
         &stage_dir,
         json!({"driverName": driver, "volumeHandle": volume_id, "specVolID": sample.volume}),
     )?;
-    let req = request(v1::NodeStageVolumeRequest {
-        volume_id: volume_id.to_string(),
-        staging_target_path: staging.display().to_string(),
-        volume_capability: Some(mount_capability()),
-        ..Default::default()
-    });
+    let req = request(node_requests::stage(volume_id, &staging));
     client
         .node_stage_volume(req)
         .await
@@ -480,13 +468,7 @@ pub async fn stage_and_publish(
             "nodeName": sample.node, "attachmentID": ""}),
     )?;
     let target = pod_dir.join("mount");
-    let req = request(v1::NodePublishVolumeRequest {
-        volume_id: volume_id.to_string(),
-        staging_target_path: staging.display().to_string(),
-        target_path: target.display().to_string(),
-        volume_capability: Some(mount_capability()),
-        ..Default::default()
-    });
+    let req = request(node_requests::publish(volume_id, &staging, &target));
     client.node_publish_volume(req).await.with_context(|| {
         format!(
             "NodePublishVolume {volume_id} for pod {} on {}",
