@@ -236,11 +236,10 @@ mod tests {
     }
 
     #[test]
-    fn the_partial_types_address_their_whole_types_resources() {
+    fn the_agents_partial_types_address_their_whole_types_resources() {
+        // The claim and volume records are kube-access's, and tested there.
         use kube::Resource;
         assert_eq!(WatchedPod::plural(&()), "pods");
-        assert_eq!(WatchedPvc::plural(&()), "persistentvolumeclaims");
-        assert_eq!(WatchedPv::plural(&()), "persistentvolumes");
         assert_eq!(WatchedNode::plural(&()), "nodes");
     }
 }

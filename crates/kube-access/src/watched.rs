@@ -166,7 +166,13 @@ mod tests {
         let status = pvc.status.as_ref().unwrap();
         assert_eq!(status.phase.as_deref(), Some("Bound"));
         assert!(status.health_status.is_some());
+    }
+
+    #[test]
+    fn the_partial_types_address_their_whole_types_resources() {
         assert_eq!(WatchedPvc::plural(&()), "persistentvolumeclaims");
         assert_eq!(WatchedPv::plural(&()), "persistentvolumes");
+        assert_eq!(WatchedPvc::api_version(&()), "v1");
+        assert_eq!(WatchedPvc::kind(&()), "PersistentVolumeClaim");
     }
 }

@@ -245,7 +245,6 @@ mod tests {
     use super::fixtures::*;
     use super::*;
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-    use kube::Resource;
     use serde_json::json;
 
     #[test]
@@ -388,14 +387,6 @@ mod tests {
             serde_json::from_value(json!({"metadata": {"namespace": "n", "name": "c"}})).unwrap();
         let (_, r) = pvc_record(pvc).unwrap();
         assert!(!r.phase_bound && r.volume_name.is_none());
-    }
-
-    #[test]
-    fn the_resource_is_the_whole_objects() {
-        assert_eq!(WatchedPv::plural(&()), "persistentvolumes");
-        assert_eq!(WatchedPvc::plural(&()), "persistentvolumeclaims");
-        assert_eq!(WatchedPvc::api_version(&()), "v1");
-        assert_eq!(WatchedPvc::kind(&()), "PersistentVolumeClaim");
     }
 
     #[test]
