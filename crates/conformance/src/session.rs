@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 use tonic::{Response, Status};
+use volhealth_csi::capabilities::{controller_offers, node_offers};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::controller_service_capability::rpc::Type as CtrlRpc;
@@ -170,11 +171,7 @@ impl Session {
             .await
         {
             Ok(resp) => {
-                let has = |want: CtrlRpc| {
-                    resp.capabilities.iter().any(|cap| {
-                        matches!(&cap.r#type, Some(v1::controller_service_capability::Type::Rpc(r)) if r.r#type == want as i32)
-                    })
-                };
+                let has = |want: CtrlRpc| controller_offers(&resp.capabilities, want);
                 self.caps.controller_service = true;
                 self.caps.list = has(CtrlRpc::ListVolumeHealth);
                 self.caps.get = has(CtrlRpc::GetVolumeHealth);
@@ -193,11 +190,7 @@ impl Session {
             .await
         {
             Ok(resp) => {
-                let has = |want: NodeRpc| {
-                    resp.capabilities.iter().any(|cap| {
-                        matches!(&cap.r#type, Some(v1::node_service_capability::Type::Rpc(r)) if r.r#type == want as i32)
-                    })
-                };
+                let has = |want: NodeRpc| node_offers(&resp.capabilities, want);
                 self.caps.node_service = true;
                 self.caps.stage_unstage = has(NodeRpc::StageUnstageVolume);
                 self.caps.node_volume = has(NodeRpc::GetVolumeHealth);

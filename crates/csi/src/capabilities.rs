@@ -95,12 +95,7 @@ pub async fn probe_controller(
         Err(e) if is_unimplemented(&e) => return Ok((ControllerHealthMode::None, Vec::new())),
         Err(e) => return Err(e),
     };
-    let has = |want: ControllerRpc| {
-        caps.iter().any(|c| match &c.r#type {
-            Some(v1::controller_service_capability::Type::Rpc(rpc)) => rpc.r#type == want as i32,
-            None => false,
-        })
-    };
+    let has = |want: ControllerRpc| controller_offers(&caps, want);
     let (list, get) = (
         has(ControllerRpc::ListVolumeHealth),
         has(ControllerRpc::GetVolumeHealth),
@@ -134,12 +129,7 @@ pub async fn probe_node(channel: Channel, timeout: Duration) -> Result<NodeHealt
         Err(e) if is_unimplemented(&e) => return Ok(NodeHealthModes::default()),
         Err(e) => return Err(e),
     };
-    let has = |want: NodeRpc| {
-        caps.iter().any(|c| match &c.r#type {
-            Some(v1::node_service_capability::Type::Rpc(rpc)) => rpc.r#type == want as i32,
-            None => false,
-        })
-    };
+    let has = |want: NodeRpc| node_offers(&caps, want);
     Ok(NodeHealthModes {
         volume: has(NodeRpc::GetVolumeHealth),
         storage: has(NodeRpc::GetStorageHealth),
@@ -165,6 +155,41 @@ pub fn node_rpc(rpc: impl Into<i32>) -> v1::NodeServiceCapability {
             v1::node_service_capability::Rpc { r#type: rpc.into() },
         )),
     }
+}
+
+/// The RPC numbers a ControllerGetCapabilities answer advertises, in its order (numbers this
+/// version does not name included).
+pub fn controller_rpcs(
+    capabilities: &[v1::ControllerServiceCapability],
+) -> impl Iterator<Item = i32> + '_ {
+    use v1::controller_service_capability::Type;
+    capabilities
+        .iter()
+        .filter_map(|c| c.r#type.as_ref().map(|Type::Rpc(rpc)| rpc.r#type))
+}
+
+/// The RPC numbers a NodeGetCapabilities answer advertises, in its order.
+pub fn node_rpcs(capabilities: &[v1::NodeServiceCapability]) -> impl Iterator<Item = i32> + '_ {
+    use v1::node_service_capability::Type;
+    capabilities
+        .iter()
+        .filter_map(|c| c.r#type.as_ref().map(|Type::Rpc(rpc)| rpc.r#type))
+}
+
+/// Whether a ControllerGetCapabilities answer advertises `rpc`: a [`ControllerRpc`], or a bare
+/// number (such as one CSI v1.13 reserves).
+pub fn controller_offers(
+    capabilities: &[v1::ControllerServiceCapability],
+    rpc: impl Into<i32>,
+) -> bool {
+    let rpc = rpc.into();
+    controller_rpcs(capabilities).any(|r| r == rpc)
+}
+
+/// Whether a NodeGetCapabilities answer advertises `rpc`: a [`NodeRpc`] or a bare number.
+pub fn node_offers(capabilities: &[v1::NodeServiceCapability], rpc: impl Into<i32>) -> bool {
+    let rpc = rpc.into();
+    node_rpcs(capabilities).any(|r| r == rpc)
 }
 
 fn is_unimplemented(e: &Error) -> bool {
@@ -194,5 +219,43 @@ where
         Ok(Ok(resp)) => Ok(resp.into_inner()),
         Ok(Err(status)) => Err(Error::rpc(rpc, &status)),
         Err(_) => Err(Error::Timeout { rpc, timeout }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offers_reads_named_and_reserved_numbers_and_skips_empty_entries() {
+        let controller = [
+            controller_rpc(ControllerRpc::ListVolumeHealth),
+            v1::ControllerServiceCapability { r#type: None },
+            controller_rpc(15),
+        ];
+        assert_eq!(
+            controller_rpcs(&controller).collect::<Vec<_>>(),
+            [ControllerRpc::ListVolumeHealth as i32, 15]
+        );
+        assert!(controller_offers(
+            &controller,
+            ControllerRpc::ListVolumeHealth
+        ));
+        assert!(controller_offers(&controller, 15));
+        assert!(!controller_offers(
+            &controller,
+            ControllerRpc::GetVolumeHealth
+        ));
+        let node = [
+            v1::NodeServiceCapability { r#type: None },
+            node_rpc(NodeRpc::GetStorageHealth),
+        ];
+        assert_eq!(
+            node_rpcs(&node).collect::<Vec<_>>(),
+            [NodeRpc::GetStorageHealth as i32]
+        );
+        assert!(node_offers(&node, NodeRpc::GetStorageHealth));
+        assert!(!node_offers(&node, NodeRpc::GetVolumeHealth));
+        assert!(!node_offers(&[], NodeRpc::GetVolumeHealth));
     }
 }

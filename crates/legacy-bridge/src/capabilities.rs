@@ -3,6 +3,7 @@
 
 use crate::wire;
 use std::time::Duration;
+use volhealth_csi::capabilities::{controller_offers, node_offers};
 use volhealth_csi::v1;
 
 /// The legacy health a driver advertises.
@@ -24,11 +25,7 @@ impl LegacyModes {
 
     /// From the controller's capability answer.
     pub fn from_controller(caps: &[v1::ControllerServiceCapability]) -> LegacyModes {
-        let has = |want: i32| {
-            caps.iter().any(|c| {
-                matches!(&c.r#type, Some(v1::controller_service_capability::Type::Rpc(r)) if r.r#type == want)
-            })
-        };
+        let has = |want: i32| controller_offers(caps, want);
         let condition = has(wire::CONTROLLER_VOLUME_CONDITION);
         LegacyModes {
             list_volumes: condition && has(wire::CONTROLLER_LIST_VOLUMES),
@@ -39,11 +36,7 @@ impl LegacyModes {
 
     /// From the node's capability answer.
     pub fn from_node(caps: &[v1::NodeServiceCapability]) -> LegacyModes {
-        let has = |want: i32| {
-            caps.iter().any(|c| {
-                matches!(&c.r#type, Some(v1::node_service_capability::Type::Rpc(r)) if r.r#type == want)
-            })
-        };
+        let has = |want: i32| node_offers(caps, want);
         LegacyModes {
             node_volume_stats: has(wire::NODE_VOLUME_CONDITION) && has(wire::NODE_GET_VOLUME_STATS),
             ..LegacyModes::default()

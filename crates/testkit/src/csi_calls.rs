@@ -4,6 +4,7 @@
 
 use tonic::Status;
 use tonic::transport::Channel;
+use volhealth_csi::capabilities::{controller_rpcs, node_rpcs};
 use volhealth_csi::v1;
 use volhealth_csi::v1::controller_client::ControllerClient;
 use volhealth_csi::v1::node_client::NodeClient;
@@ -13,26 +14,15 @@ use volhealth_csi::v1::node_client::NodeClient;
 pub async fn rpc_capabilities(
     channel: Channel,
 ) -> (Result<Vec<i32>, Status>, Result<Vec<i32>, Status>) {
-    use v1::controller_service_capability::Type as ControllerType;
-    use v1::node_service_capability::Type as NodeType;
     let controller = ControllerClient::new(channel.clone())
         .controller_get_capabilities(v1::ControllerGetCapabilitiesRequest {})
         .await;
     let node = NodeClient::new(channel)
         .node_get_capabilities(v1::NodeGetCapabilitiesRequest {})
         .await;
-    let controller = controller.map(|answer| {
-        let caps = answer.into_inner().capabilities.into_iter();
-        caps.filter_map(|c| c.r#type)
-            .map(|ControllerType::Rpc(r)| r.r#type)
-            .collect()
-    });
-    let node = node.map(|answer| {
-        let caps = answer.into_inner().capabilities.into_iter();
-        caps.filter_map(|c| c.r#type)
-            .map(|NodeType::Rpc(r)| r.r#type)
-            .collect()
-    });
+    let controller =
+        controller.map(|answer| controller_rpcs(&answer.get_ref().capabilities).collect());
+    let node = node.map(|answer| node_rpcs(&answer.get_ref().capabilities).collect());
     (controller, node)
 }
 
