@@ -12,6 +12,7 @@
 //! - [`endpoint_server`]: the HTTP server for metrics and health checks.
 //! - [`shutdown_signal`]: SIGINT or SIGTERM, which stop a component.
 //! - [`fd_limit`]: the open-files limit, raised to the hard limit at start.
+//! - [`file_lock`]: an exclusive lock on a file, for one writer of a state directory at a time.
 //! - [`in_progress`]: what a component is waiting for, named by a cut-off shutdown; marked by
 //!   servers with [`in_progress_layer`] and for Kubernetes clients by [`kube_requests`].
 
@@ -22,6 +23,7 @@ mod error;
 pub mod exposition;
 pub mod fd_limit;
 pub mod feature_gates;
+pub mod file_lock;
 pub mod http_endpoint;
 pub mod in_progress;
 pub mod in_progress_layer;

@@ -181,18 +181,12 @@ pub fn store(state: &StateDir, injections: &Injections) -> Result<()> {
 
 /// Read-modify-write under an exclusive lock, so concurrent `inject` calls do not lose entries.
 pub fn update<T>(state: &StateDir, change: impl FnOnce(&mut Injections) -> T) -> Result<T> {
-    use nix::fcntl::{Flock, FlockArg};
+    use volhealth_daemon::file_lock::{Held, lock_exclusive};
     std::fs::create_dir_all(state.root())
         .map_err(|e| Error::io("creating state dir", state.root(), e))?;
     let lock_path = state.injections_lock_path();
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io("opening lock file", &lock_path, e))?;
-    let _lock = Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| Error::io("locking", &lock_path, std::io::Error::from(errno)))?;
+    let _lock =
+        lock_exclusive(&lock_path, Held::Wait).map_err(|e| Error::io("locking", &lock_path, e))?;
     let mut inj = load(state)?;
     let out = change(&mut inj);
     store(state, &inj)?;

@@ -19,6 +19,7 @@ use crate::failure::Context as _;
 use crate::failure::{Result, bail, ensure, invalid};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use volhealth_daemon::file_lock::{FileLock, Held, lock_exclusive};
 
 /// Where `up` keeps its state unless `--dir` says otherwise, and where `inject` looks for it.
 pub const DEFAULT_DIR: &str = ".volhealth";
@@ -284,7 +285,7 @@ impl RunRecord {
 
 /// Holds `<dir>/up.lock` for the life of the value.
 pub struct DirLock {
-    _lock: nix::fcntl::Flock<std::fs::File>,
+    _lock: FileLock,
 }
 
 /// Creates the dir (checking it is usable) and takes its lock; a second `up` on the same dir
@@ -307,20 +308,14 @@ pub fn prepare(layout: &Layout) -> Result<DirLock> {
             .with_context(|| format!("creating {} (is --dir writable?)", dir.display()))?;
     }
     let path = layout.lock();
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening {} (is --dir writable?)", path.display()))?;
-    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
-        if errno == nix::errno::Errno::EWOULDBLOCK {
+    let lock = lock_exclusive(&path, Held::Fail).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
             invalid!(
                 "another `volhealth up` is already running with --dir {}; stop it first (Ctrl-C) or use another --dir",
                 root.display()
             )
         } else {
-            invalid!("locking {}: {errno}", path.display())
+            invalid!("locking {} (is --dir writable?): {e}", path.display())
         }
     })?;
     Ok(DirLock { _lock: lock })
