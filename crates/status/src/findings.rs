@@ -72,6 +72,33 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A finding of one condition (status, reason, message) on `kind` `name`, as `source`
+    /// reported it; what else is known of the object is the caller's to add.
+    pub(crate) fn of_condition(
+        kind: &str,
+        name: &str,
+        source: Source,
+        (status, reason, message): (&str, &str, Option<&str>),
+    ) -> Finding {
+        Finding {
+            namespace: None,
+            kind: kind.to_string(),
+            name: name.to_string(),
+            source,
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message: message.unwrap_or_default().to_string(),
+            last_transition_time: None,
+            node: None,
+            driver: None,
+            pod_volume: None,
+            claim: None,
+            persistent_volume: None,
+            access_mode: None,
+            volume_mode: None,
+        }
+    }
+
     /// `kind/name` in kubectl's short form, e.g. `pvc/data-0`.
     pub fn object(&self) -> String {
         let short = match self.kind.as_str() {
@@ -172,25 +199,22 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
         let name = pvc.metadata.name.clone().unwrap_or_default();
         let pv = pvc.spec.as_ref().and_then(|s| s.volume_name.clone());
         for c in volume_conditions(health.health_conditions.as_ref()) {
+            let condition = (c.status.as_str(), c.reason.as_str(), c.message.as_deref());
             out.push(Finding {
                 namespace: pvc.metadata.namespace.clone(),
-                kind: "PersistentVolumeClaim".into(),
-                name: name.clone(),
-                source: Source::Controller,
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                message: c.message.clone().unwrap_or_default(),
                 last_transition_time: time(health.last_transition_time.as_ref()),
-                node: None,
                 driver: pv
                     .as_deref()
                     .and_then(|p| pv_driver.get(p))
                     .map(|d| d.to_string()),
-                pod_volume: None,
                 claim: Some(name.clone()),
                 persistent_volume: pv.clone(),
-                access_mode: None,
-                volume_mode: None,
+                ..Finding::of_condition(
+                    "PersistentVolumeClaim",
+                    &name,
+                    Source::Controller,
+                    condition,
+                )
             });
         }
     }
@@ -221,22 +245,16 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
                         .map(|c| c.driver.clone())
                 });
             for c in volume_conditions(entry.health_conditions.as_ref()) {
+                let condition = (c.status.as_str(), c.reason.as_str(), c.message.as_deref());
                 out.push(Finding {
                     namespace: ns.clone(),
-                    kind: "Pod".into(),
-                    name: name.clone(),
-                    source: Source::Node,
-                    status: c.status.clone(),
-                    reason: c.reason.clone(),
-                    message: c.message.clone().unwrap_or_default(),
                     last_transition_time: time(entry.last_transition_time.as_ref()),
                     node: spec.and_then(|s| s.node_name.clone()),
                     driver: driver.clone(),
                     pod_volume: Some(entry.name.clone()),
                     claim: claim.clone(),
                     persistent_volume: pv.clone(),
-                    access_mode: None,
-                    volume_mode: None,
+                    ..Finding::of_condition("Pod", &name, Source::Node, condition)
                 });
             }
         }
@@ -253,22 +271,14 @@ pub fn collect(snap: &Snapshot) -> Vec<Finding> {
         let name = csinode.metadata.name.clone().unwrap_or_default();
         for driver in drivers {
             for c in driver.health_conditions.iter().flatten() {
+                let condition = (c.status.as_str(), c.reason.as_str(), c.message.as_deref());
                 out.push(Finding {
-                    namespace: None,
-                    kind: "CSINode".into(),
-                    name: name.clone(),
-                    source: Source::Backend,
-                    status: c.status.clone(),
-                    reason: c.reason.clone(),
-                    message: c.message.clone().unwrap_or_default(),
                     last_transition_time: time(c.last_transition_time.as_ref()),
                     node: Some(name.clone()),
                     driver: Some(driver.name.clone()),
-                    pod_volume: None,
-                    claim: None,
-                    persistent_volume: None,
                     access_mode: c.access_mode.clone(),
                     volume_mode: c.volume_mode.clone(),
+                    ..Finding::of_condition("CSINode", &name, Source::Backend, condition)
                 });
             }
         }

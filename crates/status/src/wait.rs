@@ -125,20 +125,12 @@ mod tests {
     fn finding(kind: &str, name: &str, reason: &str) -> Finding {
         Finding {
             namespace: Some("default".into()),
-            kind: kind.into(),
-            name: name.into(),
-            source: Source::Controller,
-            status: "Inaccessible".into(),
-            reason: reason.into(),
-            message: String::new(),
-            last_transition_time: None,
-            node: None,
-            driver: None,
-            pod_volume: None,
-            claim: None,
-            persistent_volume: None,
-            access_mode: None,
-            volume_mode: None,
+            ..Finding::of_condition(
+                kind,
+                name,
+                Source::Controller,
+                ("Inaccessible", reason, None),
+            )
         }
     }
 
