@@ -17,6 +17,34 @@ const SPEC_KEY: &str = "csinodes";
 /// The backoff key of the coverage annotation's writes (kept apart from spec.drivers').
 const COVERAGE_KEY: &str = "csinodes coverage";
 
+/// One of the agent's writes of its CSINode, as its failures are told.
+struct CsiNodeWrite {
+    /// Its key in the refusal backoff.
+    key: &'static str,
+    /// What the API server refused.
+    what: &'static str,
+    /// The write, as in "… failed".
+    doing: &'static str,
+    /// What a refusal means meanwhile ("" when nothing to add), ending in "; ".
+    meanwhile: &'static str,
+}
+
+/// The write of the node's health sources annotation.
+const SOURCES_WRITE: CsiNodeWrite = CsiNodeWrite {
+    key: COVERAGE_KEY,
+    what: "node health sources annotation",
+    doing: "publishing the node health sources",
+    meanwhile: "`volhealth status` shows this node's side as unknown; ",
+};
+
+/// The write of the node's `spec.drivers`.
+const DRIVERS_WRITE: CsiNodeWrite = CsiNodeWrite {
+    key: SPEC_KEY,
+    what: "drivers update",
+    doing: "updating the drivers",
+    meanwhile: "",
+};
+
 /// The [`coverage::NODE_SOURCES`] value for the registered drivers.
 pub fn coverage_value(drivers: &BTreeMap<String, Arc<Driver>>) -> String {
     let sources: BTreeMap<String, NodeSources> = drivers
@@ -240,20 +268,8 @@ impl Agent {
                 updated
             }
             Err(e) => {
-                let kind = e.kind();
-                self.deps.metrics.write(SPEC_KEY, kind.result_label());
-                if kind == FailureKind::Refused || e.is_forbidden() {
-                    let (_, first) = self.state().spec_backoff.refused(&COVERAGE_KEY);
-                    if first {
-                        tracing::warn!(
-                            "CSINode {node}: the API server refused the node health sources annotation ({e}); `volhealth status` shows this node's side as unknown; retrying slowly"
-                        );
-                    }
-                } else {
-                    tracing::warn!(
-                        "CSINode {node}: publishing the node health sources failed ({e}); retrying next cycle"
-                    );
-                }
+                // Forbidden too is a refusal here: the annotation is optional, the agent goes on.
+                self.csinode_write_failed(&SOURCES_WRITE, &node, &e, e.is_forbidden());
                 csinode
             }
         }
@@ -285,18 +301,33 @@ impl Agent {
     }
 
     fn spec_write_failed(&self, node: &str, e: &crate::cluster::ApiFailure) {
+        self.csinode_write_failed(&DRIVERS_WRITE, node, e, false);
+    }
+
+    /// Counts a failed write of the CSINode and says so: a refusal (or `refused` anyway) once,
+    /// then backed off under the write's key; any other failure each time, retried next cycle.
+    fn csinode_write_failed(
+        &self,
+        write: &CsiNodeWrite,
+        node: &str,
+        e: &crate::cluster::ApiFailure,
+        refused: bool,
+    ) {
         let kind = e.kind();
         self.deps.metrics.write(SPEC_KEY, kind.result_label());
-        if kind == FailureKind::Refused {
-            let (_, first) = self.state().spec_backoff.refused(&SPEC_KEY);
+        if kind == FailureKind::Refused || refused {
+            let (_, first) = self.state().spec_backoff.refused(&write.key);
             if first {
                 tracing::warn!(
-                    "CSINode {node}: the API server refused the drivers update ({e}); retrying slowly"
+                    "CSINode {node}: the API server refused the {} ({e}); {}retrying slowly",
+                    write.what,
+                    write.meanwhile
                 );
             }
         } else {
             tracing::warn!(
-                "CSINode {node}: updating the drivers failed ({e}); retrying next cycle"
+                "CSINode {node}: {} failed ({e}); retrying next cycle",
+                write.doing
             );
         }
     }
