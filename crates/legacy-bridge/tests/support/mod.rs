@@ -1,7 +1,8 @@
-//! A legacy CSI driver that volhealth did not write: its messages are declared here from the
-//! CSI v1.12.0 field numbers (`VolumeCondition` at field 2 of `VolumeStatus` and of
-//! `NodeGetVolumeStatsResponse`; controller capability VOLUME_CONDITION = 11, node = 4), and it
-//! serves them over a real unix socket. Each volume's answer is set by the test.
+//! A legacy CSI driver that volhealth did not write: its messages are generated from a schema
+//! of their own (`tests/proto/legacy_csi.proto`, at the CSI v1.12.0 field numbers:
+//! `VolumeCondition` at field 2 of `VolumeStatus` and of `NodeGetVolumeStatsResponse`; controller
+//! capability VOLUME_CONDITION = 11, node = 4), not from the bridge's `src/wire.rs`, and it serves
+//! them over a real unix socket. Each volume's answer is set by the test.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test support fails by panicking
 
@@ -13,98 +14,12 @@ use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
 
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct VolumeCondition {
-    #[prost(bool, tag = "1")]
-    pub abnormal: bool,
-    #[prost(string, tag = "2")]
-    pub message: String,
+/// The legacy messages, generated from `tests/proto/legacy_csi.proto` by the build script.
+#[allow(clippy::all, missing_docs)]
+mod legacy {
+    include!(concat!(env!("OUT_DIR"), "/legacy/csi.v1.rs"));
 }
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Volume {
-    #[prost(int64, tag = "1")]
-    pub capacity_bytes: i64,
-    #[prost(string, tag = "2")]
-    pub volume_id: String,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct VolumeStatus {
-    #[prost(string, repeated, tag = "1")]
-    pub published_node_ids: Vec<String>,
-    #[prost(message, optional, tag = "2")]
-    pub volume_condition: Option<VolumeCondition>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Entry {
-    #[prost(message, optional, tag = "1")]
-    pub volume: Option<Volume>,
-    #[prost(message, optional, tag = "2")]
-    pub status: Option<VolumeStatus>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ListVolumesRequest {
-    #[prost(int32, tag = "1")]
-    pub max_entries: i32,
-    #[prost(string, tag = "2")]
-    pub starting_token: String,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ListVolumesResponse {
-    #[prost(message, repeated, tag = "1")]
-    pub entries: Vec<Entry>,
-    #[prost(string, tag = "2")]
-    pub next_token: String,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ControllerGetVolumeRequest {
-    #[prost(string, tag = "1")]
-    pub volume_id: String,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ControllerGetVolumeResponse {
-    #[prost(message, optional, tag = "1")]
-    pub volume: Option<Volume>,
-    #[prost(message, optional, tag = "2")]
-    pub status: Option<VolumeStatus>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct NodeGetVolumeStatsRequest {
-    #[prost(string, tag = "1")]
-    pub volume_id: String,
-    #[prost(string, tag = "2")]
-    pub volume_path: String,
-    #[prost(string, tag = "3")]
-    pub staging_target_path: String,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct NodeGetVolumeStatsResponse {
-    #[prost(message, optional, tag = "2")]
-    pub volume_condition: Option<VolumeCondition>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Empty {}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Rpc {
-    #[prost(int32, tag = "1")]
-    pub r#type: i32,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Capability {
-    #[prost(message, optional, tag = "1")]
-    pub rpc: Option<Rpc>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Capabilities {
-    #[prost(message, repeated, tag = "1")]
-    pub capabilities: Vec<Capability>,
-}
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct PluginInfo {
-    #[prost(string, tag = "1")]
-    pub name: String,
-    #[prost(string, tag = "2")]
-    pub vendor_version: String,
-}
+pub use legacy::*;
 
 /// What the fake answers about one volume.
 #[derive(Debug, Clone)]
