@@ -98,7 +98,7 @@ impl Driver {
         self.service = Some(Service::start_maybe_logged(
             "driver",
             self.log.as_ref(),
-            move |shutdown| async move { volhealth_driver::run(config, shutdown).await },
+            move |shutdown| volhealth_driver::run(config, shutdown),
         ));
         let endpoint = self.endpoint.clone();
         wait_for(START_TIMEOUT, "the driver's socket", || async {

@@ -57,28 +57,26 @@ pub fn agent_config(
 
 /// Runs the monitor with `config` until the service is stopped.
 pub fn run_monitor(name: &str, config: MonitorConfig) -> Service {
-    Service::start(name, move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown).await
+    Service::start(name, move |shutdown| {
+        volhealth_monitor::run(config, shutdown)
     })
 }
 
 /// [`run_monitor`] with everything the monitor logs going to `log`.
 pub fn run_monitor_logged(name: &str, config: MonitorConfig, log: &CapturedLog) -> Service {
-    Service::start_logged(name, log, move |shutdown| async move {
-        volhealth_monitor::run(config, shutdown).await
+    Service::start_logged(name, log, move |shutdown| {
+        volhealth_monitor::run(config, shutdown)
     })
 }
 
 /// Runs the agent with `config` until the service is stopped.
 pub fn run_agent(name: &str, config: AgentConfig) -> Service {
-    Service::start(name, move |shutdown| async move {
-        volhealth_agent::run(config, shutdown).await
-    })
+    Service::start(name, move |shutdown| volhealth_agent::run(config, shutdown))
 }
 
 /// [`run_agent`] with what the agent logs going to `log`.
 pub fn run_agent_logged(name: &str, config: AgentConfig, log: &CapturedLog) -> Service {
-    Service::start_logged(name, log, move |shutdown| async move {
-        volhealth_agent::run(config, shutdown).await
+    Service::start_logged(name, log, move |shutdown| {
+        volhealth_agent::run(config, shutdown)
     })
 }
