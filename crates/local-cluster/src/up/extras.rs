@@ -44,22 +44,17 @@ impl Extras {
         running: &mut Running,
     ) -> Result<()> {
         if self.with_extender {
-            self.start_extender(client, layout, running).await?;
+            grant_rbac(client, "the scheduler extender", rbac::EXTENDER_RBAC).await?;
+            self.start_extender(layout, running).await?;
         }
         if self.with_remediation {
-            self.start_remediation(client, layout, metrics, running)
-                .await?;
+            grant_rbac(client, "the remediation controller", rbac::REMEDIATE_RBAC).await?;
+            self.start_remediation(layout, metrics, running).await?;
         }
         Ok(())
     }
 
-    async fn start_extender(
-        &self,
-        client: &kube::Client,
-        layout: &Layout,
-        running: &mut Running,
-    ) -> Result<()> {
-        grant_rbac(client, "the scheduler extender", rbac::EXTENDER_RBAC).await?;
+    async fn start_extender(&self, layout: &Layout, running: &mut Running) -> Result<()> {
         let p = Progress;
         p.step("starting the scheduler extender");
         running.start(
@@ -84,12 +79,10 @@ impl Extras {
 
     async fn start_remediation(
         &self,
-        client: &kube::Client,
         layout: &Layout,
         metrics: &MetricsPorts,
         running: &mut Running,
     ) -> Result<()> {
-        grant_rbac(client, "the remediation controller", rbac::REMEDIATE_RBAC).await?;
         let p = Progress;
         let policy = match &self.remediation_policy {
             Some(file) => file.clone(),
