@@ -15,12 +15,7 @@ use volhealth_testkit::{api_patches, metric, storage_probes, wait_cycles};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_reports_and_clears_every_condition() {
     let w = World::start().await;
-    let handle = w.create_volume("vol-web").await;
-    let uid = w.pod_with_volume("web", &handle, NODE).await;
-    assert!(
-        w.kubelet_mount(&handle, &uid, "pv-web").await,
-        "staging a created volume succeeds"
-    );
+    let handle = w.mounted_pod("web").await;
     let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
 
     // The driver is found through plugins_registry and listed in the CSINode the agent creates.
@@ -128,9 +123,7 @@ async fn agent_reports_and_clears_every_condition() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_raises_events_on_the_pod_and_the_csinode() {
     let w = World::start().await;
-    let handle = w.create_volume("vol-web").await;
-    let uid = w.pod_with_volume("web", &handle, NODE).await;
-    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    let handle = w.mounted_pod("web").await;
     let (_agent, url) = w.start_agent("agent", "nodeatok", NODE).await;
     wait_cycles(&url, 1.0).await;
     w.inject_node_volume(&handle, "Inaccessible", "Gone");

@@ -12,9 +12,7 @@ use support::wait_for_async;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_with_the_gate_off_makes_no_calls_and_no_writes() {
     let w = World::start().await;
-    let handle = w.create_volume("vol-web").await;
-    let uid = w.pod_with_volume("web", &handle, NODE).await;
-    assert!(w.kubelet_mount(&handle, &uid, "pv-web").await);
+    let handle = w.mounted_pod("web").await;
     w.inject(&[
         "volume", &handle, "--side", "node", "--status", "Degraded", "--reason", "Slow",
     ]);

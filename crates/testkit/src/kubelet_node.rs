@@ -153,6 +153,20 @@ impl KubeletNode {
             .join("mount")
     }
 
+    /// Volume `vol-POD` created on the driver, used by pod `POD` on [`KUBELET_NODE`] (see
+    /// [`KubeletNode::pod_with_volume`]) and staged and published there as the kubelet would;
+    /// returns the volume's handle.
+    pub async fn mounted_pod(&self, pod: &str) -> String {
+        let handle = self.create_volume(&format!("vol-{pod}")).await;
+        let uid = self.pod_with_volume(pod, &handle, KUBELET_NODE).await;
+        assert!(
+            self.kubelet_mount(&handle, &uid, &format!("pv-{pod}"))
+                .await,
+            "staging a created volume succeeds"
+        );
+        handle
+    }
+
     /// What the kubelet does: make the staging dir, NodeStageVolume; then the pod dir, NodePublishVolume.
     /// Returns whether staging succeeded (publish is only attempted then).
     pub async fn kubelet_mount(&self, handle: &str, uid: &str, pv: &str) -> bool {

@@ -26,7 +26,7 @@ pub struct World {
 }
 
 /// The node cluster: `api`, `admin`, `dir`, `root`, `state`, `endpoint`, `token_kubeconfig`,
-/// `create_volume`, `pod_with_volume`, `kubelet_mount`, `pod_conditions`, `events_about`,
+/// `create_volume`, `pod_with_volume`, `kubelet_mount`, `mounted_pod`, `pod_conditions`, `events_about`,
 /// `csinode`, `csinode_named`.
 impl std::ops::Deref for World {
     type Target = KubeletNode;
@@ -143,9 +143,7 @@ impl World {
     /// Pod `web` with volume `vol-web` mounted on NODE, the volume Degraded (Slow) on the node
     /// side; returns the volume's handle.
     pub async fn slow_web_pod(&self) -> String {
-        let handle = self.create_volume("vol-web").await;
-        let uid = self.pod_with_volume("web", &handle, NODE).await;
-        assert!(self.kubelet_mount(&handle, &uid, "pv-web").await);
+        let handle = self.mounted_pod("web").await;
         self.inject_node_volume(&handle, "Degraded", "Slow");
         handle
     }
