@@ -31,6 +31,13 @@ pub enum Source {
 }
 
 impl Source {
+    /// Every source, in the order `volhealth status` lists them.
+    pub const ALL: [Source; 3] = [
+        Source::HealthRpcs,
+        Source::LegacyVolumeCondition,
+        Source::Annotation,
+    ];
+
     /// The annotation value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -50,13 +57,7 @@ impl Source {
     }
 
     fn parse(s: &str) -> Option<Source> {
-        [
-            Source::HealthRpcs,
-            Source::LegacyVolumeCondition,
-            Source::Annotation,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Source::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -209,12 +210,7 @@ mod tests {
 
     #[test]
     fn controller_values_read_back_as_written() {
-        for s in [
-            None,
-            Some(Source::HealthRpcs),
-            Some(Source::LegacyVolumeCondition),
-            Some(Source::Annotation),
-        ] {
+        for s in std::iter::once(None).chain(Source::ALL.map(Some)) {
             assert_eq!(parse_controller(controller_value(s)), Ok(s));
         }
         assert!(parse_controller("carrier-pigeon").is_err());
