@@ -10,7 +10,7 @@ use crate::kubeconfig::Connection;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 /// What the dry run showed.
@@ -28,88 +28,98 @@ pub enum Gate {
 }
 
 /// The condition the dry run writes: valid by the KEP's rules, and never stored.
-fn probe_condition() -> serde_json::Value {
-    json!({"status": "Degraded", "reason": "VolhealthStorageCheck", "message": "dry run by volhealth status; not stored"})
+fn probe_condition(status: &str) -> serde_json::Value {
+    json!({"status": status, "reason": "VolhealthStorageCheck", "message": "dry run by volhealth status; not stored"})
 }
 
 /// Asks the API server, through a dry-run write on one object of `snapshot`, whether it keeps
 /// the health fields.
 pub async fn check(conn: &Connection, snapshot: &Snapshot) -> Gate {
-    let client = conn.client.clone();
-    let answer = if let Some(pvc) = snapshot.pvcs.first() {
-        let ns = pvc.metadata.namespace.clone().unwrap_or_default();
-        let patch = json!({"status": {"healthStatus": {"healthConditions": [probe_condition()]}}});
-        dry_run(
-            Api::<PersistentVolumeClaim>::namespaced(client, &ns),
-            "pvc",
-            &pvc.metadata,
-            patch,
-            |o| o.status.and_then(|s| s.health_status).is_some(),
-        )
-        .await
+    let target = if let Some(pvc) = snapshot.pvcs.first() {
+        Target {
+            resource: ApiResource::erase::<PersistentVolumeClaim>(&()),
+            short: "pvc",
+            meta: &pvc.metadata,
+            field: "healthStatus",
+            value: json!({"healthConditions": [probe_condition("Degraded")]}),
+        }
     } else if let Some((pod, volume)) = snapshot.pods.iter().find_map(|p| {
         let v = p.spec.as_ref()?.volumes.as_ref()?.first()?.name.clone();
         Some((p, v))
     }) {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let patch = json!({"status": {"volumeHealth": [{"name": volume, "healthConditions": [probe_condition()]}]}});
-        dry_run(
-            Api::<Pod>::namespaced(client, &ns),
-            "pod",
-            &pod.metadata,
-            patch,
-            |o| o.status.and_then(|s| s.volume_health).is_some(),
-        )
-        .await
+        Target {
+            resource: ApiResource::erase::<Pod>(&()),
+            short: "pod",
+            meta: &pod.metadata,
+            field: "volumeHealth",
+            value: json!([{"name": volume, "healthConditions": [probe_condition("Degraded")]}]),
+        }
     } else if let Some((node, driver)) = snapshot.csinodes.iter().find_map(|n| {
         let d = n.spec.drivers.first()?.name.clone();
         Some((n, d))
     }) {
-        let patch = json!({"status": {"storageHealth": [{"name": driver, "healthConditions": [
-            {"status": "StorageDegraded", "reason": "VolhealthStorageCheck", "message": "dry run by volhealth status; not stored"}]}]}});
-        dry_run(
-            Api::<CSINode>::all(client),
-            "csinode",
-            &node.metadata,
-            patch,
-            |o| o.status.and_then(|s| s.storage_health).is_some(),
-        )
-        .await
+        Target {
+            resource: ApiResource::erase::<CSINode>(&()),
+            short: "csinode",
+            meta: &node.metadata,
+            field: "storageHealth",
+            value: json!([{"name": driver, "healthConditions": [probe_condition("StorageDegraded")]}]),
+        }
     } else {
         return Gate::Stored;
     };
-    match answer {
-        Ok((_, true)) => Gate::Stored,
-        Ok((object, false)) => Gate::Dropped { object },
+    let object = target.object();
+    match target.dry_run(conn.client.clone()).await {
+        Ok(true) => Gate::Stored,
+        Ok(false) => Gate::Dropped { object },
         Err(kube::Error::Api(s)) => Gate::Unknown(format!("{} ({})", s.message, s.code)),
         Err(e) => Gate::Unknown(crate::kubeconfig::root_cause(&e)),
     }
 }
 
-/// Writes the status merge `patch` on the `kind` object of `meta` through `api` as a dry run:
-/// the object (`kind/NAMESPACE/NAME`, or `kind/NAME`), and whether the answer kept the health
-/// field (`kept` looks).
-async fn dry_run<K>(
-    api: Api<K>,
-    kind: &str,
-    meta: &ObjectMeta,
-    patch: serde_json::Value,
-    kept: impl FnOnce(K) -> bool,
-) -> kube::Result<(String, bool)>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let name = meta.name.clone().unwrap_or_default();
-    let object = match &meta.namespace {
-        Some(ns) => format!("{kind}/{ns}/{name}"),
-        None => format!("{kind}/{name}"),
-    };
-    let dry = PatchParams {
-        dry_run: true,
-        ..PatchParams::default()
-    };
-    let answer = api.patch_status(&name, &dry, &Patch::Merge(patch)).await?;
-    Ok((object, kept(answer)))
+/// The object the dry run writes, and the status field it writes there.
+struct Target<'a> {
+    /// Its kind.
+    resource: ApiResource,
+    /// Its kind as the table shortens it (`pvc`, `pod`, `csinode`).
+    short: &'static str,
+    /// Its name and namespace.
+    meta: &'a ObjectMeta,
+    /// The health field of its `status`.
+    field: &'static str,
+    /// What the dry run writes into the field.
+    value: serde_json::Value,
+}
+
+impl Target<'_> {
+    /// `short/NAMESPACE/NAME`, or `short/NAME` for a cluster-scoped object.
+    fn object(&self) -> String {
+        let name = self.meta.name.as_deref().unwrap_or_default();
+        match &self.meta.namespace {
+            Some(ns) => format!("{}/{ns}/{name}", self.short),
+            None => format!("{}/{name}", self.short),
+        }
+    }
+
+    /// Writes the field with a status merge patch as a dry run; whether the answer kept it.
+    async fn dry_run(self, client: kube::Client) -> kube::Result<bool> {
+        let api: Api<DynamicObject> = match &self.meta.namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &self.resource),
+            None => Api::all_with(client, &self.resource),
+        };
+        let dry = PatchParams {
+            dry_run: true,
+            ..PatchParams::default()
+        };
+        let patch = json!({"status": {self.field: self.value}});
+        let name = self.meta.name.as_deref().unwrap_or_default();
+        let answer = api.patch_status(name, &dry, &Patch::Merge(patch)).await?;
+        Ok(answer
+            .data
+            .get("status")
+            .and_then(|s| s.get(self.field))
+            .is_some_and(|v| !v.is_null()))
+    }
 }
 
 /// What the table says instead of "no conditions" when the gate is off.

@@ -383,3 +383,78 @@ async fn a_server_that_drops_the_fields_is_never_shown_as_healthy() {
         "{doc}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_claim_in_scope_the_gate_is_asked_on_a_pod_or_else_a_csinode() {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::storage::v1::CSINode;
+    use kube::api::{Api, ListParams};
+    use volhealth_status::findings::Snapshot;
+    use volhealth_status::gate::{Gate, check};
+    for (gate, stores) in [
+        ("CSIVolumeHealth=true", true),
+        ("CSIVolumeHealth=false", false),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let api = start_apiserver(tmp.path(), &["--feature-gates", gate]);
+        seed_claim_pod_and_csinode(&api.kubeconfig).await;
+        let conn = volhealth_status::kubeconfig::connect(
+            Some(&api.kubeconfig),
+            None,
+            Duration::from_secs(10),
+            false,
+        )
+        .await
+        .unwrap();
+        let list = ListParams::default();
+        let pods = Api::<Pod>::all(conn.client.clone())
+            .list(&list)
+            .await
+            .unwrap();
+        let csinodes = Api::<CSINode>::all(conn.client.clone())
+            .list(&list)
+            .await
+            .unwrap();
+        let pod = pods.items[0].metadata.clone();
+        let node = csinodes.items[0].metadata.name.clone().unwrap();
+        let cases = [
+            (
+                Snapshot {
+                    pods: pods.items,
+                    ..Snapshot::default()
+                },
+                format!(
+                    "pod/{}/{}",
+                    pod.namespace.unwrap(),
+                    pod.name.clone().unwrap()
+                ),
+            ),
+            (
+                Snapshot {
+                    csinodes: csinodes.items,
+                    ..Snapshot::default()
+                },
+                format!("csinode/{node}"),
+            ),
+        ];
+        for (snapshot, object) in cases {
+            let want = if stores {
+                Gate::Stored
+            } else {
+                Gate::Dropped { object }
+            };
+            assert_eq!(check(&conn, &snapshot).await, want, "{gate}");
+        }
+        // The dry runs stored nothing.
+        let (_, _, body) = http_get(
+            &format!(
+                "{}/api/v1/namespaces/default/pods/{}",
+                api.url,
+                pod.name.unwrap()
+            ),
+            None,
+        )
+        .unwrap();
+        assert!(!body.contains("VolhealthStorageCheck"), "{body}");
+    }
+}
