@@ -64,7 +64,7 @@ async fn unknown_fields_in_an_apply_are_refused_warned_or_dropped_and_never_owne
     let a = apply(&api, &target("s"), Some("Strict"), &pvc_yaml("s", "a")).await;
     assert_eq!(a.code, 400, "{}", a.json);
     assert_eq!(a.json["kind"], "Status", "{}", a.json);
-    let msg = a.json["message"].as_str().unwrap();
+    let msg = a.message();
     for f in [".spec.foo", ".metadata.bogus"] {
         assert!(
             msg.contains(&format!("{f}: field not declared in schema")),
@@ -137,7 +137,7 @@ async fn unknown_fields_inside_applied_status_lists_are_pruned_before_ownership(
 
     let a = apply(&api, &target, Some("Strict"), body).await;
     assert_eq!(a.code, 400, "{}", a.json);
-    let msg = a.json["message"].as_str().unwrap();
+    let msg = a.message();
     assert!(
         msg.contains(&format!(".{path}: field not declared in schema")),
         "{msg}"
@@ -185,7 +185,7 @@ async fn a_repeated_key_in_an_apply_is_refused_under_strict_and_the_last_wins_ot
 
     let a = apply(&api, &target, Some("Strict"), body).await;
     assert_eq!(a.code, 400, "{}", a.json);
-    let msg = a.json["message"].as_str().unwrap();
+    let msg = a.message();
     assert!(msg.contains("duplicate field \"spec.volumeName\""), "{msg}");
     assert_eq!(api.get(&format!("{PVCS}/d")).await.code, 404);
 

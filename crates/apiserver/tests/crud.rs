@@ -59,12 +59,7 @@ async fn crud_conflicts_and_the_status_rule() {
         "{}",
         put.text
     );
-    assert!(
-        put.json["message"]
-            .as_str()
-            .unwrap()
-            .contains("the object has been modified")
-    );
+    assert!(put.message().contains("the object has been modified"));
     let sp = api
         .patch(
             &format!("{PVCS}/data-1/status"),

@@ -135,9 +135,7 @@ async fn validation_answers_422_with_field_paths() {
             r.text
         );
         assert!(
-            r.json["message"]
-                .as_str()
-                .unwrap()
+            r.message()
                 .starts_with("PersistentVolumeClaim \"d\" is invalid: ")
         );
     }
@@ -224,7 +222,7 @@ async fn node_tokens_are_scoped_to_their_node() {
         .patch(&format!("{PODS}/on-b/status"), STRATEGIC, &vh)
         .await;
     assert_eq!(other.code_and_reason(), (403, Some("Forbidden")));
-    let msg = other.json["message"].as_str().unwrap();
+    let msg = other.message();
     assert!(msg.starts_with("pods \"on-b\" is forbidden: User \"system:node:node-a\" cannot patch resource \"pods/status\""), "{msg}");
     assert!(msg.contains("node \"node-a\" can only"), "{msg}");
 

@@ -142,9 +142,7 @@ async fn bindings_decide_what_token_users_may_do() {
         .await;
     assert_eq!(main.code, 403, "{}", main.text);
     assert!(
-        main.json["message"]
-            .as_str()
-            .unwrap()
+        main.message()
             .contains("cannot patch resource \"persistentvolumeclaims\""),
         "{}",
         main.text
@@ -254,9 +252,7 @@ async fn rbac_objects_are_validated_as_kube_apiserver_does() {
         ]
     );
     assert!(
-        a.json["message"]
-            .as_str()
-            .unwrap()
+        a.message()
             .starts_with("RoleBinding \"bad\" is invalid: [roleRef.kind: Unsupported value: \"Robot\": supported values: \"Role\", \"ClusterRole\""),
         "{}",
         a.text
@@ -305,14 +301,7 @@ async fn rbac_objects_are_validated_as_kube_apiserver_does() {
         .await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(causes(&a), ["roleRef"]);
-    assert!(
-        a.json["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("cannot change roleRef"),
-        "{}",
-        a.text
-    );
+    assert!(a.message().ends_with("cannot change roleRef"), "{}", a.text);
 
     // Rules: verbs required; resource rules need groups and resources; non-resource URLs only on
     // ClusterRoles and never mixed with resources.
@@ -413,7 +402,7 @@ async fn discovery_paths_nodes_and_anonymous_requests() {
     let s = node.get("/api/v1/namespaces/default/secrets").await;
     assert_eq!(s.code, 403);
     assert!(
-        s.json["message"].as_str().unwrap().ends_with(
+        s.message().ends_with(
             "node \"node-a\" may only get secrets referenced by pods bound to it, one by name"
         ),
         "{}",

@@ -45,6 +45,13 @@ impl Answer {
         (self.code, self.json["reason"].as_str())
     }
 
+    /// The `message` of the body (a Status' message); a body without one fails the test.
+    pub fn message(&self) -> &str {
+        self.json["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no message in the answer: {}", self.text))
+    }
+
     /// The answer of `resp`: None when its body cannot be read.
     async fn read(resp: reqwest::Response) -> Option<Answer> {
         let code = resp.status().as_u16();
