@@ -60,9 +60,14 @@ fn sample() -> Vec<u8> {
 }
 
 /// 1,500 cases in every run; the fuzz run sets `VOLHEALTH_FUZZ_CASES=100000` (see
-/// docs/benchmarks.md).
+/// docs/benchmarks.md). Read here, not through testkit's `fuzz_cases`: testkit would bring a
+/// transport into this crate's dependencies (see tests/no_transport.rs of volhealth-model).
 fn cases() -> u32 {
-    volhealth_testkit::fuzz_cases(1500)
+    std::env::var("VOLHEALTH_FUZZ_CASES").map_or(1500, |v| {
+        v.trim()
+            .parse()
+            .expect("VOLHEALTH_FUZZ_CASES is a whole number of cases")
+    })
 }
 
 proptest! {

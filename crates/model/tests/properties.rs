@@ -18,7 +18,13 @@ use volhealth_model::*;
 /// docs/benchmarks.md).
 fn cases() -> ProptestConfig {
     ProptestConfig {
-        cases: volhealth_testkit::fuzz_cases(1000),
+        // Read here, not through testkit's `fuzz_cases`: testkit would bring a transport into
+        // this crate's dependencies (see tests/no_transport.rs).
+        cases: std::env::var("VOLHEALTH_FUZZ_CASES").map_or(1000, |v| {
+            v.trim()
+                .parse()
+                .expect("VOLHEALTH_FUZZ_CASES is a whole number of cases")
+        }),
         ..ProptestConfig::default()
     }
 }
