@@ -227,6 +227,17 @@ fn truth_from(mask: &[Option<u8>]) -> Truth {
         .collect()
 }
 
+/// The scenarios both list-mode properties range over: what the driver reports about up to
+/// seven volumes, what goes wrong in each of up to eleven list cycles, and whether
+/// ControllerGetVolumeHealth is there.
+fn list_scenario() -> impl Strategy<Value = (Truth, Vec<CycleFaults>, bool)> {
+    (
+        prop::collection::vec(prop::option::of(0u8..5), 1..8).prop_map(|m| truth_from(&m)),
+        prop::collection::vec(cycle_faults(), 1..12),
+        any::<bool>(),
+    )
+}
+
 /// Runs one list cycle against `truth` and applies the verdicts to `api`.
 /// Returns true when the cycle completed.
 fn run_cycle(
@@ -300,12 +311,7 @@ proptest! {
     /// spec's paging inconsistency allows), failed pages and failed Gets never clear a condition
     /// the driver still reports.
     #[test]
-    fn no_false_clear_in_list_mode(
-        mask in prop::collection::vec(prop::option::of(0u8..5), 1..8),
-        faults in prop::collection::vec(cycle_faults(), 1..12),
-        get_available in any::<bool>(),
-    ) {
-        let truth = truth_from(&mask);
+    fn no_false_clear_in_list_mode((truth, faults, get_available) in list_scenario()) {
         let mut tracker = ListRecovery::new();
         let mut api = BTreeMap::new();
         let mut omitted_last = BTreeSet::new();
@@ -335,12 +341,7 @@ proptest! {
     /// complete cycles without Get, and on the first complete cycle whose confirming Get answers
     /// with Get, however many failed cycles (or failed confirmations) come between.
     #[test]
-    fn real_recovery_clears_within_two_complete_cycles(
-        mask in prop::collection::vec(prop::option::of(0u8..5), 1..8),
-        faults in prop::collection::vec(cycle_faults(), 1..12),
-        get_available in any::<bool>(),
-    ) {
-        let sick = truth_from(&mask);
+    fn real_recovery_clears_within_two_complete_cycles((sick, faults, get_available) in list_scenario()) {
         let mut tracker = ListRecovery::new();
         let mut api = BTreeMap::new();
         let clean = CycleFaults { page_size: 2, fails: false, duplicate: vec![], omit: vec![], get_fails: false };
