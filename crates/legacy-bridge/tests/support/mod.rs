@@ -1,8 +1,9 @@
-//! A legacy CSI driver that volhealth did not write: its messages are generated from a schema
-//! of their own (`tests/proto/legacy_csi.proto`, at the CSI v1.12.0 field numbers:
-//! `VolumeCondition` at field 2 of `VolumeStatus` and of `NodeGetVolumeStatsResponse`; controller
-//! capability VOLUME_CONDITION = 11, node = 4), not from the bridge's `src/wire.rs`, and it serves
-//! them over a real unix socket. Each volume's answer is set by the test.
+//! A legacy CSI driver that volhealth did not write. What it sends beyond CSI v1.13.0 (the legacy
+//! `volume_condition`, field 2 of `VolumeStatus` and of `NodeGetVolumeStatsResponse`) is generated
+//! from a schema of its own, `tests/proto/legacy_csi.proto`; everything else is the released CSI
+//! message, and the capabilities it advertises are the numbers v1.13.0 reserves
+//! (controller VOLUME_CONDITION = 11, node = 4). Nothing comes from the bridge's `src/wire.rs`.
+//! It serves over a real unix socket; each volume's answer is set by the test.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // test support fails by panicking
 
@@ -13,12 +14,15 @@ use std::task::{Context, Poll};
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::{BoxFuture, Service, http};
+use volhealth_csi::capabilities::{controller_rpc, node_rpc};
+use volhealth_csi::v1;
 
 /// The legacy messages, generated from `tests/proto/legacy_csi.proto` by the build script.
 #[allow(clippy::all, missing_docs)]
 mod legacy {
-    include!(concat!(env!("OUT_DIR"), "/legacy/csi.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/legacy/volhealth.legacy.rs"));
 }
+pub use legacy::list_volumes_response::Entry;
 pub use legacy::*;
 
 /// What the fake answers about one volume.
@@ -55,14 +59,12 @@ fn condition(c: &Option<(bool, String)>) -> Option<VolumeCondition> {
     })
 }
 
-fn caps(types: &[i32]) -> Capabilities {
-    Capabilities {
-        capabilities: types
-            .iter()
-            .map(|t| Capability {
-                rpc: Some(Rpc { r#type: *t }),
-            })
-            .collect(),
+/// A volume of one byte, `id`.
+fn volume(id: &str) -> v1::Volume {
+    v1::Volume {
+        capacity_bytes: 1,
+        volume_id: id.to_string(),
+        ..Default::default()
     }
 }
 
@@ -110,34 +112,41 @@ async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> 
     match path.as_str() {
         "/csi.v1.Identity/GetPluginInfo" => {
             let name = s.lock().unwrap().name.clone();
-            unary(req, move |_: Empty| {
-                Ok(PluginInfo {
+            unary(req, move |_: v1::GetPluginInfoRequest| {
+                Ok(v1::GetPluginInfoResponse {
                     name: name.clone(),
                     vendor_version: "1.12-legacy".into(),
+                    ..Default::default()
                 })
             })
             .await
         }
         "/csi.v1.Controller/ControllerGetCapabilities" => {
-            let c = caps(&s.lock().unwrap().controller_caps);
-            unary(req, move |_: Empty| Ok(c.clone())).await
+            let capabilities = s.lock().unwrap().controller_caps.clone();
+            let c = v1::ControllerGetCapabilitiesResponse {
+                capabilities: capabilities.into_iter().map(controller_rpc).collect(),
+            };
+            unary(req, move |_: v1::ControllerGetCapabilitiesRequest| {
+                Ok(c.clone())
+            })
+            .await
         }
         "/csi.v1.Node/NodeGetCapabilities" => {
-            let c = caps(&s.lock().unwrap().node_caps);
-            unary(req, move |_: Empty| Ok(c.clone())).await
+            let capabilities = s.lock().unwrap().node_caps.clone();
+            let c = v1::NodeGetCapabilitiesResponse {
+                capabilities: capabilities.into_iter().map(node_rpc).collect(),
+            };
+            unary(req, move |_: v1::NodeGetCapabilitiesRequest| Ok(c.clone())).await
         }
         "/csi.v1.Controller/ListVolumes" => {
-            unary(req, move |_: ListVolumesRequest| {
+            unary(req, move |_: v1::ListVolumesRequest| {
                 let st = s.lock().unwrap();
                 Ok(ListVolumesResponse {
                     entries: st
                         .list
                         .iter()
                         .map(|(id, c)| Entry {
-                            volume: (!id.is_empty()).then(|| Volume {
-                                capacity_bytes: 1,
-                                volume_id: id.clone(),
-                            }),
+                            volume: (!id.is_empty()).then(|| volume(id)),
                             status: Some(VolumeStatus {
                                 published_node_ids: vec!["node-1".into()],
                                 volume_condition: condition(c),
@@ -150,7 +159,7 @@ async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> 
             .await
         }
         "/csi.v1.Controller/ControllerGetVolume" => {
-            unary(req, move |r: ControllerGetVolumeRequest| {
+            unary(req, move |r: v1::ControllerGetVolumeRequest| {
                 let answer = answer_of(&s, &r.volume_id);
                 let mut st = s.lock().unwrap();
                 st.seen.push((
@@ -162,10 +171,7 @@ async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> 
                 let id = st.answer_as.clone().unwrap_or(r.volume_id);
                 match answer {
                     Answer::Condition(c) => Ok(ControllerGetVolumeResponse {
-                        volume: (!id.is_empty()).then_some(Volume {
-                            capacity_bytes: 1,
-                            volume_id: id,
-                        }),
+                        volume: (!id.is_empty()).then(|| volume(&id)),
                         status: Some(VolumeStatus {
                             published_node_ids: Vec::new(),
                             volume_condition: condition(&c),
@@ -177,7 +183,7 @@ async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> 
             .await
         }
         "/csi.v1.Node/NodeGetVolumeStats" => {
-            unary(req, move |r: NodeGetVolumeStatsRequest| {
+            unary(req, move |r: v1::NodeGetVolumeStatsRequest| {
                 let answer = answer_of(&s, &r.volume_id);
                 s.lock().unwrap().seen.push((
                     "NodeGetVolumeStats".into(),
@@ -187,6 +193,7 @@ async fn route(state: Shared, req: http::Request<Body>) -> http::Response<Body> 
                 ));
                 match answer {
                     Answer::Condition(c) => Ok(NodeGetVolumeStatsResponse {
+                        usage: Vec::new(),
                         volume_condition: condition(&c),
                     }),
                     Answer::Error(code) => Err(Status::new(code, "no volume at that path")),
