@@ -41,6 +41,20 @@ impl RateLimiter {
         }
         self.tokens = (self.tokens - 1.0).max(0.0);
     }
+
+    /// Takes the next token now, though it may not be there yet, and says when it is due: the
+    /// request may go out then. A caller that waits for it elsewhere (in a select with other
+    /// work) can do so without holding the limiter. Later reservations queue up behind it.
+    pub fn reserve(&mut self) -> Instant {
+        self.refill();
+        let wait = if self.tokens >= 1.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64((1.0 - self.tokens) / self.qps)
+        };
+        self.tokens -= 1.0;
+        self.last + wait
+    }
 }
 
 #[cfg(test)]
@@ -66,6 +80,29 @@ mod tests {
         assert!(
             took >= Duration::from_millis(990) && took <= Duration::from_millis(1010),
             "{took:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reservations_are_due_as_acquiring_would_return() {
+        let mut l = RateLimiter::new(5.0, 2);
+        let start = Instant::now();
+        assert_eq!(l.reserve(), start, "the burst is due at once");
+        assert_eq!(l.reserve(), start);
+        let third = l.reserve();
+        let fourth = l.reserve();
+        assert_eq!(third - start, Duration::from_millis(200));
+        assert_eq!(
+            fourth - start,
+            Duration::from_millis(400),
+            "queued behind the third"
+        );
+        tokio::time::sleep_until(fourth).await;
+        let fifth = l.reserve();
+        assert_eq!(
+            fifth - start,
+            Duration::from_millis(600),
+            "no token saved up meanwhile"
         );
     }
 }

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use volhealth_model::Timestamp;
 
 /// What a cycle hands over for an object of `T`.
@@ -213,6 +214,40 @@ pub struct WriteLoop<T: QueuedTarget> {
     pub max_in_flight: usize,
 }
 
+/// What [`WriteLoop`] does with a report it took from the queue.
+enum Prepared<V> {
+    /// Nothing to write: not leading, the object is gone, nothing would change, or it is held.
+    Nothing,
+    /// Not now: the API server is unreachable; queued again.
+    Later,
+    /// Write `after` over `before`, decided against `stored`.
+    Write {
+        stored: Stored<V>,
+        before: V,
+        after: V,
+    },
+}
+
+/// A decided write waiting for its rate-limit token.
+struct Ready<T: QueuedTarget> {
+    /// When its token is due.
+    due: Instant,
+    key: T::Key,
+    queued: QueuedOf<T>,
+    priority: usize,
+    stored: Stored<T::Value>,
+    before: T::Value,
+    after: T::Value,
+}
+
+/// Sleeps until `due`; never when there is none.
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// One finished write: what it was for, and how it ended.
 struct Done<T: QueuedTarget> {
     key: T::Key,
@@ -235,6 +270,9 @@ where
         let mut in_flight = FuturesUnordered::new();
         // The newest report of an object whose write is in flight.
         let mut parked: Parked<T> = HashMap::new();
+        // The next write, decided and waiting for its rate-limit token. It waits in the loop's
+        // one select, so the writes in flight are answered meanwhile.
+        let mut ready: Option<Ready<T>> = None;
         loop {
             if in_flight.is_empty()
                 && let Some(until) = writer.unreachable_until()
@@ -244,59 +282,93 @@ where
                     _ = tokio::time::sleep_until(until) => {}
                 }
             }
-            let (key, queued, priority) = tokio::select! {
+            let due = ready.as_ref().map(|r| r.due);
+            let taken = tokio::select! {
                 _ = &mut shutdown => return,
                 Some(done) = in_flight.next(), if !in_flight.is_empty() => {
                     self.finished(done, &mut parked);
                     continue;
                 }
+                () = sleep_until(due), if due.is_some() => {
+                    let Some(r) = ready.take() else { continue };
+                    // Checked again right before the write: a replica that lost the lease
+                    // stops at once.
+                    if !*self.leader.borrow() {
+                        queue.answered(&r.key, None);
+                        continue;
+                    }
+                    let writer = writer.clone();
+                    in_flight.push(async move {
+                        let outcome = writer.write(&r.key, &r.stored, &r.before, r.after).await;
+                        Done::<T> {
+                            key: r.key,
+                            queued: r.queued,
+                            priority: r.priority,
+                            outcome,
+                        }
+                    });
+                    continue;
+                }
                 // While the API server is unreachable, no new write starts before the ones in
                 // flight have answered (and the backoff has passed).
-                item = queue.next(), if in_flight.len() < max
+                item = queue.next(), if ready.is_none() && in_flight.len() < max
                     && (in_flight.is_empty() || writer.unreachable_until().is_none()) => item,
             };
-            if !*self.leader.borrow() {
-                continue;
-            }
-            if queue.is_taken(&key) {
-                queue.taken(key.clone(), queued.clone());
+            let (key, queued, priority) = (taken.key, taken.desired, taken.priority);
+            if taken.behind {
+                // A newer report of an object being written: it goes when that write answers.
                 parked.insert(key, (queued, priority));
                 continue;
             }
-            let target = writer.target();
-            let Some(stored) = target.cached(&key) else {
-                tracing::debug!(object = %key, "the object is gone; nothing to write");
-                continue;
-            };
-            let Some((before, after)) = self.decided(&key, &stored, &queued) else {
-                continue;
-            };
-            // Held objects cost no rate-limit token.
-            if !writer.may_write(&key) {
-                if writer.unreachable_until().is_some() {
-                    queue.retry(key, queued, priority);
+            // From here the object counts as being written: each way out that starts no write
+            // answers it, so it never looks as though nothing were on its way.
+            match self.prepare(&key, &queued) {
+                Prepared::Nothing => queue.answered(&key, None),
+                Prepared::Later => queue.answered(&key, Some((queued, priority))),
+                Prepared::Write {
+                    stored,
+                    before,
+                    after,
+                } => {
+                    ready = Some(Ready {
+                        due: self.limiter.reserve(),
+                        key,
+                        queued,
+                        priority,
+                        stored,
+                        before,
+                        after,
+                    });
                 }
-                continue;
             }
-            tokio::select! {
-                _ = &mut shutdown => return,
-                _ = self.limiter.acquire() => {}
-            }
-            // Checked again right before the write: a replica that lost the lease stops at once.
-            if !*self.leader.borrow() {
-                continue;
-            }
-            queue.taken(key.clone(), queued.clone());
-            let writer = writer.clone();
-            in_flight.push(async move {
-                let outcome = writer.write(&key, &stored, &before, after).await;
-                Done::<T> {
-                    key,
-                    queued,
-                    priority,
-                    outcome,
-                }
-            });
+        }
+    }
+
+    /// What to write for `queued`, taken for `key`: what is stored, and what to write over it;
+    /// or why nothing is written now. Held objects cost no rate-limit token.
+    fn prepare(&self, key: &T::Key, queued: &QueuedOf<T>) -> Prepared<T::Value> {
+        if !*self.leader.borrow() {
+            return Prepared::Nothing;
+        }
+        let writer = &self.offers.writer;
+        let Some(stored) = writer.target().cached(key) else {
+            tracing::debug!(object = %key, "the object is gone; nothing to write");
+            return Prepared::Nothing;
+        };
+        let Some((before, after)) = self.decided(key, &stored, queued) else {
+            return Prepared::Nothing;
+        };
+        if !writer.may_write(key) {
+            return if writer.unreachable_until().is_some() {
+                Prepared::Later
+            } else {
+                Prepared::Nothing
+            };
+        }
+        Prepared::Write {
+            stored,
+            before,
+            after,
         }
     }
 
@@ -322,27 +394,20 @@ where
     /// Handles a finished write: a failed one is tried again, unless a newer report arrived
     /// while it was in flight, which goes next instead.
     fn finished(&self, done: Done<T>, parked: &mut Parked<T>) {
-        let queue = &self.offers.queue;
-        queue.answered(&done.key);
         self.offers
             .writer
             .target()
             .answered(&done.key, &done.queued.report, &done.outcome);
-        if let Some((queued, priority)) = parked.remove(&done.key) {
-            queue.retry(done.key, queued, priority);
-            return;
-        }
-        match done.outcome {
-            Outcome::Unavailable | Outcome::Conflict => {
-                queue.retry(done.key, done.queued, done.priority)
-            }
+        let again = parked.remove(&done.key).or(match done.outcome {
+            Outcome::Unavailable | Outcome::Conflict => Some((done.queued, done.priority)),
             Outcome::Written(_)
             | Outcome::Held
             | Outcome::Dropped
             | Outcome::Refused(_)
             | Outcome::Forbidden(_)
-            | Outcome::Gone => {}
-        }
+            | Outcome::Gone => None,
+        });
+        self.offers.queue.answered(&done.key, again);
     }
 }
 

@@ -37,6 +37,19 @@ impl<K, D> Default for Inner<K, D> {
     }
 }
 
+/// An item the write loop took from the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken<K, D> {
+    /// The object.
+    pub key: K,
+    /// Its desired state.
+    pub desired: D,
+    /// Its place in line (lower goes first).
+    pub priority: usize,
+    /// A write for the object was already in flight: this state waits for it to be answered.
+    pub behind: bool,
+}
+
 /// Pending desired states by object, in priority order.
 #[derive(Debug)]
 pub struct WriteQueue<K, D> {
@@ -95,35 +108,39 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
         self.notify.notify_one();
     }
 
-    /// Queues `desired` again after a failed attempt, ahead of its priority's line, unless a
-    /// newer desired state for the object arrived meanwhile.
-    pub fn retry(&self, key: K, desired: D, priority: usize) {
-        let queued = {
-            let mut q = self.lock();
-            if q.pending.contains_key(&key) {
-                false
-            } else {
-                q.next_front -= 1;
-                let seq = q.next_front;
-                Self::insert(&mut q, key, desired, priority, seq);
-                true
-            }
-        };
-        if queued {
-            self.notify.notify_one();
+    /// Queues `desired` ahead of its priority's line unless `key` has a pending state.
+    fn requeue(q: &mut Inner<K, D>, key: K, desired: D, priority: usize) -> bool {
+        if q.pending.contains_key(&key) {
+            return false;
         }
+        q.next_front -= 1;
+        let seq = q.next_front;
+        Self::insert(q, key, desired, priority, seq);
+        true
     }
 
-    /// Takes the next item.
-    pub fn pop(&self) -> Option<(K, D, usize)> {
+    /// Takes the next item for writing. From this moment until [`WriteQueue::answered`] it
+    /// counts as pending (a probe cycle must never see an object between "queued" and "being
+    /// written" as having nothing on its way). When a write for the same object is still in
+    /// flight, the item is the newest state behind it: [`Taken::behind`] says so.
+    pub fn pop(&self) -> Option<Taken<K, D>> {
         let mut q = self.lock();
         let (priority, _, key) = q.order.pop_first()?;
         let entry = q.pending.remove(&key)?;
-        Some((key, entry.desired, priority))
+        let behind = q
+            .in_flight
+            .insert(key.clone(), entry.desired.clone())
+            .is_some();
+        Some(Taken {
+            key,
+            desired: entry.desired,
+            priority,
+            behind,
+        })
     }
 
-    /// Waits for and takes the next item.
-    pub async fn next(&self) -> (K, D, usize) {
+    /// Waits for and takes the next item (as [`WriteQueue::pop`]).
+    pub async fn next(&self) -> Taken<K, D> {
         loop {
             if let Some(item) = self.pop() {
                 return item;
@@ -148,19 +165,28 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
         q.pending.contains_key(key) || q.in_flight.contains_key(key)
     }
 
-    /// Notes that the write loop holds `desired` for `key` until [`WriteQueue::answered`].
-    pub(crate) fn taken(&self, key: K, desired: D) {
-        self.lock().in_flight.insert(key, desired);
-    }
-
     /// Whether the write loop holds a write for `key` that is not yet answered.
-    pub(crate) fn is_taken(&self, key: &K) -> bool {
+    pub fn is_taken(&self, key: &K) -> bool {
         self.lock().in_flight.contains_key(key)
     }
 
-    /// The write for `key` was answered (stored, refused, or to be retried through the queue).
-    pub(crate) fn answered(&self, key: &K) {
-        self.lock().in_flight.remove(key);
+    /// The write taken for `key` was answered, or none was started for it. `again`: the
+    /// state to write next (a failed attempt, or the newer state that waited behind it), queued
+    /// ahead of its priority's line unless a newer state for the object arrived meanwhile,
+    /// in the same step as the answer, so the object never looks as though
+    /// nothing were on its way.
+    pub fn answered(&self, key: &K, again: Option<(D, usize)>) {
+        let queued = {
+            let mut q = self.lock();
+            q.in_flight.remove(key);
+            match again {
+                Some((desired, priority)) => Self::requeue(&mut q, key.clone(), desired, priority),
+                None => false,
+            }
+        };
+        if queued {
+            self.notify.notify_one();
+        }
     }
 
     /// Drops everything (leadership lost: another replica writes now).
@@ -193,6 +219,14 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
 mod tests {
     use super::*;
 
+    /// Pops the next item, asserting that no write for it was in flight.
+    fn pop_free<'a>(q: &WriteQueue<&'a str, &'a str>) -> Option<(&'a str, &'a str, usize)> {
+        q.pop().map(|t| {
+            assert!(!t.behind, "{} was not being written", t.key);
+            (t.key, t.desired, t.priority)
+        })
+    }
+
     #[test]
     fn coalesces_orders_by_severity_and_retries_never_override() {
         let q: WriteQueue<&str, &str> = WriteQueue::new();
@@ -201,38 +235,40 @@ mod tests {
         q.push("a", "a2", 2);
         q.push("c", "c1", 0);
         assert_eq!(q.len(), 3);
-        assert_eq!(q.pop(), Some(("c", "c1", 0)), "most severe first");
+        assert_eq!(pop_free(&q), Some(("c", "c1", 0)), "most severe first");
         assert_eq!(
-            q.pop(),
+            pop_free(&q),
             Some(("a", "a2", 2)),
             "latest wins, keeps its place"
         );
         q.push("b", "b2", 2);
-        q.retry("b", "stale", 2);
-        q.retry("d", "d0", 2);
+        q.answered(&"b", Some(("stale", 2)));
+        q.answered(&"d", Some(("d0", 2)));
         assert_eq!(
-            q.pop(),
+            pop_free(&q),
             Some(("d", "d0", 2)),
             "a retry goes ahead of its line"
         );
-        assert_eq!(q.pop(), Some(("b", "b2", 2)));
+        assert_eq!(pop_free(&q), Some(("b", "b2", 2)));
         assert!(q.is_empty());
         q.push("e", "e", 1);
         q.clear();
-        assert_eq!(q.pop(), None);
+        assert_eq!(pop_free(&q), None);
     }
 
     #[test]
     fn a_write_in_flight_is_still_pending_until_answered() {
         let q: WriteQueue<&str, &str> = WriteQueue::new();
         q.push("a", "clear", 3);
-        let (key, desired, _) = q.pop().unwrap();
-        assert_eq!(q.pending(&"a"), None, "taken, but not yet marked");
-        q.taken(key, desired);
+        let taken = q.pop().unwrap();
+        assert_eq!(
+            (taken.key, taken.desired, taken.behind),
+            ("a", "clear", false)
+        );
         assert_eq!(
             q.pending(&"a"),
             Some("clear"),
-            "in flight counts as pending"
+            "taken is in flight at once, and in flight counts as pending"
         );
         q.push("a", "newer", 1);
         assert_eq!(
@@ -240,23 +276,43 @@ mod tests {
             Some("newer"),
             "a queued newer state comes first"
         );
-        assert_eq!(q.pop().map(|(_, d, _)| d), Some("newer"));
-        q.answered(&"a");
+        let behind = q.pop().unwrap();
+        assert_eq!((behind.desired, behind.behind), ("newer", true));
+        assert_eq!(q.pending(&"a"), Some("newer"), "the newest in flight");
+        q.answered(&"a", None);
         assert_eq!(q.pending(&"a"), None);
+    }
+
+    #[test]
+    fn an_answer_that_queues_again_leaves_no_moment_without_a_pending_state() {
+        let q: WriteQueue<&str, &str> = WriteQueue::new();
+        q.push("a", "degraded", 2);
+        q.pop().unwrap();
+        q.answered(&"a", Some(("degraded", 2)));
+        assert!(q.has_pending(&"a") && !q.is_taken(&"a"), "queued again");
+        q.pop().unwrap();
+        q.push("a", "newer", 1);
+        q.answered(&"a", Some(("degraded", 2)));
+        assert_eq!(
+            pop_free(&q),
+            Some(("a", "newer", 1)),
+            "a newer state is not overridden by the answered one"
+        );
     }
 
     #[test]
     fn clearing_drops_queued_work_but_not_the_writes_in_flight() {
         let q: WriteQueue<&str, &str> = WriteQueue::new();
-        q.taken("a", "in flight");
+        q.push("a", "in flight", 2);
+        q.pop().unwrap();
         q.push("b", "queued", 2);
         q.clear();
-        assert_eq!(q.pop(), None, "queued work is dropped");
+        assert_eq!(pop_free(&q), None, "queued work is dropped");
         assert!(
             q.is_taken(&"a"),
             "a write in flight is still held, so none starts twice"
         );
-        q.answered(&"a");
+        q.answered(&"a", None);
         assert!(!q.is_taken(&"a"));
     }
 
@@ -266,13 +322,12 @@ mod tests {
         assert!(!q.has_pending(&"a"));
         q.push("a", "x", 0);
         assert!(q.has_pending(&"a") && q.pending(&"a").is_some(), "queued");
-        let (key, desired, _) = q.pop().unwrap();
-        q.taken(key, desired);
+        q.pop().unwrap();
         assert!(
             q.has_pending(&"a") && q.pending(&"a").is_some(),
             "in flight"
         );
-        q.answered(&"a");
+        q.answered(&"a", None);
         assert!(!q.has_pending(&"a") && q.pending(&"a").is_none());
     }
 
@@ -282,10 +337,9 @@ mod tests {
         assert!(q.is_idle());
         q.push("a", "x", 0);
         assert!(!q.is_idle(), "queued");
-        let (key, desired, _) = q.pop().unwrap();
-        q.taken(key, desired);
+        q.pop().unwrap();
         assert!(q.is_empty() && !q.is_idle(), "in flight");
-        q.answered(&"a");
+        q.answered(&"a", None);
         assert!(q.is_idle());
     }
 }

@@ -222,3 +222,39 @@ async fn our_own_write_landing_makes_a_later_decision_stale() {
     assert!(!offers.offer(7, same), "level 3 is what is stored");
     assert_eq!(decisions.load(Ordering::SeqCst), 1);
 }
+
+/// A report the write loop has taken but not yet written (it waits for the rate limit) is still
+/// on its way: a probe cycle that ends meanwhile must not take the object for one with nothing
+/// stored and nothing coming, and forget it. The write before it is answered meanwhile.
+#[tokio::test]
+async fn a_report_waiting_for_the_rate_limit_is_still_pending() {
+    let (objects, offers) = offers();
+    objects.store(7, 1, 0);
+    objects.store(8, 1, 0);
+    assert!(offers.offer(7, report(3).0));
+    assert!(offers.offer(8, report(3).0));
+    // One token now, the next in 100 s: the second write waits in the loop, out of the queue.
+    let write_loop = offers.write_loop(RateLimiter::new(0.01, 1));
+    let stop = tokio::sync::Notify::new();
+    let run = write_loop.run(stop.notified());
+    tokio::pin!(run);
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            tokio::select! {
+                () = &mut run => panic!("the write loop ended"),
+                () = tokio::time::sleep(Duration::from_millis(1)) => {}
+            }
+            if objects.patches().len() == 1 && offers.is_empty() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the first write and the second take");
+    let waiting = if objects.patches()[0].0 == 7 { 8 } else { 7 };
+    assert!(
+        offers.is_pending(&waiting),
+        "taken for writing, not yet written: still pending"
+    );
+    assert!(!offers.is_idle());
+}
