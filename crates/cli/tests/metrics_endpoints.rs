@@ -139,35 +139,62 @@ fn up_publishes_every_metrics_endpoint_and_each_passes_promtool() {
     cluster.interrupt();
 }
 
+/// A port something listens on (the listener holds it) whose port below was free when looked
+/// at, so that a base one below it plans a free port for the monitor and the taken one for the
+/// first node's agent.
+fn taken_port_above_a_free_one() -> (std::net::TcpListener, u16) {
+    for _ in 0..100 {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = taken.local_addr().expect("addr").port();
+        if port > 1 && std::net::TcpListener::bind(("127.0.0.1", port - 1)).is_ok() {
+            return (taken, port);
+        }
+    }
+    panic!("no free port found below a free port in 100 tries");
+}
+
 #[test]
 fn a_taken_metrics_port_stops_up_before_it_starts() {
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = taken.local_addr().expect("addr").port();
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("state");
-    let out = std::process::Command::new(support::bin())
-        .args([
-            "up",
-            "--dir",
-            &dir.to_string_lossy(),
-            "--nodes",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--metrics-port", &(port - 1).to_string()])
-        .output()
-        .expect("run up");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("port {port}"))
-            && err.contains("agent-node-1")
-            && err.contains("--metrics-port"),
-        "{err}"
-    );
-    assert!(
-        !dir.join("logs/apiserver.log").exists(),
-        "something was started"
-    );
+    // The port below the taken one is free when chosen, but anything on the machine may take it
+    // before up looks (another test's server, a connection's local port). Such a try says
+    // nothing about up, so it is made again with other ports; a few tries at most.
+    for attempt in 1..=5 {
+        let (taken, port) = taken_port_above_a_free_one();
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("state");
+        let out = std::process::Command::new(support::bin())
+            .args([
+                "up",
+                "--dir",
+                &dir.to_string_lossy(),
+                "--nodes",
+                "1",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--metrics-port", &(port - 1).to_string()])
+            .output()
+            .expect("run up");
+        drop(taken);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if attempt < 5 && err.contains(&format!("port {} (", port - 1)) {
+            eprintln!(
+                "port {} was taken meanwhile by something else; trying again",
+                port - 1
+            );
+            continue;
+        }
+        assert!(!out.status.success());
+        assert!(
+            err.contains(&format!("port {port}"))
+                && err.contains("agent-node-1")
+                && err.contains("--metrics-port"),
+            "{err}"
+        );
+        assert!(
+            !dir.join("logs/apiserver.log").exists(),
+            "something was started"
+        );
+        return;
+    }
 }
