@@ -47,24 +47,18 @@ pub async fn check(conn: &Connection, snapshot: &Snapshot) -> Gate {
         let v = p.spec.as_ref()?.volumes.as_ref()?.first()?.name.clone();
         Some((p, v))
     }) {
-        Target {
-            resource: ApiResource::erase::<Pod>(&()),
-            short: "pod",
-            meta: &pod.metadata,
-            field: "volumeHealth",
-            value: json!([{"name": volume, "healthConditions": [probe_condition("Degraded")]}]),
-        }
+        Target::entry::<Pod>("pod", &pod.metadata, "volumeHealth", volume, "Degraded")
     } else if let Some((node, driver)) = snapshot.csinodes.iter().find_map(|n| {
         let d = n.spec.drivers.first()?.name.clone();
         Some((n, d))
     }) {
-        Target {
-            resource: ApiResource::erase::<CSINode>(&()),
-            short: "csinode",
-            meta: &node.metadata,
-            field: "storageHealth",
-            value: json!([{"name": driver, "healthConditions": [probe_condition("StorageDegraded")]}]),
-        }
+        Target::entry::<CSINode>(
+            "csinode",
+            &node.metadata,
+            "storageHealth",
+            driver,
+            "StorageDegraded",
+        )
     } else {
         return Gate::Stored;
     };
@@ -91,7 +85,25 @@ struct Target<'a> {
     value: serde_json::Value,
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
+    /// The health list `field` of the `K` of `meta` (`short` in the table), written with one
+    /// entry, `name`, holding a probe condition of `status`.
+    fn entry<K: kube::Resource<DynamicType = ()>>(
+        short: &'static str,
+        meta: &'a ObjectMeta,
+        field: &'static str,
+        name: String,
+        status: &str,
+    ) -> Self {
+        Target {
+            resource: ApiResource::erase::<K>(&()),
+            short,
+            meta,
+            field,
+            value: json!([{"name": name, "healthConditions": [probe_condition(status)]}]),
+        }
+    }
+
     /// `short/NAMESPACE/NAME`, or `short/NAME` for a cluster-scoped object.
     fn object(&self) -> String {
         let name = self.meta.name.as_deref().unwrap_or_default();
