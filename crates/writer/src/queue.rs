@@ -39,7 +39,7 @@ impl<K, D> Default for Inner<K, D> {
 
 /// An item the write loop took from the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Taken<K, D> {
+pub(crate) struct Taken<K, D> {
     /// The object.
     pub key: K,
     /// Its desired state.
@@ -123,7 +123,7 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     /// counts as pending (a probe cycle must never see an object between "queued" and "being
     /// written" as having nothing on its way). When a write for the same object is still in
     /// flight, the item is the newest state behind it: [`Taken::behind`] says so.
-    pub fn pop(&self) -> Option<Taken<K, D>> {
+    pub(crate) fn pop(&self) -> Option<Taken<K, D>> {
         let mut q = self.lock();
         let (priority, _, key) = q.order.pop_first()?;
         let entry = q.pending.remove(&key)?;
@@ -140,7 +140,7 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     }
 
     /// Waits for and takes the next item (as [`WriteQueue::pop`]).
-    pub async fn next(&self) -> Taken<K, D> {
+    pub(crate) async fn next(&self) -> Taken<K, D> {
         loop {
             if let Some(item) = self.pop() {
                 return item;
@@ -166,7 +166,8 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     }
 
     /// Whether the write loop holds a write for `key` that is not yet answered.
-    pub fn is_taken(&self, key: &K) -> bool {
+    #[cfg(test)]
+    fn is_taken(&self, key: &K) -> bool {
         self.lock().in_flight.contains_key(key)
     }
 
@@ -175,7 +176,7 @@ impl<K: Clone + Eq + Hash + Ord, D: Clone> WriteQueue<K, D> {
     /// ahead of its priority's line unless a newer state for the object arrived meanwhile,
     /// in the same step as the answer, so the object never looks as though
     /// nothing were on its way.
-    pub fn answered(&self, key: &K, again: Option<(D, usize)>) {
+    pub(crate) fn answered(&self, key: &K, again: Option<(D, usize)>) {
         let queued = {
             let mut q = self.lock();
             q.in_flight.remove(key);
