@@ -1,9 +1,9 @@
 //! Compiles the legacy CSI messages that the tests' fake driver serves
 //! (`tests/proto/legacy_csi.proto`, which imports the released `proto/csi.proto`) with protox (no
 //! protoc) and prost-build, into `OUT_DIR/legacy`; the released messages it names are
-//! volhealth_csi's own types, not generated again. The library uses none of it: its own reading of the legacy shape is
-//! `src/wire.rs`, and the tests check it against a driver whose messages come from a schema,
-//! as a real driver's do.
+//! volhealth_csi's own types, not generated again. The library uses none of it: its own reading
+//! of the legacy shape is `src/wire.rs`, and the tests check it against a driver whose messages
+//! come from a schema, as a real driver's do.
 
 use std::error::Error;
 use std::path::PathBuf;
