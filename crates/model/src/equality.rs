@@ -48,7 +48,7 @@ pub fn condition_keys<C: Condition>(list: &[C]) -> BTreeSet<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_conditions::storage_condition;
+    use crate::tests::conditions::storage_condition;
     use crate::{StorageHealthCondition, VolumeHealthCondition};
 
     fn v(status: &str, reason: &str, message: Option<&str>) -> VolumeHealthCondition {

@@ -29,7 +29,7 @@ pub mod report;
 pub mod sanitize;
 pub mod status;
 #[cfg(test)]
-mod test_conditions;
+mod tests;
 
 pub use api_time::api_time;
 pub use equality::{condition_key, condition_keys, same_conditions, same_keys};

@@ -182,7 +182,7 @@ pub fn reconcile_storage(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_conditions::storage_condition;
+    use crate::tests::conditions::storage_condition;
     use crate::volume_report;
     use volhealth_csi_proto::v1::volume_health::VolumeHealthEntry;
 

@@ -378,7 +378,7 @@ pub fn sanitize<C: Condition>(conditions: Vec<C>) -> (Vec<C>, Vec<Fix>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_conditions::storage_condition;
+    use crate::tests::conditions::storage_condition;
 
     fn vc(status: &str, reason: &str, message: Option<&str>) -> VolumeHealthCondition {
         VolumeHealthCondition {
